@@ -1,0 +1,69 @@
+/* The environment policy engine: which names of an env block the agent, or a command it
+ * runs, may see. Pure: no syscalls, no globals, nothing logged. */
+#ifndef RD_ENVPOLICY_H
+#define RD_ENVPOLICY_H
+
+#include "error.h"
+#include "policy.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum rd_env_level {
+	RD_ENV_AGENT,   /* the agent process runnerd starts */
+	RD_ENV_COMMAND, /* each command the agent runs */
+};
+
+enum rd_env_reason {
+	/* passed */
+	RD_ENV_BASE,     /* runner.json env.base_allow */
+	RD_ENV_PROFILE,  /* agent.env_allow (agent) or commands.env_allow (command) */
+	RD_ENV_RULE,     /* the matched rule's env_allow */
+	RD_ENV_EXTRA,    /* env.extra_env or the profile's agent.extra_env (agent only) */
+	RD_ENV_INTERNAL, /* runnerd's own session variables */
+	/* stripped */
+	RD_ENV_DENIED_SECRET,  /* env.deny, not overridden by an exact-name allow */
+	RD_ENV_DENIED_HARD,    /* env.hard_deny: nothing overrides */
+	RD_ENV_DENIED_PROFILE, /* commands.env_deny */
+	RD_ENV_DENIED_RULE,    /* the matched rule's env_deny */
+	RD_ENV_NOT_ALLOWED,    /* no allow list names it */
+	RD_ENV_DUPLICATE,      /* a name seen earlier in the block: the first wins */
+	RD_ENV_MALFORMED,      /* no '=' or an empty name */
+};
+
+struct rd_env_verdict {
+	const char *entry; /* the input entry, "NAME=value" (never print past name_len) */
+	size_t name_len;   /* 0 for a malformed entry: it has no name to show */
+	enum rd_env_reason reason;
+	bool passed;
+	const char *pattern; /* the list entry that decided, NULL if none */
+};
+
+struct rd_env_result {
+	/* The output block, NULL-terminated, in input order. The strings are the input's own:
+	 * the result lives no longer than the envp it was built from. */
+	char **envp;
+	size_t n_env;
+	size_t bytes; /* sum of strlen + 1 over the output, as the kernel counts */
+	struct rd_env_verdict *verdicts; /* one per input entry, in input order */
+	size_t n_verdicts;
+};
+
+/* Build the env block for one level. rule may be NULL (no rule matched, or agent level, where
+ * it is ignored). Returns 0, -ENOMEM, or -E2BIG when the output exceeds max_keys or max_bytes
+ * (the rule's limit if it sets one, else the config's); err then names the limit and the
+ * size. On error *out is empty. */
+int rd_env_build(const struct rd_env_config *cfg, const struct rd_profile *prof,
+                 enum rd_env_level level, const struct rd_rule *rule, char *const *envp,
+                 struct rd_env_result *out, struct rd_error *err) _wur_;
+
+void rd_env_result_free(struct rd_env_result *r);
+
+/* "base", "profile", "rule", "extra_env", "internal", "denied:secret-pattern", "denied:hard",
+ * "denied:profile", "denied:rule", "not-allowed", "duplicate", "malformed". */
+const char *rd_env_reason_str(enum rd_env_reason r);
+
+/* True for the names runnerd itself sets: RUNNERD_SESSION, RUNNERD_PROFILE, JRUN_*. */
+bool rd_env_is_internal(const char *name, size_t len);
+
+#endif

@@ -1,0 +1,101 @@
+#include "glob.h"
+
+#include <fnmatch.h>
+#include <string.h>
+
+bool rd_glob_is_pattern(const char *pat)
+{
+	return strpbrk(pat, "*?[\\") != NULL;
+}
+
+static const char *const char_classes[] = {
+    "alnum", "alpha", "blank", "cntrl", "digit", "graph",
+    "lower", "print", "punct", "space", "upper", "xdigit",
+};
+
+/* Checks one bracket expression starting after '['; returns the index just past ']' or 0. */
+static size_t check_bracket(const char *p, const char **why)
+{
+	size_t i = 0;
+	if (p[i] == '!' || p[i] == '^')
+		i++;
+	if (p[i] == ']')
+		i++; /* a ']' first is a literal */
+	for (;;) {
+		if (p[i] == '\0') {
+			*why = "has a '[' without a closing ']'";
+			return 0;
+		}
+		if (p[i] == ']')
+			return i + 1;
+		if (p[i] == '[' && (p[i + 1] == '=' || p[i + 1] == '.')) {
+			*why = "uses an equivalence class or collating symbol ([= or [.), which is "
+			       "not "
+			       "supported";
+			return 0;
+		}
+		if (p[i] == '[' && p[i + 1] == ':') {
+			const char *end = strstr(p + i + 2, ":]");
+			if (!end) {
+				*why = "has a '[:' character class without ':]'";
+				return 0;
+			}
+			size_t len = (size_t)(end - (p + i + 2));
+			bool known = false;
+			for (size_t c = 0; c < sizeof(char_classes) / sizeof(char_classes[0]); c++)
+				if (strlen(char_classes[c]) == len &&
+				    strncmp(char_classes[c], p + i + 2, len) == 0)
+					known = true;
+			if (!known) {
+				*why =
+				    "names an unknown character class (known: [:alnum:] [:alpha:] "
+				    "[:digit:] [:lower:] [:upper:] [:space:] ...)";
+				return 0;
+			}
+			i = (size_t)(end - p) + 2;
+			continue;
+		}
+		if (p[i] == '\\') {
+			if (p[i + 1] == '\0') {
+				*why = "ends with an unescaped backslash";
+				return 0;
+			}
+			i += 2;
+			continue;
+		}
+		i++;
+	}
+}
+
+const char *rd_glob_check(const char *pat, enum rd_glob_kind kind)
+{
+	if (pat[0] == '\0')
+		return "is empty";
+	if (kind == RD_GLOB_ENV_NAME && strchr(pat, '='))
+		return "contains '=', which cannot be part of an environment variable name";
+	for (size_t i = 0; pat[i];) {
+		const char *why = NULL;
+		switch (pat[i]) {
+		case '\\':
+			if (pat[i + 1] == '\0')
+				return "ends with an unescaped backslash";
+			i += 2;
+			break;
+		case '[': {
+			size_t n = check_bracket(pat + i + 1, &why);
+			if (n == 0)
+				return why;
+			i += 1 + n;
+			break;
+		}
+		default:
+			i++;
+		}
+	}
+	return NULL;
+}
+
+bool rd_glob_match(const char *pat, const char *s)
+{
+	return fnmatch(pat, s, 0) == 0;
+}

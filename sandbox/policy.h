@@ -1,0 +1,71 @@
+/* The policy as loaded from runner.json and a profile: plain structs, no behaviour. The
+ * loader (runnerd/config.c) fills them; envpolicy.c and the rule matcher read them. */
+#ifndef RD_POLICY_H
+#define RD_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A list of strings (names, globs or paths), owned. */
+struct rd_strv {
+	char **v;
+	size_t n;
+};
+
+enum rd_action {
+	RD_ACTION_ALLOW,
+	RD_ACTION_DENY,
+	RD_ACTION_ASK,
+};
+
+/* runner.json "env" */
+struct rd_env_config {
+	struct rd_strv base_allow;
+	struct rd_strv deny; /* secret-shaped names: an exact-name allow overrides */
+	struct rd_strv hard_deny;
+	struct rd_strv extra_env; /* allowed for every agent */
+	size_t max_keys;
+	size_t max_bytes;
+};
+
+struct rd_rule {
+	size_t index;              /* position in commands.rules, from 0 as in commands.rules[0] */
+	char *match_path;          /* glob on the resolved executable, NULL = any */
+	struct rd_strv match_args; /* globs over argv[1..]; "**" = the rest */
+	bool has_match_args;
+	enum rd_action action;
+	struct rd_strv env_allow;
+	struct rd_strv env_deny;
+	size_t max_keys;  /* 0 = inherit */
+	size_t max_bytes; /* 0 = inherit */
+	int line, col;    /* where the rule starts in its file */
+};
+
+struct rd_profile {
+	char *name;
+	char *path;
+	char *description;
+	struct rd_strv agent_env_allow;
+	struct rd_strv agent_extra_env;
+	enum rd_action commands_default;
+	struct rd_strv commands_env_allow;
+	struct rd_strv commands_env_deny;
+	struct rd_rule *rules;
+	size_t n_rules;
+};
+
+struct rd_config {
+	char *path;         /* the file read */
+	char *profiles_dir; /* absolute, or relative to the working directory */
+	char *audit_path;   /* NULL = no audit file */
+	struct rd_env_config env;
+};
+
+void rd_strv_free(struct rd_strv *s);
+void rd_rule_free(struct rd_rule *r);
+void rd_profile_free(struct rd_profile *p);
+void rd_config_free(struct rd_config *c);
+
+const char *rd_action_str(enum rd_action a);
+
+#endif
