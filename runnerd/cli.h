@@ -1,0 +1,25 @@
+/* The runnerd command line: options shared by the subcommands and their entry points. */
+#ifndef RD_CLI_H
+#define RD_CLI_H
+
+#include "config.h"
+
+#include <stdbool.h>
+
+struct rd_cli {
+	const char *config; /* --config, NULL = default search */
+	const char *profile;
+	const char *audit;
+	int verbose;
+};
+
+/* Load the config named by --config or found by the default search; prints errors. */
+int rd_cli_load_config(const struct rd_cli *cli, struct rd_config *cfg) _wur_;
+
+/* Print every message of err on stderr, each line prefixed with "runnerd: ". */
+void rd_cli_print_error(const struct rd_error *err);
+
+int rd_cmd_check(struct rd_cli *cli, int argc, char **argv);
+int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv);
+
+#endif

@@ -1,0 +1,98 @@
+/* runnerd: start an AI coding agent so that the commands it runs never see secrets they were
+ * not granted. This file only parses the command line and dispatches. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "Usage: runnerd [--config FILE] --profile NAME [--audit FILE] [-v] -- AGENT [ARGS...]\n"
+	    "       runnerd check [--config FILE] [--profile NAME]\n"
+	    "       runnerd explain [--config FILE] --profile NAME [--json] --agent\n"
+	    "       runnerd explain [--config FILE] --profile NAME [--json] -- CMD [ARGS...]\n"
+	    "\n"
+	    "Runs an AI coding agent so that the commands it starts see only the environment its\n"
+	    "profile grants.\n"
+	    "\n"
+	    "Commands:\n"
+	    "  check      validate runner.json and every profile (or just --profile)\n"
+	    "  explain    show, name by name, what the current environment would become for\n"
+	    "             the agent (--agent) or for a command it runs (-- CMD); never values\n"
+	    "\n"
+	    "Options:\n"
+	    "  -c, --config FILE   runner.json to use (default: ../etc/runnerd/runner.json next\n"
+	    "                      to the runnerd binary, then /etc/runnerd/runner.json)\n"
+	    "  -p, --profile NAME  profile from the config's profiles_dir, or a path to one\n"
+	    "  -a, --audit FILE    append the audit log (JSONL) to FILE\n"
+	    "  -v, --verbose       say which files were read and why names were stripped\n"
+	    "  -h, --help          this text\n"
+	    "  -V, --version       print the version\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"config", required_argument, NULL, 'c'},
+	    {"profile", required_argument, NULL, 'p'},
+	    {"audit", required_argument, NULL, 'a'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct rd_cli cli = {0};
+	int c;
+
+	/* '+': stop at the first non-option, the subcommand or the agent after "--". */
+	while ((c = getopt_long(argc, argv, "+c:p:a:vhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			cli.config = optarg;
+			break;
+		case 'p':
+			cli.profile = optarg;
+			break;
+		case 'a':
+			cli.audit = optarg;
+			break;
+		case 'v':
+			cli.verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("runnerd %s\n", RUNNERD_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	bool after_dashes = strcmp(argv[optind - 1], "--") == 0;
+	const char *word = argv[optind];
+	if (!after_dashes && strcmp(word, "check") == 0)
+		return rd_cmd_check(&cli, argc - optind, argv + optind);
+	if (!after_dashes && strcmp(word, "explain") == 0)
+		return rd_cmd_explain(&cli, argc - optind, argv + optind);
+	if (!after_dashes) {
+		fprintf(
+		    stderr,
+		    "runnerd: unknown command \"%s\" (to run an agent: runnerd --profile NAME -- "
+		    "%s ...)\n",
+		    word, word);
+		return 2;
+	}
+	fprintf(stderr, "runnerd: running an agent is not available in this version; use "
+	                "\"runnerd explain\" to see what its profile grants\n");
+	return 2;
+}
