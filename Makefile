@@ -1,0 +1,70 @@
+# runnerd: the two commands of the README, and the targets they use.
+#   make run    install what is missing, build, run the demo
+#   make test   install what is missing, build, run every test through ctest: unit tests, the
+#               same under ASan+UBSan, the CLI, clang-format, a short fuzz run
+
+BUILD      ?= build
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 15
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+
+BUILD_DEPS := gcc make cmake pkg-config libseccomp-dev libcap-dev libjansson-dev libcmocka-dev
+TEST_DEPS  := $(BUILD_DEPS) python3 clang libclang-rt-14-dev clang-format
+
+.PHONY: all build run test fuzz deps test-deps install clean format format-check
+
+all: build
+
+# Installs the listed Debian packages that are missing, with apt-get, only when some are.
+define install_missing
+	@missing=""; \
+	if ! command -v dpkg-query >/dev/null 2>&1; then \
+		echo "make: not a Debian system: make sure these are installed: $(1)"; exit 0; \
+	fi; \
+	for p in $(1); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "make: installing$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then sudo=""; \
+		elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
+		else echo "make: need root or sudo to install:$$missing" >&2; exit 1; fi; \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call install_missing,$(BUILD_DEPS))
+
+test-deps:
+	$(call install_missing,$(TEST_DEPS))
+
+$(BUILD)/Makefile: CMakeLists.txt tests/CMakeLists.txt
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./tests/demo/explain-demo.sh $(BUILD)/bin/runnerd
+
+test: test-deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# A longer fuzz run on its own: make fuzz FUZZ_SECONDS=300
+fuzz: test-deps
+	./tests/fuzz/run.sh $(CURDIR) $(CURDIR)/$(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+install: build
+	cmake --install $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h')
+
+format-check:
+	./tests/format-check.sh $(CURDIR)
+
+clean:
+	rm -rf $(BUILD) $(FUZZ_BUILD)
