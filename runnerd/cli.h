@@ -21,5 +21,6 @@ void rd_cli_print_error(const struct rd_error *err);
 
 int rd_cmd_check(struct rd_cli *cli, int argc, char **argv);
 int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv);
+int rd_cmd_run(struct rd_cli *cli, int argc, char **argv);
 
 #endif

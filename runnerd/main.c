@@ -92,7 +92,5 @@ int main(int argc, char **argv)
 		    word, word);
 		return 2;
 	}
-	fprintf(stderr, "runnerd: running an agent is not available in this version; use "
-	                "\"runnerd explain\" to see what its profile grants\n");
-	return 2;
+	return rd_cmd_run(&cli, argc - optind, argv + optind);
 }

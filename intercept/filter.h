@@ -1,0 +1,24 @@
+/* The seccomp filter the agent runs under: every execve and execveat, on every x86 entry
+ * point (x86_64, x32, i386), becomes a user notification for runnerd. */
+#ifndef RD_FILTER_H
+#define RD_FILTER_H
+
+#include "error.h"
+
+#include <linux/filter.h>
+
+struct rd_filter {
+	struct sock_filter *insns;
+	unsigned short len;
+};
+
+/* Generate the BPF program with libseccomp (in runnerd, before forking the launcher). */
+int rd_filter_build(struct rd_filter *f, struct rd_error *err) _wur_;
+
+/* Load it in the calling (single-threaded) process with NEW_LISTENER | WAIT_KILLABLE_RECV and
+ * no_new_privs. Returns the listener fd or -errno. Async-signal-safe: called in a fork. */
+int rd_filter_load(const struct rd_filter *f);
+
+void rd_filter_free(struct rd_filter *f);
+
+#endif

@@ -1,0 +1,40 @@
+#include "handoff.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/ptrace.h>
+
+int rd_handoff_seize(pid_t tid)
+{
+	if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL) < 0)
+		return -errno;
+	return 0;
+}
+
+int rd_handoff_addfds(int listener, uint64_t id, int stub_fd, int ctl_fd, int ctl_target,
+                      int *stub_fd_in_task, struct rd_error *err)
+{
+	struct seccomp_notif_addfd a = {
+	    .id = id,
+	    .srcfd = (uint32_t)stub_fd,
+	    .newfd_flags = O_CLOEXEC,
+	};
+	int fd = ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+	if (fd < 0)
+		return rd_error_set(err, errno, "injecting the stub: %s", strerror(errno));
+	*stub_fd_in_task = fd;
+	/* SETFD replaces whatever the task had at ctl_target: runnerd has already copied every
+	 * fd the command inherits, and the task is about to become the stub. */
+	struct seccomp_notif_addfd c = {
+	    .id = id,
+	    .flags = SECCOMP_ADDFD_FLAG_SETFD,
+	    .srcfd = (uint32_t)ctl_fd,
+	    .newfd = (uint32_t)ctl_target,
+	    .newfd_flags = 0,
+	};
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &c) < 0)
+		return rd_error_set(err, errno, "injecting the control socket at fd %d: %s",
+		                    ctl_target, strerror(errno));
+	return 0;
+}

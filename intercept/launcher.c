@@ -1,0 +1,144 @@
+#include "launcher.h"
+#include "syscalls.h"
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+struct launch_msg {
+	int stage; /* 1: loading the filter, 2: exec */
+	int err;
+};
+
+int rd_notif_reply(int listener, uint64_t id, int error, bool continue_call)
+{
+	struct seccomp_notif_resp resp = {
+	    .id = id,
+	    .error = continue_call ? 0 : error,
+	    .flags = continue_call ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0,
+	};
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0)
+		return -errno;
+	return 0;
+}
+
+static _Noreturn void child(int sock, const char *path, char *const argv[], char *const envp[],
+                            const struct rd_filter *filter, const sigset_t *sigmask)
+{
+	struct launch_msg m = {.stage = 1};
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigprocmask(SIG_SETMASK, sigmask, NULL);
+
+	int fd = rd_filter_load(filter);
+	if (fd < 0) {
+		m.err = -fd;
+		send(sock, &m, sizeof(m), MSG_NOSIGNAL);
+		_exit(127);
+	}
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	m.stage = 0;
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+		_exit(127);
+	close(fd);
+
+	execve(path, argv, envp);
+	m.stage = 2;
+	m.err = errno;
+	send(sock, &m, sizeof(m), MSG_NOSIGNAL);
+	_exit(127);
+}
+
+int rd_agent_start(const char *path, char *const argv[], char *const envp[],
+                   const struct rd_filter *filter, const sigset_t *sigmask, struct rd_agent *out,
+                   struct rd_error *err)
+{
+	int sv[2];
+	out->pid = -1;
+	out->pidfd = out->listener = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return rd_error_set(err, errno, "socketpair: %s", strerror(errno));
+	_cleanup_close_ int sock = sv[0];
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(sv[1]);
+		return rd_error_set(err, errno, "fork: %s", strerror(errno));
+	}
+	if (pid == 0)
+		child(sv[1], path, argv, envp, filter, sigmask);
+	close(sv[1]);
+	out->pid = pid;
+
+	struct launch_msg m = {0};
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	int r;
+	if (n != sizeof(m) || m.stage != 0 || !c || c->cmsg_type != SCM_RIGHTS) {
+		r = rd_error_set(err, m.err ? m.err : EPROTO, "loading the exec filter failed: %s",
+		                 m.err ? strerror(m.err) : "the launcher died");
+		if (m.err == EINVAL)
+			rd_error_set(err, EINVAL,
+			             "this kernel lacks seccomp user notification with "
+			             "WAIT_KILLABLE_RECV (Linux 5.19 or later is needed)");
+		goto fail;
+	}
+	memcpy(&out->listener, CMSG_DATA(c), sizeof(int));
+
+	/* The launcher's own execve of the agent is the first notification, from the launcher's
+	 * tid, and the only original call ever let through with CONTINUE. */
+	struct pollfd pfd = {.fd = out->listener, .events = POLLIN};
+	if (poll(&pfd, 1, -1) < 0 || !(pfd.revents & POLLIN)) {
+		r = rd_error_set(err, ECHILD, "the launcher died before it could exec the agent");
+		goto fail;
+	}
+	struct seccomp_notif notif;
+	memset(&notif, 0, sizeof(notif));
+	if (ioctl(out->listener, SECCOMP_IOCTL_NOTIF_RECV, &notif) < 0 || (pid_t)notif.pid != pid) {
+		r = rd_error_set(err, EPROTO, "unexpected first exec notification (from %u)",
+		                 notif.pid);
+		goto fail;
+	}
+	r = rd_notif_reply(out->listener, notif.id, 0, true);
+	if (r < 0) {
+		rd_error_set(err, -r, "letting the agent's exec through: %s", strerror(-r));
+		goto fail;
+	}
+	/* EOF: the exec succeeded and closed the launcher's CLOEXEC end. A message: it failed. */
+	memset(&m, 0, sizeof(m));
+	n = recv(sock, &m, sizeof(m), 0);
+	if (n == sizeof(m) && m.stage == 2) {
+		r = rd_error_set(err, m.err, "cannot execute %s: %s", path, strerror(m.err));
+		goto fail;
+	}
+	out->pidfd = rd_pidfd_open(pid, 0);
+	if (out->pidfd < 0) {
+		r = rd_error_set(err, errno, "pidfd_open(agent): %s", strerror(errno));
+		goto fail;
+	}
+	return 0;
+fail:
+	if (out->listener >= 0)
+		close(out->listener);
+	out->listener = -1;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	out->pid = -1;
+	return r;
+}

@@ -1,0 +1,176 @@
+#include "resolve.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_target(const struct rd_task *t, int fd)
+{
+	for (size_t i = 0; i < t->n_fds; i++)
+		if (t->fds[i].target == fd)
+			return true;
+	return false;
+}
+
+void rd_target_free(struct rd_target *tg)
+{
+	if (tg->own_fd >= 0)
+		close(tg->own_fd);
+	free(tg->resolved);
+	memset(tg, 0, sizeof(*tg));
+	tg->own_fd = tg->caller_fd = -1;
+}
+
+void rd_target_bind(const struct rd_task *t, struct rd_target *tg)
+{
+	/* An fd the caller keeps across exec is the command's at the same number: exec'ing
+	 * that one lets a script's interpreter open /dev/fd/N as it would have. */
+	if (tg->caller_fd >= 0 && is_target(t, tg->caller_fd)) {
+		tg->exec_fd = tg->caller_fd;
+		tg->exec_fd_is_target = true;
+	}
+}
+
+/* The kernel's answer for a file it would refuse before reading a byte of it. */
+static int check_file(int fd, struct rd_target *out)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISLNK(st.st_mode))
+		return -ELOOP; /* AT_SYMLINK_NOFOLLOW on a symlink */
+	if (!S_ISREG(st.st_mode))
+		return -EACCES;
+	if (!(st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)))
+		return -EACCES;
+	out->dev = st.st_dev;
+	out->ino = st.st_ino;
+	char link[64], buf[4096];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		out->resolved = strdup(buf);
+	}
+	return 0;
+}
+
+/* "/dev/fd/N", "/proc/self/fd/N", "/proc/thread-self/fd/N", "/dev/stdin" ...: the caller's
+ * fd N, which the sandbox (fresh /proc, other pid) cannot name by that path. */
+static int caller_fd_path(const char *path)
+{
+	static const char *const prefixes[] = {"/dev/fd/", "/proc/self/fd/",
+	                                       "/proc/thread-self/fd/"};
+	if (strcmp(path, "/dev/stdin") == 0)
+		return 0;
+	if (strcmp(path, "/dev/stdout") == 0)
+		return 1;
+	if (strcmp(path, "/dev/stderr") == 0)
+		return 2;
+	for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
+		size_t l = strlen(prefixes[i]);
+		const char *n = path + l;
+		if (strncmp(path, prefixes[i], l) == 0 && *n &&
+		    strspn(n, "0123456789") == strlen(n) && strlen(n) < 10)
+			return atoi(n);
+	}
+	return -1;
+}
+
+static int exec_caller_fd(struct rd_task *t, int fd, struct rd_target *out)
+{
+	if (fd == AT_FDCWD)
+		return -EACCES; /* the cwd is a directory */
+	int copy = rd_task_getfd(t, fd);
+	if (copy < 0)
+		return copy == -EBADF ? -EBADF : copy;
+	out->own_fd = copy;
+	int r = check_file(copy, out);
+	if (r < 0)
+		return r;
+	out->exec_fd = copy;
+	out->caller_fd = fd;
+	out->exec_path = "";
+	out->exec_flags = AT_EMPTY_PATH;
+	return 0;
+}
+
+int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct rd_target *out,
+               struct rd_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->own_fd = out->caller_fd = -1;
+	if (flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+		return -EINVAL;
+	if (path[0] == '\0')
+		return (flags & AT_EMPTY_PATH) ? exec_caller_fd(t, dirfd, out) : -ENOENT;
+	int cfd = caller_fd_path(path);
+	if (cfd >= 0)
+		return exec_caller_fd(t, cfd, out);
+
+	/* Any other /proc path: runnerd opens it where the caller would ("self" being the
+	 * caller), since the sandbox's /proc is of another pid namespace. */
+	int base = AT_FDCWD;
+	_cleanup_close_ int base_fd = -1;
+	char proc_path[RD_TRANSLATED_MAX];
+	const char *open_path = path;
+	if (strncmp(path, "/proc/", 6) == 0) {
+		const char *rest = path + 6;
+		int w;
+		if (strncmp(rest, "self", 4) == 0 && (rest[4] == '/' || !rest[4]))
+			w = snprintf(proc_path, sizeof(proc_path), "/proc/%d%s", t->tgid, rest + 4);
+		else if (strncmp(rest, "thread-self", 11) == 0 && (rest[11] == '/' || !rest[11]))
+			w = snprintf(proc_path, sizeof(proc_path), "/proc/%d/task/%d%s", t->tgid,
+			             t->tid, rest + 11);
+		else
+			w = snprintf(proc_path, sizeof(proc_path), "%s", path);
+		if (w < 0 || (size_t)w >= sizeof(proc_path))
+			return -ENAMETOOLONG;
+		open_path = proc_path;
+	} else if (path[0] != '/') {
+		if (dirfd == AT_FDCWD) {
+			if (t->cwd_fd < 0) {
+				char cwd[64];
+				snprintf(cwd, sizeof(cwd), "/proc/%d/cwd", t->tid);
+				t->cwd_fd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+				if (t->cwd_fd < 0)
+					return rd_error_set(err, errno,
+					                    "task %d: opening its cwd: %s", t->tid,
+					                    strerror(errno));
+			}
+			base = t->cwd_fd;
+		} else {
+			base = base_fd = rd_task_getfd(t, dirfd);
+			if (base_fd < 0)
+				return base_fd;
+		}
+	}
+
+	int of = O_PATH | O_CLOEXEC | ((flags & AT_SYMLINK_NOFOLLOW) ? O_NOFOLLOW : 0);
+	int fd = openat(base, open_path, of);
+	if (fd < 0)
+		return -errno;
+	out->own_fd = fd;
+	int r = check_file(fd, out);
+	if (r < 0)
+		return r;
+	if (open_path == proc_path) {
+		out->exec_fd = fd;
+		out->exec_path = "";
+		out->exec_flags = AT_EMPTY_PATH;
+		return 0;
+	}
+	if (path[0] == '/' || dirfd == AT_FDCWD) {
+		/* The sandbox sits in the caller's cwd: the same path names the same file. */
+		out->exec_fd = AT_FDCWD;
+	} else {
+		/* Keep the dirfd copy: the sandbox resolves the path against it. */
+		close(fd);
+		out->own_fd = out->exec_fd = steal_fd(&base_fd);
+		out->caller_fd = dirfd;
+	}
+	out->exec_path = path;
+	out->exec_flags = flags & AT_SYMLINK_NOFOLLOW;
+	return 0;
+}

@@ -1,0 +1,292 @@
+/* runnerd-stub: stands in for a command in the caller's process (DESIGN.md §2 step 7/8).
+ *
+ * runnerd runs the real command in its sandbox and makes the trapped task execveat() this
+ * program with the caller's argv, an empty environment, and the task's fds, signal mask and
+ * ignored signals. The stub forwards every signal it receives to runnerd, and exits exactly as
+ * the command did when runnerd tells it how.
+ *
+ * Freestanding: no libc, no TLS, no stack protector, no relocations. One exec of it must cost
+ * little more than the kernel's own work (a static glibc stub cost ≈560 µs per command). */
+#include "stub_proto.h"
+#include "stub_syscall.h"
+
+_Static_assert(sizeof(struct rd_stub_msg) == 500, "rd_stub_msg is a fixed 500-byte packet");
+
+#define ALL_SIGNALS (~(uint64_t)0)
+
+/* Our own pid, to tell the signals we raise ourselves from those we must forward. */
+static long self_pid;
+
+/* Signals our own write() made the kernel send us (bit sig-1): SIGPIPE after EPIPE, SIGXFSZ
+ * after EFBIG. The forwarder drops one such signal per bit, if it comes from us. */
+static uint64_t self_raised;
+
+/* The outgoing packet. Static so that it is zeroed by the loader (.bss costs no file size)
+ * and no memset is needed: only type/value/code/pid ever change. */
+static struct rd_stub_msg out;
+
+void stub_main(void) __attribute__((noreturn, used));
+
+/* The entry point: the kernel starts us with rsp/sp at argc. We need neither argv nor the
+ * auxiliary vector; only a call-aligned stack (x86_64 guarantees 16 at entry, but align anyway
+ * so that compiler-emitted SSE spills can never fault). */
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".global _start\n"
+        ".type _start, @function\n"
+        "_start:\n"
+        "	xor %ebp, %ebp\n"
+        "	and $-16, %rsp\n"
+        "	call stub_main\n"
+        "	hlt\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+        ".global _start\n"
+        ".type _start, %function\n"
+        "_start:\n"
+        "	mov x29, xzr\n"
+        "	mov x30, xzr\n"
+        "	bl stub_main\n"
+        "	brk #0\n");
+#endif
+
+__attribute__((noreturn)) static void exit_group(int code)
+{
+	for (;;)
+		sys1(NR_exit_group, code);
+}
+
+/* Die the way a process killed by SIGKILL dies: the caller sees WIFSIGNALED/SIGKILL. Used
+ * when runnerd is gone (its sandbox, and so the command, die with it) and on protocol errors:
+ * fail closed, never pretend success. SIGKILL can be neither blocked nor ignored, and a
+ * process-directed SIGKILL to oneself takes effect before the kill() call returns to user
+ * space. */
+__attribute__((noreturn)) static void die_killed(void)
+{
+	sys2(NR_kill, self_pid, SIGKILL);
+	exit_group(128 + SIGKILL);
+}
+
+/* Signals whose default action is to ignore or to stop: raising one of them would not end
+ * the process, so a "killed by" status naming one is answered with exit(128 + sig). */
+static int default_is_not_fatal(int sig)
+{
+	return sig == SIGCHLD || sig == SIGCONT || sig == SIGURG || sig == SIGWINCH ||
+	       sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* End the way the command ended; status is a wait status as waitpid() returns it. */
+__attribute__((noreturn)) static void exit_like(int32_t status)
+{
+	int sig = status & 0x7f;
+
+	if (sig == 0)
+		exit_group((status >> 8) & 0xff);
+	/* 0x7f: a stopped (or, as 0xffff, continued) status is not an end: protocol error. */
+	if (sig == 0x7f || sig > NSIG_MAX)
+		die_killed();
+	if (sig == SIGKILL)
+		die_killed();
+	if (default_is_not_fatal(sig))
+		exit_group(128 + sig);
+
+	/* No core file: the command's core (if any) was the sandbox's business, and the stub's
+	 * own memory is worthless. RLIMIT_CORE 0 stops a core written to a file; a piped
+	 * core_pattern ignores RLIMIT_CORE (except 1), but the kernel never dumps a process
+	 * whose dumpable flag is 0. WCOREDUMP is set only when a core was actually written. */
+	struct rlimit64 none = {0, 0};
+	sys4(NR_prlimit64, 0, RLIMIT_CORE, &none, 0);
+	sys2(NR_prctl, PR_SET_DUMPABLE, 0);
+
+	/* SIG_DFL, in case the caller ignored sig (SIG_IGN survives execve; handlers do not).
+	 * No SA_RESTORER is needed: the kernel only uses a restorer to build a handler frame. */
+	struct k_sigaction dfl = {0, 0, 0, 0};
+	sys4(NR_rt_sigaction, sig, &dfl, 0, KSIGSET_SIZE);
+
+	/* sig is blocked, so it stays pending; unblocking it makes the kernel deliver it before
+	 * rt_sigprocmask returns to user space, and its default action kills us. */
+	uint64_t bit = (uint64_t)1 << (sig - 1);
+	sys2(NR_kill, self_pid, sig);
+	sys4(NR_rt_sigprocmask, SIG_UNBLOCK, &bit, 0, KSIGSET_SIZE);
+	exit_group(128 + sig);
+}
+
+static void wait_writable(int fd)
+{
+	struct pollfd p = {fd, POLLOUT, 0};
+
+	sys5(NR_ppoll, &p, 1, 0, 0, KSIGSET_SIZE);
+}
+
+/* Write all of text to fd. Errors end the attempt silently: the reader may be gone. A write
+ * to a pipe without readers raises SIGPIPE, one past RLIMIT_FSIZE raises SIGXFSZ; it stays
+ * pending (blocked), and the forwarder must not pass it on to the command as the caller's. */
+static void write_all(int fd, const char *text, uint32_t len)
+{
+	uint32_t done = 0;
+
+	while (done < len) {
+		long r = sys3(NR_write, fd, text + done, len - done);
+
+		if (r > 0) {
+			done += (uint32_t)r;
+			continue;
+		}
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN) {
+			wait_writable(fd); /* the caller's fd may be O_NONBLOCK */
+			continue;
+		}
+		if (r == -EPIPE)
+			self_raised |= (uint64_t)1 << (SIGPIPE - 1);
+		else if (r == -EFBIG)
+			self_raised |= (uint64_t)1 << (SIGXFSZ - 1);
+		return;
+	}
+}
+
+/* Read one packet from runnerd and act on it. Returns only if the stub keeps running. */
+static void handle_control(int c)
+{
+	struct rd_stub_msg m;
+	/* Room for exactly one SCM_RIGHTS fd (CMSG_LEN(sizeof(int)) = 20): a second one would be
+	 * dropped by the kernel, which then sets MSG_CTRUNC, which we treat as an error. */
+	union {
+		struct cmsghdr h;
+		unsigned char b[24];
+	} ctl;
+	struct iovec iov = {&m, sizeof(m)};
+	struct msghdr mh = {0, 0, &iov, 1, &ctl, 20, 0};
+	int fd = -1;
+
+	long n = sys3(NR_recvmsg, c, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n == -EAGAIN || n == -EINTR)
+		return;
+	/* EOF or an error: runnerd is gone, and the command with it. */
+	if (n <= 0)
+		die_killed();
+	if (mh.controllen > 0) {
+		if (mh.controllen < 20 || ctl.h.level != SOL_SOCKET || ctl.h.type != SCM_RIGHTS ||
+		    ctl.h.len != 20)
+			die_killed();
+		fd = *(int *)(void *)(ctl.b + sizeof(struct cmsghdr));
+	}
+	/* SOCK_SEQPACKET keeps packet boundaries: a short packet, a longer one (MSG_TRUNC) or a
+	 * truncated fd list (MSG_CTRUNC) means runnerd and the stub disagree: fail closed. */
+	if ((unsigned long)n != sizeof(m) || (mh.flags & (MSG_TRUNC | MSG_CTRUNC)))
+		die_killed();
+
+	switch (m.type) {
+	case RD_STUB_EXIT:
+		if (fd >= 0)
+			die_killed();
+		exit_like(m.value);
+	case RD_STUB_SAY:
+		if (fd < 0 || m.len > RD_STUB_TEXT_MAX)
+			die_killed();
+		write_all(fd, m.text, m.len);
+		sys1(NR_close, fd);
+		return;
+	default:
+		die_killed();
+	}
+}
+
+static void send_to_runnerd(int c)
+{
+	for (;;) {
+		long r = sys6(NR_sendto, c, (long)&out, sizeof(out), MSG_NOSIGNAL, 0, 0);
+
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN) {
+			/* runnerd made its socket non-blocking and is behind: wait, never drop. */
+			wait_writable(c);
+			continue;
+		}
+		/* Sent, or the peer is gone (EPIPE/ECONNRESET). In the second case do not die
+		 * here: an EXIT may still be queued on our side; the control fd's EOF decides. */
+		return;
+	}
+}
+
+static void forward_signals(int c, int sfd)
+{
+	struct signalfd_siginfo si[8];
+	long n = sys3(NR_read, sfd, si, sizeof(si));
+
+	for (long i = 0; n > 0 && i < n / (long)sizeof(si[0]); i++) {
+		uint32_t sig = si[i].ssi_signo;
+		uint64_t bit = sig >= 1 && sig <= NSIG_MAX ? (uint64_t)1 << (sig - 1) : 0;
+
+		/* The kernel sends the SIGPIPE/SIGXFSZ of a failed write() with send_sig(): as
+		 * SI_USER from the writer's own pid, which no other process can forge. Drop it
+		 * only if we caused one; a signal the task sent itself before the exec and that
+		 * stayed pending across it is still forwarded. */
+		if ((self_raised & bit) && si[i].ssi_code == SI_USER &&
+		    (long)si[i].ssi_pid == self_pid) {
+			self_raised &= ~bit;
+			continue;
+		}
+		out.type = RD_STUB_SIGNAL;
+		out.value = (int32_t)sig;
+		out.code = si[i].ssi_code;
+		out.pid = (int32_t)si[i].ssi_pid;
+		send_to_runnerd(c);
+	}
+}
+
+void stub_main(void)
+{
+	uint64_t all = ALL_SIGNALS;
+	struct rlimit64 nofile;
+
+	self_pid = sys0(NR_getpid);
+
+	/* First of all, block every signal (the kernel silently keeps SIGKILL and SIGSTOP
+	 * unblockable). A blocked signal is queued even when its disposition is SIG_IGN (the
+	 * kernel's sig_ignored() is false for blocked signals), so signals the caller ignored
+	 * before exec are forwarded too. Signals pending from before the exec survive it and
+	 * are read from the signalfd below. */
+	sys4(NR_rt_sigprocmask, SIG_SETMASK, &all, 0, KSIGSET_SIZE);
+
+	/* The control fd: runnerd put it at the same number computed from the same rlimit. */
+	if (sys4(NR_prlimit64, 0, RLIMIT_NOFILE, 0, &nofile) < 0)
+		exit_group(127);
+	int c = RD_STUB_CONTROL_FD(nofile.cur);
+	int type = 0;
+	int type_len = sizeof(type);
+	/* Not our socket: we were exec'd by someone other than runnerd. Say nothing (the fds
+	 * are the caller's) and fail like a shell's "command not found". */
+	if (c < 0 || sys5(NR_getsockopt, c, SOL_SOCKET, SO_TYPE, &type, &type_len) < 0 ||
+	    type != SOCK_SEQPACKET)
+		exit_group(127);
+
+	/* Close everything else, so the caller's pipes see EOF when the command (which holds
+	 * its own copies) ends, not when the stub does. close_range (5.9) exists on every
+	 * kernel runnerd supports (it needs 5.19); an empty range is EINVAL and harmless. */
+	if (c > 0)
+		sys3(NR_close_range, 0, c - 1, 0);
+	sys3(NR_close_range, c + 1, ~0U, 0);
+
+	/* Non-blocking, so that one read per wakeup never sleeps. */
+	int sfd = (int)sys4(NR_signalfd4, -1, &all, KSIGSET_SIZE, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die_killed();
+
+	struct pollfd p[2] = {{c, POLLIN, 0}, {sfd, POLLIN, 0}};
+	for (;;) {
+		long r = sys5(NR_ppoll, p, 2, 0, 0, KSIGSET_SIZE);
+
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			die_killed();
+		/* Control first: once the command has ended, a late signal has no one to go to. */
+		if (p[0].revents)
+			handle_control(c);
+		if (p[1].revents & POLLIN)
+			forward_signals(c, sfd);
+	}
+}

@@ -1,0 +1,204 @@
+/* Raw system calls and kernel ABI for runnerd-stub, which links no libc and includes no system
+ * header except the compiler's own <stdint.h>: that keeps it buildable for another
+ * architecture without that architecture's libc headers. Every wrapper returns the kernel's
+ * value: >= 0 on success, -errno on failure. */
+#ifndef RD_STUB_SYSCALL_H
+#define RD_STUB_SYSCALL_H
+
+#include <stdint.h>
+
+#if defined(__x86_64__)
+#define NR_read           0
+#define NR_write          1
+#define NR_close          3
+#define NR_rt_sigaction   13
+#define NR_rt_sigprocmask 14
+#define NR_getpid         39
+#define NR_sendto         44
+#define NR_recvmsg        47
+#define NR_getsockopt     55
+#define NR_kill           62
+#define NR_prctl          157
+#define NR_exit_group     231
+#define NR_ppoll          271
+#define NR_signalfd4      289
+#define NR_prlimit64      302
+#define NR_close_range    436
+#elif defined(__aarch64__)
+/* arm64 uses the asm-generic table. */
+#define NR_read           63
+#define NR_write          64
+#define NR_close          57
+#define NR_rt_sigaction   134
+#define NR_rt_sigprocmask 135
+#define NR_getpid         172
+#define NR_sendto         206
+#define NR_recvmsg        212
+#define NR_getsockopt     209
+#define NR_kill           129
+#define NR_prctl          167
+#define NR_exit_group     94
+#define NR_ppoll          73
+#define NR_signalfd4      74
+#define NR_prlimit64      261
+#define NR_close_range    436
+#else
+#error "runnerd-stub: add this architecture's syscall numbers and syscall instruction"
+#endif
+
+#if defined(__x86_64__)
+/* The syscall instruction clobbers rcx (return rip) and r11 (rflags). */
+static inline long sys6(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+
+	__asm__ volatile("syscall"
+	                 : "=a"(ret)
+	                 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+	                 : "rcx", "r11", "memory");
+	return ret;
+}
+#elif defined(__aarch64__)
+static inline long sys6(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+
+	__asm__ volatile("svc #0"
+	                 : "+r"(x0)
+	                 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+	                 : "memory");
+	return x0;
+}
+#endif
+
+#define sys0(n)                sys6((n), 0, 0, 0, 0, 0, 0)
+#define sys1(n, a)             sys6((n), (long)(a), 0, 0, 0, 0, 0)
+#define sys2(n, a, b)          sys6((n), (long)(a), (long)(b), 0, 0, 0, 0)
+#define sys3(n, a, b, c)       sys6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define sys4(n, a, b, c, d)    sys6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+#define sys5(n, a, b, c, d, e) sys6((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
+
+/* errno values the stub tests for (identical on x86_64 and arm64). */
+#define EINTR  4
+#define EAGAIN 11
+#define EFBIG  27
+#define EPIPE  32
+
+/* Signals: the kernel's sigset_t is 64 bits on both architectures (_NSIG = 64). */
+#define KSIGSET_SIZE 8
+#define SIGKILL      9
+#define SIGPIPE      13
+#define SIGCHLD      17
+#define SIGCONT      18
+#define SIGSTOP      19
+#define SIGTSTP      20
+#define SIGTTIN      21
+#define SIGTTOU      22
+#define SIGURG       23
+#define SIGXFSZ      25
+#define SIGWINCH     28
+#define NSIG_MAX     64
+#define SIG_SETMASK  2
+#define SIG_UNBLOCK  1
+#define SI_USER      0
+
+/* The kernel's struct sigaction (not glibc's): handler, flags, restorer, mask on both
+ * x86_64 and arm64 (arm64 defines SA_RESTORER, so asm-generic keeps the field). */
+struct k_sigaction {
+	unsigned long handler;
+	unsigned long flags;
+	unsigned long restorer;
+	uint64_t mask;
+};
+
+/* <linux/signalfd.h> */
+struct signalfd_siginfo {
+	uint32_t ssi_signo;
+	int32_t ssi_errno;
+	int32_t ssi_code;
+	uint32_t ssi_pid;
+	uint32_t ssi_uid;
+	int32_t ssi_fd;
+	uint32_t ssi_tid;
+	uint32_t ssi_band;
+	uint32_t ssi_overrun;
+	uint32_t ssi_trapno;
+	int32_t ssi_status;
+	int32_t ssi_int;
+	uint64_t ssi_ptr;
+	uint64_t ssi_utime;
+	uint64_t ssi_stime;
+	uint64_t ssi_addr;
+	uint16_t ssi_addr_lsb;
+	uint16_t pad2;
+	int32_t ssi_syscall;
+	uint64_t ssi_call_addr;
+	uint32_t ssi_arch;
+	uint8_t pad[28];
+};
+_Static_assert(sizeof(struct signalfd_siginfo) == 128, "signalfd_siginfo is 128 bytes");
+
+#define SFD_CLOEXEC  02000000
+#define SFD_NONBLOCK 04000
+
+/* <linux/resource.h> */
+#define RLIMIT_CORE   4
+#define RLIMIT_NOFILE 7
+struct rlimit64 {
+	uint64_t cur;
+	uint64_t max;
+};
+
+/* <linux/prctl.h> */
+#define PR_SET_DUMPABLE 4
+
+/* poll */
+#define POLLIN  0x001
+#define POLLOUT 0x004
+#define POLLERR 0x008
+#define POLLHUP 0x010
+struct pollfd {
+	int fd;
+	short events;
+	short revents;
+};
+
+/* Sockets (LP64 layouts, same on both architectures). */
+#define SOL_SOCKET       1
+#define SO_TYPE          3
+#define SOCK_SEQPACKET   5
+#define SCM_RIGHTS       1
+#define MSG_CTRUNC       0x8
+#define MSG_DONTWAIT     0x40
+#define MSG_TRUNC        0x20
+#define MSG_NOSIGNAL     0x4000
+#define MSG_CMSG_CLOEXEC 0x40000000
+struct iovec {
+	void *base;
+	unsigned long len;
+};
+struct msghdr {
+	void *name;
+	int namelen;
+	struct iovec *iov;
+	unsigned long iovlen;
+	void *control;
+	unsigned long controllen;
+	int flags;
+};
+struct cmsghdr {
+	unsigned long len;
+	int level;
+	int type;
+};
+
+#endif

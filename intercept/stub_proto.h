@@ -1,0 +1,39 @@
+/* The protocol between runnerd and runnerd-stub, the static program that stands in for a
+ * command in the caller's process. One SOCK_SEQPACKET socket: one message per packet, fixed
+ * size, native byte order (both ends are on one machine). The stub finds its end of the
+ * socket at RD_STUB_CONTROL_FD(soft RLIMIT_NOFILE): runnerd places it there with
+ * SECCOMP_IOCTL_NOTIF_ADDFD + SECCOMP_ADDFD_FLAG_SETFD, and the stub, whose environment is
+ * empty and whose argv is the caller's, computes the same number from its own rlimit. */
+#ifndef RD_STUB_PROTO_H
+#define RD_STUB_PROTO_H
+
+#include <stdint.h>
+
+/* The highest fd number below both the soft RLIMIT_NOFILE and 1024: high enough not to be
+ * one a program picks by chance, low enough not to grow the fd table past one page. */
+#define RD_STUB_CONTROL_FD(nofile_soft) ((nofile_soft) >= 1024 ? 1023 : (int)(nofile_soft)-1)
+
+enum rd_stub_msg_type {
+	/* stub -> runnerd: the stub received a signal; value = signo, code = si_code,
+	 * pid = si_pid (as the stub saw it). */
+	RD_STUB_SIGNAL = 1,
+	/* runnerd -> stub: the command ended; value = its wait status (as from waitpid).
+	 * The stub exits with the same code, or dies by the same signal without a core. */
+	RD_STUB_EXIT = 2,
+	/* runnerd -> stub: write text[0..len) to the fd passed with this packet (SCM_RIGHTS),
+	 * then close that fd. Used to tell the caller why a command did not run. */
+	RD_STUB_SAY = 3,
+};
+
+#define RD_STUB_TEXT_MAX 480
+
+struct rd_stub_msg {
+	uint32_t type;
+	int32_t value;
+	int32_t code;
+	int32_t pid;
+	uint32_t len;
+	char text[RD_STUB_TEXT_MAX];
+};
+
+#endif

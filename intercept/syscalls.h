@@ -1,0 +1,68 @@
+/* Raw wrappers for the system calls glibc 2.36 does not wrap, and the constants Debian 12's
+ * headers lack. Each returns -1 with errno set, like the libc wrappers. */
+#ifndef RD_SYSCALLS_H
+#define RD_SYSCALLS_H
+
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+#ifndef SECCOMP_ADDFD_FLAG_SETFD
+#define SECCOMP_ADDFD_FLAG_SETFD (1UL << 0)
+#endif
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static inline int rd_seccomp(unsigned int op, unsigned int flags, void *args)
+{
+	return (int)syscall(__NR_seccomp, op, flags, args);
+}
+
+static inline int rd_pidfd_open(pid_t pid, unsigned int flags)
+{
+	return (int)syscall(__NR_pidfd_open, pid, flags);
+}
+
+static inline int rd_pidfd_getfd(int pidfd, int targetfd, unsigned int flags)
+{
+	return (int)syscall(__NR_pidfd_getfd, pidfd, targetfd, flags);
+}
+
+static inline int rd_pidfd_send_signal(int pidfd, int sig, siginfo_t *info, unsigned int flags)
+{
+	return (int)syscall(__NR_pidfd_send_signal, pidfd, sig, info, flags);
+}
+
+static inline long rd_clone3(struct clone_args *args, size_t size)
+{
+	return syscall(__NR_clone3, args, size);
+}
+
+static inline int rd_close_range(unsigned int first, unsigned int last, unsigned int flags)
+{
+	return (int)syscall(__NR_close_range, first, last, flags);
+}
+
+static inline int rd_execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                              int flags)
+{
+	return (int)syscall(__NR_execveat, dirfd, path, argv, envp, flags);
+}
+
+static inline int rd_tgkill(pid_t tgid, pid_t tid, int sig)
+{
+	return (int)syscall(__NR_tgkill, tgid, tid, sig);
+}
+
+#endif

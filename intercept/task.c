@@ -1,0 +1,208 @@
+#include "task.h"
+#include "syscalls.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int read_small(const char *path, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t got = 0;
+	while (got + 1 < size) {
+		ssize_t n = read(fd, buf + got, size - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	return (int)got;
+}
+
+static const char *field(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, name, len) == 0 && p[len] == ':')
+			return p + len + 1;
+	return NULL;
+}
+
+int rd_task_parse_status(const char *text, struct rd_task *t, struct rd_error *err)
+{
+	const char *f;
+	unsigned long long blk, ign;
+	unsigned int um;
+	unsigned u[4], g[4];
+	int tgid;
+	if (!(f = field(text, "Tgid")) || sscanf(f, "%d", &tgid) != 1 ||
+	    !(f = field(text, "Uid")) ||
+	    sscanf(f, "%u %u %u %u", &u[0], &u[1], &u[2], &u[3]) != 4 ||
+	    !(f = field(text, "Gid")) ||
+	    sscanf(f, "%u %u %u %u", &g[0], &g[1], &g[2], &g[3]) != 4 ||
+	    !(f = field(text, "Umask")) || sscanf(f, "%o", &um) != 1 ||
+	    !(f = field(text, "SigBlk")) || sscanf(f, "%llx", &blk) != 1 ||
+	    !(f = field(text, "SigIgn")) || sscanf(f, "%llx", &ign) != 1 ||
+	    !(f = field(text, "Groups")))
+		return rd_error_set(err, EPROTO, "task %d: unexpected /proc status format", t->tid);
+	t->tgid = tgid;
+	for (int i = 0; i < 3; i++) {
+		t->uid[i] = u[i];
+		t->gid[i] = g[i];
+	}
+	t->umask = (mode_t)um;
+	t->sig_blocked = blk;
+	t->sig_ignored = ign;
+
+	const char *end = strchr(f, '\n');
+	size_t n = 0, cap = 16;
+	gid_t *groups = malloc(cap * sizeof(*groups));
+	if (!groups)
+		return rd_error_set(err, ENOMEM, "out of memory");
+	for (const char *p = f; p && (!end || p < end);) {
+		char *next;
+		unsigned long v = strtoul(p, &next, 10);
+		if (next == p)
+			break;
+		if (n == cap) {
+			gid_t *ng =
+			    cap < RD_MAX_GROUPS ? realloc(groups, 2 * cap * sizeof(*ng)) : NULL;
+			if (!ng) {
+				free(groups);
+				return rd_error_set(err, ENOMEM, "too many groups");
+			}
+			groups = ng;
+			cap *= 2;
+		}
+		groups[n++] = (gid_t)v;
+		p = next;
+	}
+	free(t->groups);
+	t->groups = groups;
+	t->n_groups = n;
+	return 0;
+}
+
+int rd_task_open(pid_t tid, struct rd_task *t, struct rd_error *err)
+{
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->pidfd = t->cwd_fd = -1;
+	t->max_fd = -1;
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	int r = read_small(path, buf, sizeof(buf));
+	if (r < 0)
+		return rd_error_set(err, -r, "task %d: reading %s: %s", tid, path, strerror(-r));
+	r = rd_task_parse_status(buf, t, err);
+	if (r < 0)
+		return r;
+	/* notif.pid is a thread id; a pidfd wants the thread group (PIDFD_THREAD is 6.9+). */
+	t->pidfd = rd_pidfd_open(t->tgid, 0);
+	if (t->pidfd < 0)
+		return rd_error_set(err, errno, "task %d: pidfd_open(%d): %s", tid, t->tgid,
+		                    strerror(errno));
+	return 0;
+}
+
+int rd_task_getfd(const struct rd_task *t, int fd)
+{
+	int r = rd_pidfd_getfd(t->pidfd, fd, 0);
+	return r < 0 ? -errno : r;
+}
+
+/* Every fd of the task without FD_CLOEXEC, copied: the command gets them at the same
+ * numbers, exactly what the task's own exec would have kept. */
+static int copy_fds(struct rd_task *t, struct rd_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo", t->tid);
+	DIR *d = opendir(path);
+	if (!d)
+		return rd_error_set(err, errno, "task %d: opening %s: %s", t->tid, path,
+		                    strerror(errno));
+	size_t cap = 0;
+	int r = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		int num = atoi(de->d_name);
+		char info[1024], ipath[96];
+		snprintf(ipath, sizeof(ipath), "/proc/%d/fdinfo/%d", t->tid, num);
+		if (read_small(ipath, info, sizeof(info)) < 0)
+			continue; /* closed meanwhile: only another thread of the task can do that
+			           */
+		const char *fl = field(info, "flags");
+		unsigned long flags;
+		if (!fl || sscanf(fl, "%lo", &flags) != 1) {
+			r = rd_error_set(err, EPROTO, "task %d: unexpected fdinfo format", t->tid);
+			break;
+		}
+		if (flags & O_CLOEXEC)
+			continue;
+		int copy = rd_task_getfd(t, num);
+		if (copy < 0) {
+			r = rd_error_set(err, -copy, "task %d: pidfd_getfd(%d): %s", t->tid, num,
+			                 strerror(-copy));
+			break;
+		}
+		if (t->n_fds == cap) {
+			cap = cap ? 2 * cap : 16;
+			struct rd_fd_copy *nf = realloc(t->fds, cap * sizeof(*nf));
+			if (!nf) {
+				close(copy);
+				r = rd_error_set(err, ENOMEM, "out of memory");
+				break;
+			}
+			t->fds = nf;
+		}
+		t->fds[t->n_fds++] = (struct rd_fd_copy){.target = num, .fd = copy};
+		if (num > t->max_fd)
+			t->max_fd = num;
+	}
+	closedir(d);
+	return r;
+}
+
+int rd_task_snapshot(struct rd_task *t, struct rd_error *err)
+{
+	for (int res = 0; res < RLIM_NLIMITS; res++)
+		t->have_rlim[res] = prlimit(t->tgid, res, NULL, &t->rlim[res]) == 0;
+	t->sid = getsid(t->tid);
+	t->pgid = getpgid(t->tid);
+	if (t->sid < 0 || t->pgid < 0)
+		return rd_error_set(err, errno, "task %d: getsid/getpgid: %s", t->tid,
+		                    strerror(errno));
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/cwd", t->tid);
+	if (t->cwd_fd < 0)
+		t->cwd_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (t->cwd_fd < 0)
+		return rd_error_set(err, errno, "task %d: opening its cwd: %s", t->tid,
+		                    strerror(errno));
+	return copy_fds(t, err);
+}
+
+void rd_task_free(struct rd_task *t)
+{
+	for (size_t i = 0; i < t->n_fds; i++)
+		close(t->fds[i].fd);
+	free(t->fds);
+	free(t->groups);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	if (t->cwd_fd >= 0)
+		close(t->cwd_fd);
+	memset(t, 0, sizeof(*t));
+	t->pidfd = t->cwd_fd = t->max_fd = -1;
+}

@@ -1,0 +1,24 @@
+/* The audit log: JSONL, one object per line, appended with one write(2) per event, written
+ * before the decision it records takes effect, fsync'd at session end. Env names and
+ * reasons only: a value is never written. */
+#ifndef RD_AUDIT_H
+#define RD_AUDIT_H
+
+#include "error.h"
+
+#include <jansson.h>
+
+struct rd_audit {
+	int fd; /* -1: no audit file */
+};
+
+int rd_audit_open(struct rd_audit *a, const char *path, struct rd_error *err) _wur_;
+
+/* Append {"ts": ..., "event": name, ...fields}; takes ownership of fields (may be NULL).
+ * Returns 0 or -errno; a failed audit write is reported by the caller, which refuses the
+ * exec it was about to allow. */
+int rd_audit(struct rd_audit *a, const char *event, json_t *fields);
+
+void rd_audit_close(struct rd_audit *a);
+
+#endif

@@ -1,0 +1,272 @@
+/* runnerd [--config F] --profile P [--audit FILE] [-v] -- AGENT [ARGS...]: run the agent under
+ * the exec filter and supervise every command it starts. */
+#include "audit.h"
+#include "cli.h"
+#include "envpolicy.h"
+#include "filter.h"
+#include "launcher.h"
+#include "sha256.h"
+#include "supervisor.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+extern char **environ;
+
+/* The agent's path, searched on runnerd's PATH before the filter exists: the launcher's one
+ * CONTINUE must be spent on the real binary, not on a miss. */
+static char *find_agent(const char *name, const char *path_env)
+{
+	if (strchr(name, '/'))
+		return strdup(name);
+	const char *p = path_env && *path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+	while (*p) {
+		size_t len = strcspn(p, ":");
+		char *cand = NULL;
+		if (asprintf(&cand, "%.*s/%s", (int)len, len ? p : ".", name) < 0)
+			return NULL;
+		struct stat st;
+		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
+			return cand;
+		free(cand);
+		p += len + (p[len] == ':');
+	}
+	return NULL;
+}
+
+/* /proc/PID/environ shows the original env block (env_start..env_end of /proc/PID/stat), not
+ * environ: clearenv() alone would hide nothing. Zero the block in place. The reaper of every
+ * sandbox is a fork of runnerd, so this also empties /proc/1/environ inside sandboxes. */
+static int scrub_environ(void)
+{
+	char buf[2048];
+	_cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')'); /* comm may contain spaces and parentheses */
+	if (!p)
+		return -EIO;
+	/* After ")": field 3 is the state; env_start and env_end are fields 50 and 51. */
+	unsigned long start = 0, end = 0;
+	int field = 2;
+	for (char *tok = strtok(p + 1, " "); tok; tok = strtok(NULL, " ")) {
+		field++;
+		if (field == 50)
+			start = strtoul(tok, NULL, 10);
+		else if (field == 51)
+			end = strtoul(tok, NULL, 10);
+	}
+	if (!start || end <= start)
+		return -EIO;
+	explicit_bzero((void *)start, end - start);
+	static char *empty[] = {NULL};
+	environ = empty;
+	return 0;
+}
+
+static char *stub_path(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	*slash = '\0';
+	char *cand = NULL;
+	static const char *const rel[] = {"runnerd-stub", "../libexec/runnerd/runnerd-stub"};
+	for (size_t i = 0; i < ARRAY_SIZE(rel); i++) {
+		if (asprintf(&cand, "%s/%s", exe, rel[i]) < 0)
+			return NULL;
+		if (access(cand, F_OK) == 0)
+			return cand;
+		free(cand);
+	}
+	return NULL;
+}
+
+/* The stub runs inside every caller: it must be the file we think it is. */
+static int open_stub(struct rd_error *err)
+{
+	_cleanup_free_ char *path = stub_path();
+	if (!path)
+		return rd_error_set(err, ENOENT,
+		                    "runnerd-stub not found next to the runnerd binary (nor in "
+		                    "../libexec/runnerd/): reinstall runnerd");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return rd_error_set(err, errno, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+	    (st.st_uid != 0 && st.st_uid != geteuid())) {
+		close(fd);
+		return rd_error_set(err, EPERM,
+		                    "%s: must be a regular file owned by root or by you and not "
+		                    "writable by others",
+		                    path);
+	}
+	return fd;
+}
+
+static void session_id(char out[33])
+{
+	uint8_t b[16] = {0};
+	if (getrandom(b, sizeof(b), 0) != sizeof(b)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		memcpy(b, &ts, sizeof(ts) < sizeof(b) ? sizeof(ts) : sizeof(b));
+	}
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* The agent's env: the agent level of the policy, plus runnerd's own session variables
+ * (replacing any the operator's shell had). Copies: the source block is about to be zeroed. */
+static char **agent_env(const struct rd_config *cfg, const struct rd_profile *prof,
+                        const char *session, struct rd_error *err)
+{
+	struct rd_env_result res;
+	if (rd_env_build(&cfg->env, prof, RD_ENV_AGENT, NULL, environ, &res, err) < 0)
+		return NULL;
+	char **out = calloc(res.n_env + 3, sizeof(char *));
+	size_t n = 0;
+	bool ok = out != NULL;
+	for (size_t i = 0; ok && i < res.n_env; i++) {
+		if (strncmp(res.envp[i], "RUNNERD_SESSION=", 16) == 0 ||
+		    strncmp(res.envp[i], "RUNNERD_PROFILE=", 16) == 0)
+			continue;
+		ok = (out[n++] = strdup(res.envp[i])) != NULL;
+	}
+	if (ok)
+		ok = asprintf(&out[n++], "RUNNERD_SESSION=%s", session) >= 0 &&
+		     asprintf(&out[n++], "RUNNERD_PROFILE=%s", prof->name) >= 0;
+	rd_env_result_free(&res);
+	if (!ok) {
+		rd_error_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	return out;
+}
+
+static void free_env(char **env)
+{
+	for (char **e = env; e && *e; e++) {
+		explicit_bzero(*e, strlen(*e));
+		free(*e);
+	}
+	free(env);
+}
+
+int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
+{
+	struct rd_config cfg = {0};
+	struct rd_profile prof = {0};
+	struct rd_error err = {0};
+	struct rd_audit audit = {.fd = -1};
+	struct rd_filter filter = {0};
+	struct rd_session s = {.cfg = &cfg, .prof = &prof, .audit = &audit, .stub_fd = -1};
+	char **env = NULL;
+	char *agent = NULL;
+	int ret = 125;
+
+	if (argc < 1) {
+		fprintf(stderr, "runnerd: no agent to run after \"--\"\n");
+		return 2;
+	}
+	if (!cli->profile) {
+		fprintf(stderr, "runnerd: --profile is required to run an agent (see runnerd check "
+		                "for the profiles)\n");
+		return 2;
+	}
+	if (rd_cli_load_config(cli, &cfg) < 0)
+		return 125;
+	if (rd_profile_load(&cfg, cli->profile, &prof, &err) < 0)
+		goto fail;
+	agent = find_agent(argv[0], getenv("PATH"));
+	if (!agent) {
+		fprintf(stderr, "runnerd: %s: command not found\n", argv[0]);
+		ret = 127;
+		goto out;
+	}
+	char session[33];
+	session_id(session);
+	if (!(env = agent_env(&cfg, &prof, session, &err)))
+		goto fail;
+	if (scrub_environ() < 0) {
+		fprintf(stderr,
+		        "runnerd: cannot scrub its own environment block; refusing to run\n");
+		goto out;
+	}
+	if (rd_audit_open(&audit, cli->audit ? cli->audit : cfg.audit_path, &err) < 0)
+		goto fail;
+	if ((s.stub_fd = open_stub(&err)) < 0)
+		goto fail;
+	if (rd_filter_build(&filter, &err) < 0)
+		goto fail;
+
+	char cfg_sha[65] = "", prof_sha[65] = "";
+	if (rd_sha256_file(cfg.path, cfg_sha) < 0 || rd_sha256_file(prof.path, prof_sha) < 0) {
+		rd_error_set(&err, EIO, "cannot fingerprint %s or %s", cfg.path, prof.path);
+		goto fail;
+	}
+	json_t *av = json_array();
+	for (int i = 0; i < argc; i++)
+		json_array_append_new(av, json_string(argv[i]) ?: json_string("(not UTF-8)"));
+	if (rd_audit(&audit, "session_start",
+	             json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:i}", "session", session,
+	                       "profile", prof.name, "config", cfg.path, "config_sha256", cfg_sha,
+	                       "profile_sha256", prof_sha, "agent", agent, "argv", av, "pid",
+	                       getpid())) < 0) {
+		rd_error_set(&err, EIO, "cannot write the audit log");
+		goto fail;
+	}
+
+	/* Many fd copies may be open at once while commands start. */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	/* The signals the loop takes through a signalfd are blocked before the agent exists, so
+	 * none is lost; the agent gets the mask runnerd started with. */
+	sigset_t block;
+	sigemptyset(&block);
+	static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigaddset(&block, sigs[i]);
+	sigprocmask(SIG_BLOCK, &block, &s.orig_mask);
+	s.verbose = cli->verbose;
+	if (cli->verbose)
+		fprintf(stderr, "runnerd: session %s, profile %s, agent %s\n", session, prof.name,
+		        agent);
+	int r = rd_agent_start(agent, argv, env, &filter, &s.orig_mask, &s.agent, &err);
+	free_env(env);
+	env = NULL;
+	if (r < 0) {
+		ret = r == -ENOENT ? 127 : 126;
+		goto fail;
+	}
+	ret = rd_supervise(&s);
+	goto out;
+fail:
+	rd_cli_print_error(&err);
+out:
+	free_env(env);
+	free(agent);
+	rd_filter_free(&filter);
+	if (s.stub_fd >= 0)
+		close(s.stub_fd);
+	rd_audit_close(&audit);
+	rd_profile_free(&prof);
+	rd_config_free(&cfg);
+	return ret;
+}

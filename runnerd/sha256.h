@@ -1,0 +1,15 @@
+/* SHA-256 (FIPS 180-4), for the audit log's fingerprints of the config and profile files.
+ * Small and local: this kernel family may lack AF_ALG hashing (CONFIG_CRYPTO_USER_API_HASH),
+ * and one hash does not justify a crypto library dependency. */
+#ifndef RD_SHA256_H
+#define RD_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void rd_sha256(const void *data, size_t len, uint8_t out[32]);
+
+/* Hex of the file's SHA-256 into hex[65]; returns 0 or -errno. */
+int rd_sha256_file(const char *path, char hex[65]);
+
+#endif

@@ -1,0 +1,708 @@
+#include "supervisor.h"
+#include "envpolicy.h"
+#include "handoff.h"
+#include "launch.h"
+#include "reader.h"
+#include "resolve.h"
+#include "stub_proto.h"
+#include "syscalls.h"
+#include "task.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+enum src_type { SRC_LISTENER, SRC_SIGNAL, SRC_STATUS, SRC_CTL };
+
+struct src {
+	enum src_type type;
+	struct cmd *cmd;
+};
+
+/* One intercepted exec, from the trap to the stub's exit. */
+enum cmd_state {
+	C_STOPPING, /* replied -EPERM after PTRACE_INTERRUPT: waiting for the interrupt stop */
+	C_RETRAP,   /* registers rewritten: waiting for the stub's execveat to trap */
+	C_EXEC,     /* execveat let through: waiting for PTRACE_EVENT_EXEC */
+	C_RUNNING,  /* detached: the stub mirrors the command */
+	C_ABORTED,  /* the caller died or misbehaved during the handoff */
+};
+
+struct cmd {
+	struct cmd *next;
+	uint64_t id;
+	pid_t tid, tgid;
+	enum cmd_state state;
+	uint64_t empty_path, argv_addr;
+	int stub_in_task;
+	struct rd_sandbox sb;
+	int ctl_fd;
+	struct src status_src, ctl_src;
+	bool reaped, status_known, joined_pgrp;
+	int status;
+	struct timespec start;
+};
+
+struct sup {
+	struct rd_session *s;
+	int epfd, sigfd, listener;
+	bool agent_done;
+	int agent_status;
+	struct cmd *cmds;
+	uint64_t next_id;
+	dev_t stub_dev;
+	ino_t stub_ino;
+	struct seccomp_notif *notif;
+	size_t notif_size;
+	bool warned_ptrace;
+	pid_t sid;
+	bool userns;
+	struct stat root_st;
+	ino_t mntns;
+	struct src listener_src, signal_src;
+};
+
+static void vlog(struct sup *u, const char *fmt, ...) _printf_(2, 3);
+static void vlog(struct sup *u, const char *fmt, ...)
+{
+	if (!u->s->verbose)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "runnerd: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) * 1e3 + (double)(now.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static const char *errno_name(int e)
+{
+	const char *n = strerrorname_np(e);
+	return n ? n : "E?";
+}
+
+/* A refusal: the caller's exec fails with e, one audit line says why. */
+static void refuse(struct sup *u, uint64_t notif_id, uint64_t id, pid_t tid, const char *path,
+                   int e, const char *why)
+{
+	json_t *f = json_pack("{s:I, s:i, s:s?, s:s, s:i, s:s}", "id", (json_int_t)id, "tid", tid,
+	                      "path", path, "errno", errno_name(e), "errno_num", e, "reason", why);
+	rd_audit(u->s->audit, "refused", f);
+	vlog(u, "exec %llu (task %d, %s) refused with %s: %s", (unsigned long long)id, tid,
+	     path ? path : "?", errno_name(e), why);
+	rd_notif_reply(u->listener, notif_id, -e, false);
+}
+
+static struct cmd *find_tid(struct sup *u, pid_t tid)
+{
+	for (struct cmd *c = u->cmds; c; c = c->next)
+		if (c->tid == tid && c->state < C_RUNNING)
+			return c;
+	return NULL;
+}
+
+static void watch(struct sup *u, int fd, struct src *src)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = src};
+	if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		fprintf(stderr, "runnerd: epoll_ctl: %s\n", strerror(errno));
+		abort(); /* cannot happen with our own fds; never run unwatched */
+	}
+}
+
+static void unwatch(struct sup *u, int *fd)
+{
+	if (*fd >= 0) {
+		epoll_ctl(u->epfd, EPOLL_CTL_DEL, *fd, NULL);
+		close(*fd);
+	}
+	*fd = -1;
+}
+
+static void kill_sandbox(struct cmd *c)
+{
+	if (!c->reaped && c->sb.reaper_pidfd >= 0)
+		rd_pidfd_send_signal(c->sb.reaper_pidfd, SIGKILL, NULL, 0);
+}
+
+static void cmd_free_if_done(struct sup *u, struct cmd *c)
+{
+	if (!c->reaped || c->status_known == false || c->ctl_fd >= 0 || c->sb.status_fd >= 0)
+		return;
+	if (c->state != C_RUNNING && c->state != C_ABORTED)
+		return;
+	for (struct cmd **pp = &u->cmds; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	rd_sandbox_close(&c->sb);
+	free(c);
+}
+
+/* The caller died or did something other than the planned exec: nothing of its command may
+ * go on. */
+static void cmd_abort(struct sup *u, struct cmd *c, const char *why)
+{
+	vlog(u, "exec %llu (task %d): %s", (unsigned long long)c->id, c->tid, why);
+	if (c->state < C_RUNNING)
+		kill(c->tid, SIGKILL);
+	c->state = C_ABORTED;
+	kill_sandbox(c);
+	rd_audit(
+	    u->s->audit, "handoff_failed",
+	    json_pack("{s:I, s:i, s:s}", "id", (json_int_t)c->id, "tid", c->tid, "reason", why));
+}
+
+/* Give back a task runnerd seized but will not hand off: stop it, answer its exec with e,
+ * detach. */
+static void release(struct sup *u, pid_t tid, uint64_t notif_id, int e)
+{
+	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+	rd_notif_reply(u->listener, notif_id, -e, false);
+	int st;
+	if (waitpid(tid, &st, __WALL) == tid && WIFSTOPPED(st))
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+}
+
+static json_t *json_strv(char *const *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]) ?: json_string("(not UTF-8)"));
+	return a;
+}
+
+static json_t *json_env(const struct rd_env_result *env)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < env->n_verdicts; i++) {
+		const struct rd_env_verdict *v = &env->verdicts[i];
+		json_array_append_new(
+		    a, json_pack("{s:o, s:b, s:s}", "name",
+		                 v->name_len ? json_stringn(v->entry, v->name_len) : json_null(),
+		                 "passed", v->passed, "reason", rd_env_reason_str(v->reason)));
+	}
+	return a;
+}
+
+/* The caller must live in runnerd's root and mount namespace: the sandbox is cut from
+ * runnerd's view, and resolving a path in one view to run it in another would be wrong. */
+static bool same_view(struct sup *u, pid_t tid)
+{
+	char p[64];
+	struct stat st;
+	snprintf(p, sizeof(p), "/proc/%d/root", tid);
+	if (stat(p, &st) < 0 || st.st_dev != u->root_st.st_dev || st.st_ino != u->root_st.st_ino)
+		return false;
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", tid);
+	return stat(p, &st) == 0 && st.st_ino == u->mntns;
+}
+
+static void handle_exec(struct sup *u, const struct seccomp_notif *n)
+{
+	const struct seccomp_data *d = &n->data;
+	uint64_t id = ++u->next_id;
+	pid_t tid = (pid_t)n->pid;
+	struct rd_error err = {0};
+	/* Declared before the first goto: cleanup attributes must never see garbage. */
+	struct rd_env_result env = {0};
+	struct rd_strings strs = {0};
+	struct rd_target tg = {.own_fd = -1, .caller_fd = -1};
+	_cleanup_free_ struct rd_fd_map *map = NULL;
+
+	if (!rd_arch_native(d)) {
+		refuse(u, n->id, id, tid, NULL, EPERM,
+		       "32-bit (i386 or x32) exec is not supported");
+		return;
+	}
+	bool at = rd_arch_is_execveat(d);
+	uint64_t path_addr = d->args[at ? 1 : 0], argv_addr = d->args[at ? 2 : 1];
+	uint64_t envp_addr = d->args[at ? 3 : 2];
+	int dirfd = at ? (int)d->args[0] : AT_FDCWD;
+	int flags = at ? (int)d->args[4] : 0;
+	struct rd_mem mem = {rd_mem_read_task, (void *)(intptr_t)tid};
+
+	_cleanup_free_ char *path = NULL;
+	size_t plen = 0;
+	int r = rd_read_path(&mem, path_addr, &path, &plen);
+	if (r < 0) {
+		/* EFAULT, ENAMETOOLONG: the caller's own error, as the kernel would say it. */
+		rd_notif_reply(u->listener, n->id, r == -ESRCH ? -ENOENT : r, false);
+		return;
+	}
+	struct rd_task t;
+	if (rd_task_open(tid, &t, &err) < 0) {
+		refuse(u, n->id, id, tid, path, EPERM, err.msg);
+		rd_task_free(&t);
+		return;
+	}
+	if (!same_view(u, tid)) {
+		refuse(u, n->id, id, tid, path, EPERM,
+		       "the caller has its own root or mount namespace, which runnerd does not "
+		       "support");
+		rd_task_free(&t);
+		return;
+	}
+	r = rd_resolve(&t, dirfd, path, flags, &tg, &err);
+	if (r < 0) {
+		/* A miss such as one PATH entry of an execvp search: answered, not audited. */
+		vlog(u, "exec %llu (task %d) %s: %s", (unsigned long long)id, tid, path,
+		     errno_name(-r));
+		rd_notif_reply(u->listener, n->id, r, false);
+		rd_target_free(&tg);
+		rd_task_free(&t);
+		return;
+	}
+
+	struct rlimit stack = {RLIM_INFINITY, RLIM_INFINITY}, nofile = {1024, 1024};
+	prlimit(t.tgid, RLIMIT_STACK, NULL, &stack);
+	prlimit(t.tgid, RLIMIT_NOFILE, NULL, &nofile);
+	/* The kernel copies the filename first: "/dev/fd/N[/path]" for an fd-relative exec. */
+	size_t fname = (dirfd == AT_FDCWD || path[0] == '/') ? plen + 1 : plen + 1 + 20;
+	size_t limit = rd_exec_arg_limit(stack.rlim_cur);
+	r = fname < limit
+	        ? rd_read_strings(&mem, argv_addr, envp_addr, 8, limit - fname, &strs, &err)
+	        : -E2BIG;
+	if (r < 0 || ioctl(u->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+		/* An error of the caller's own making, or the caller is gone: either way, no
+		 * command. Only the copy taken before ID_VALID is ever used. */
+		if (r < 0)
+			rd_notif_reply(u->listener, n->id, r, false);
+		goto out;
+	}
+
+	r = rd_env_build(&u->s->cfg->env, u->s->prof, RD_ENV_COMMAND, NULL, strs.envp, &env, &err);
+	if (r < 0) {
+		refuse(u, n->id, id, tid, path, -r, err.msg);
+		goto out;
+	}
+	json_t *ev = json_pack("{s:I, s:i, s:s, s:s?, s:o, s:o, s:s}", "id", (json_int_t)id, "tid",
+	                       tid, "path", path, "resolved", tg.resolved, "argv",
+	                       json_strv(strs.argv, strs.argc), "env", json_env(&env), "action",
+	                       rd_action_str(u->s->prof->commands_default));
+	if (rd_audit(u->s->audit, "exec", ev) < 0) {
+		refuse(u, n->id, id, tid, path, EPERM, "the audit log cannot be written");
+		goto out_env;
+	}
+	if (u->s->prof->commands_default == RD_ACTION_DENY) {
+		refuse(u, n->id, id, tid, path, EACCES, "commands.default is deny");
+		goto out_env;
+	}
+	if (u->userns &&
+	    (t.uid[0] != geteuid() || t.uid[1] != geteuid() || t.uid[2] != geteuid() ||
+	     t.gid[0] != getegid() || t.gid[1] != getegid() || t.gid[2] != getegid())) {
+		refuse(u, n->id, id, tid, path, EPERM,
+		       "the caller's uid or gid differs from runnerd's, which an unprivileged "
+		       "runnerd cannot reproduce");
+		goto out_env;
+	}
+
+	/* Seize before anything starts: a task that cannot be traced never starts a command. */
+	r = rd_handoff_seize(tid);
+	if (r < 0) {
+		if (!u->warned_ptrace)
+			fprintf(
+			    stderr,
+			    "runnerd: cannot ptrace the agent's processes (%s): every command "
+			    "fails with EPERM. Is the agent already traced, or ptrace forbidden "
+			    "(kernel.yama.ptrace_scope = 3)?\n",
+			    strerror(-r));
+		u->warned_ptrace = true;
+		refuse(u, n->id, id, tid, path, EPERM, "the caller cannot be traced");
+		goto out_env;
+	}
+	if (rd_task_snapshot(&t, &err) < 0) {
+		rd_audit(u->s->audit, "refused",
+		         json_pack("{s:I, s:i, s:s, s:s, s:s}", "id", (json_int_t)id, "tid", tid,
+		                   "path", path, "errno", "EPERM", "reason", err.msg));
+		release(u, tid, n->id, EPERM);
+		goto out_env;
+	}
+	rd_target_bind(&t, &tg);
+
+	map = calloc(t.n_fds + 1, sizeof(*map));
+	if (!map) {
+		release(u, tid, n->id, ENOMEM);
+		goto out_env;
+	}
+	for (size_t i = 0; i < t.n_fds; i++)
+		map[i] = (struct rd_fd_map){.fd = t.fds[i].fd, .target = t.fds[i].target};
+	struct rd_launch_plan plan = {
+	    .exec_fd = tg.exec_fd,
+	    .exec_fd_is_target = tg.exec_fd_is_target,
+	    .exec_path = tg.exec_path,
+	    .exec_flags = tg.exec_flags,
+	    .argv = strs.argv,
+	    .envp = env.envp,
+	    .fds = map,
+	    .n_fds = t.n_fds,
+	    .cwd_fd = t.cwd_fd,
+	    .uid = {t.uid[0], t.uid[1], t.uid[2]},
+	    .gid = {t.gid[0], t.gid[1], t.gid[2]},
+	    .groups = t.groups,
+	    .n_groups = t.n_groups,
+	    .umask = t.umask,
+	    .sig_ignored = t.sig_ignored,
+	    .sig_blocked = t.sig_blocked,
+	    .rlim = t.rlim,
+	    .have_rlim = t.have_rlim,
+	    .join_pgid = t.sid == u->sid ? t.pgid : 0,
+	    .userns = u->userns,
+	};
+	struct cmd *c = calloc(1, sizeof(*c));
+	if (!c) {
+		release(u, tid, n->id, ENOMEM);
+		goto out_env;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	int exec_errno = 0;
+	r = rd_sandbox_launch(&plan, &c->sb, &exec_errno, &err);
+	if (r < 0) {
+		if (exec_errno) {
+			/* The command's own exec failed: exactly the caller's errno. */
+			rd_audit(u->s->audit, "exec_failed",
+			         json_pack("{s:I, s:i, s:s}", "id", (json_int_t)id, "errno",
+			                   errno_name(exec_errno), "reason", err.msg));
+			release(u, tid, n->id, exec_errno);
+		} else {
+			rd_audit(u->s->audit, "refused",
+			         json_pack("{s:I, s:i, s:s, s:s, s:s}", "id", (json_int_t)id, "tid",
+			                   tid, "path", path, "errno", "EPERM", "reason", err.msg));
+			fprintf(stderr, "runnerd: exec %llu (%s): %s\n", (unsigned long long)id,
+			        path, err.msg);
+			release(u, tid, n->id, EPERM);
+		}
+		free(c);
+		goto out_env;
+	}
+	c->id = id;
+	c->tid = tid;
+	c->tgid = t.tgid;
+	c->joined_pgrp = plan.join_pgid > 0;
+	c->argv_addr = argv_addr;
+	c->empty_path = path_addr + plen;
+	c->ctl_fd = -1;
+
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    (rd_handoff_addfds(u->listener, n->id, u->s->stub_fd, sv[1],
+	                       RD_STUB_CONTROL_FD(nofile.rlim_cur), &c->stub_in_task, &err) < 0 &&
+	     (close(sv[0]), close(sv[1]), true))) {
+		rd_audit(u->s->audit, "refused",
+		         json_pack("{s:I, s:i, s:s, s:s}", "id", (json_int_t)id, "tid", tid,
+		                   "errno", "EPERM", "reason", err.n ? err.msg : strerror(errno)));
+		kill(c->sb.reaper, SIGKILL);
+		waitpid(c->sb.reaper, NULL, __WALL);
+		rd_sandbox_close(&c->sb);
+		free(c);
+		release(u, tid, n->id, EPERM);
+		goto out_env;
+	}
+	close(sv[1]);
+	c->ctl_fd = sv[0];
+	c->next = u->cmds;
+	u->cmds = c;
+	c->status_src = (struct src){SRC_STATUS, c};
+	c->ctl_src = (struct src){SRC_CTL, c};
+	watch(u, c->sb.status_fd, &c->status_src);
+	watch(u, c->ctl_fd, &c->ctl_src);
+
+	/* Interrupt first, then answer: the stop comes as the exec returns -EPERM, before any
+	 * signal is dequeued, so the registers there are the syscall's. */
+	c->state = C_STOPPING;
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
+		cmd_abort(u, c, "PTRACE_INTERRUPT failed");
+	if (rd_notif_reply(u->listener, n->id, -EPERM, false) < 0 && c->state == C_STOPPING)
+		cmd_abort(u, c, "the caller vanished before the handoff");
+out_env:
+	rd_env_result_free(&env);
+out:
+	rd_strings_free(&strs);
+	rd_target_free(&tg);
+	rd_task_free(&t);
+}
+
+static void handle_notification(struct sup *u)
+{
+	struct seccomp_notif *n = u->notif;
+	memset(n, 0, u->notif_size);
+	if (ioctl(u->listener, SECCOMP_IOCTL_NOTIF_RECV, n) < 0)
+		return; /* ENOENT: the task was interrupted before we got it */
+	struct cmd *c = find_tid(u, (pid_t)n->pid);
+	if (!c) {
+		handle_exec(u, n);
+		return;
+	}
+	if (c->state == C_RETRAP &&
+	    rd_arch_is_stub_exec(&n->data, c->stub_in_task, c->empty_path, c->argv_addr)) {
+		/* The execveat runnerd set up, checked from registers: the second and last
+		 * CONTINUE. The exec event will confirm the image. */
+		c->state = C_EXEC;
+		if (rd_notif_reply(u->listener, n->id, 0, true) < 0)
+			cmd_abort(u, c, "the caller vanished at the stub's exec");
+		return;
+	}
+	rd_notif_reply(u->listener, n->id, -EPERM, false);
+	cmd_abort(u, c, "the caller made another exec in the middle of its handoff");
+}
+
+static bool is_stub(struct sup *u, pid_t pid)
+{
+	char p[64];
+	struct stat st;
+	snprintf(p, sizeof(p), "/proc/%d/exe", pid);
+	return stat(p, &st) == 0 && st.st_dev == u->stub_dev && st.st_ino == u->stub_ino;
+}
+
+static void handle_tracee(struct sup *u, pid_t pid, int st)
+{
+	int event = st >> 16;
+	struct cmd *c = find_tid(u, pid);
+	if (!c && WIFSTOPPED(st) && event == PTRACE_EVENT_EXEC) {
+		/* A non-leader thread's exec is reported under the thread group id. */
+		unsigned long old = 0;
+		ptrace(PTRACE_GETEVENTMSG, pid, 0, &old);
+		c = find_tid(u, (pid_t)old);
+		if (c)
+			c->tid = pid;
+	}
+	if (!c) {
+		if (WIFSTOPPED(st))
+			ptrace(PTRACE_DETACH, pid, 0, 0);
+		return;
+	}
+	if (!WIFSTOPPED(st)) {
+		cmd_abort(u, c, "the caller died during the handoff");
+		return;
+	}
+	struct rd_error err = {0};
+	if (event == PTRACE_EVENT_STOP && c->state == C_STOPPING && WSTOPSIG(st) == SIGTRAP) {
+		if (rd_arch_rewrite_exec(pid, c->stub_in_task, c->empty_path, c->argv_addr, &err) <
+		    0) {
+			cmd_abort(u, c, err.msg);
+			return;
+		}
+		c->state = C_RETRAP;
+		ptrace(PTRACE_CONT, pid, 0, 0);
+	} else if (event == PTRACE_EVENT_EXEC && c->state == C_EXEC) {
+		if (!is_stub(u, pid)) {
+			cmd_abort(u, c, "the caller exec'd something other than the stub");
+			return;
+		}
+		c->state = C_RUNNING;
+		ptrace(PTRACE_DETACH, pid, 0, 0);
+		cmd_free_if_done(u, c);
+	} else if (event == 0) {
+		/* A signal on its way to the caller: deliver it. */
+		ptrace(PTRACE_CONT, pid, 0, WSTOPSIG(st));
+	} else {
+		ptrace(PTRACE_CONT, pid, 0, 0);
+	}
+}
+
+static void reap(struct sup *u)
+{
+	for (;;) {
+		int st;
+		pid_t pid = waitpid(-1, &st, WNOHANG | __WALL);
+		if (pid <= 0)
+			return;
+		if (pid == u->s->agent.pid) {
+			u->agent_done = true;
+			u->agent_status = st;
+			continue;
+		}
+		bool found = false;
+		for (struct cmd *c = u->cmds; c; c = c->next)
+			if (c->sb.reaper == pid) {
+				c->reaped = found = true;
+				cmd_free_if_done(u, c);
+				break;
+			}
+		if (!found)
+			handle_tracee(u, pid, st);
+	}
+}
+
+static void send_exit(struct cmd *c)
+{
+	struct rd_stub_msg m = {.type = RD_STUB_EXIT, .value = c->status};
+	if (c->ctl_fd >= 0)
+		send(c->ctl_fd, &m, sizeof(m), MSG_NOSIGNAL);
+}
+
+static void handle_status(struct sup *u, struct cmd *c)
+{
+	int st = 0;
+	ssize_t n = read(c->sb.status_fd, &st, sizeof(st));
+	if (n == sizeof(st)) {
+		c->status = st;
+	} else {
+		/* The reaper died without a word: killed, as everything in its namespace. */
+		c->status = SIGKILL;
+	}
+	c->status_known = true;
+	unwatch(u, &c->sb.status_fd);
+	json_t *f =
+	    json_pack("{s:I, s:f}", "id", (json_int_t)c->id, "duration_ms", ms_since(&c->start));
+	if (WIFEXITED(c->status))
+		json_object_set_new(f, "status", json_integer(WEXITSTATUS(c->status)));
+	else
+		json_object_set_new(f, "signal",
+		                    json_string(sigabbrev_np(WTERMSIG(c->status)) ?: "?"));
+	rd_audit(u->s->audit, "exit", f);
+	send_exit(c);
+	cmd_free_if_done(u, c);
+}
+
+static void handle_ctl(struct sup *u, struct cmd *c)
+{
+	struct rd_stub_msg m;
+	ssize_t n = recv(c->ctl_fd, &m, sizeof(m), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n == sizeof(m) && m.type == RD_STUB_SIGNAL) {
+		/* A signal from the terminal already reached a command in the caller's process
+		 * group: forwarding it too would deliver it twice. */
+		if (c->status_known || (m.code == SI_KERNEL && c->joined_pgrp))
+			return;
+		rd_pidfd_send_signal(c->sb.reaper_pidfd, m.value, NULL, 0);
+		return;
+	}
+	/* EOF or garbage: the stub is gone (the caller was killed, or it exited after EXIT).
+	 * A command whose caller is gone must not run on. */
+	unwatch(u, &c->ctl_fd);
+	if (!c->status_known)
+		kill_sandbox(c);
+	cmd_free_if_done(u, c);
+}
+
+static void handle_signal(struct sup *u)
+{
+	struct signalfd_siginfo si;
+	while (read(u->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			reap(u);
+			continue;
+		}
+		/* From the terminal, the agent (same process group) got it already. */
+		if (si.ssi_code != SI_KERNEL && !u->agent_done)
+			kill(u->s->agent.pid, (int)si.ssi_signo);
+	}
+}
+
+static int setup(struct sup *u, struct rd_session *s)
+{
+	memset(u, 0, sizeof(*u));
+	u->s = s;
+	u->listener = s->agent.listener;
+	u->sid = getsid(0);
+	u->userns = geteuid() != 0;
+	struct stat st;
+	if (fstat(s->stub_fd, &st) < 0 || stat("/", &u->root_st) < 0 ||
+	    stat("/proc/self/ns/mnt", &st) < 0)
+		return -errno;
+	fstat(s->stub_fd, &st);
+	u->stub_dev = st.st_dev;
+	u->stub_ino = st.st_ino;
+	stat("/proc/self/ns/mnt", &st);
+	u->mntns = st.st_ino;
+
+	struct seccomp_notif_sizes sizes = {0};
+	if (rd_seccomp(SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
+		return -errno;
+	u->notif_size = sizes.seccomp_notif > sizeof(struct seccomp_notif)
+	                    ? sizes.seccomp_notif
+	                    : sizeof(struct seccomp_notif);
+	u->notif = calloc(1, u->notif_size);
+	if (!u->notif)
+		return -ENOMEM;
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigaddset(&mask, sigs[i]);
+	u->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	u->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (u->sigfd < 0 || u->epfd < 0)
+		return -errno;
+	u->listener_src = (struct src){SRC_LISTENER, NULL};
+	u->signal_src = (struct src){SRC_SIGNAL, NULL};
+	watch(u, u->listener, &u->listener_src);
+	watch(u, u->sigfd, &u->signal_src);
+	return 0;
+}
+
+int rd_supervise(struct rd_session *s)
+{
+	struct sup u;
+	int r = setup(&u, s);
+	if (r < 0) {
+		fprintf(stderr, "runnerd: setting up the supervisor: %s\n", strerror(-r));
+		kill(s->agent.pid, SIGKILL);
+		return 125;
+	}
+	reap(&u); /* a SIGCHLD may have come before the signalfd existed */
+	bool listener_open = true;
+	while (!u.agent_done) {
+		struct epoll_event evs[32];
+		int n = epoll_wait(u.epfd, evs, 32, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "runnerd: epoll_wait: %s\n", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct src *src = evs[i].data.ptr;
+			switch (src->type) {
+			case SRC_LISTENER:
+				if (evs[i].events & EPOLLIN)
+					handle_notification(&u);
+				else if ((evs[i].events & EPOLLHUP) && listener_open) {
+					/* No task is left under the filter. */
+					epoll_ctl(u.epfd, EPOLL_CTL_DEL, u.listener, NULL);
+					listener_open = false;
+				}
+				break;
+			case SRC_SIGNAL:
+				handle_signal(&u);
+				break;
+			case SRC_STATUS:
+				handle_status(&u, src->cmd);
+				break;
+			case SRC_CTL:
+				handle_ctl(&u, src->cmd);
+				break;
+			}
+		}
+	}
+	/* The agent is gone: so is every command it started. */
+	for (struct cmd *c = u.cmds; c; c = c->next)
+		kill_sandbox(c);
+	int st = u.agent_status;
+	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	json_t *f = json_pack("{s:i}", "exit_code", code);
+	if (WIFSIGNALED(st))
+		json_object_set_new(f, "signal", json_string(sigabbrev_np(WTERMSIG(st)) ?: "?"));
+	rd_audit(s->audit, "session_end", f);
+	free(u.notif);
+	return code;
+}

@@ -1,0 +1,60 @@
+/* Running one command in its sandbox: a new pid and mount namespace (and a user namespace
+ * when runnerd is not root) whose pid 1 is a small reaper of ours, and the command, its
+ * child, with the caller's fds, cwd, credentials, umask, signals and rlimits. */
+#ifndef RD_LAUNCH_H
+#define RD_LAUNCH_H
+
+#include "error.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+struct rd_fd_map {
+	int fd;     /* runnerd's fd */
+	int target; /* the number the command gets it at */
+};
+
+struct rd_launch_plan {
+	/* How the command is executed: execveat(exec_fd, exec_path, argv, envp, exec_flags).
+	 * exec_fd is AT_FDCWD (relative to cwd_fd), one of fds[] by its target number
+	 * (exec_fd_is_target), or runnerd's own fd. */
+	int exec_fd;
+	bool exec_fd_is_target;
+	const char *exec_path;
+	int exec_flags;
+	char *const *argv;
+	char *const *envp;
+
+	const struct rd_fd_map *fds;
+	size_t n_fds;
+	int cwd_fd;
+	uid_t uid[3];
+	gid_t gid[3];
+	const gid_t *groups;
+	size_t n_groups;
+	mode_t umask;
+	uint64_t sig_ignored, sig_blocked;
+	const struct rlimit *rlim; /* RLIM_NLIMITS entries */
+	const bool *have_rlim;
+	pid_t join_pgid; /* > 0: the command joins this process group; 0: it starts a session */
+
+	bool userns; /* runnerd is not root: map runnerd's uid and gid to themselves */
+};
+
+struct rd_sandbox {
+	pid_t reaper; /* pid 1 of the sandbox, as runnerd sees it */
+	int reaper_pidfd;
+	int status_fd; /* the reaper writes the command's wait status (int) here, then exits */
+};
+
+/* Launch and wait until the command's execve has succeeded. Returns 0; or -errno with
+ * *exec_errno set (> 0) when the command's own exec failed: that errno belongs to the
+ * caller's execve; or -errno with *exec_errno 0 when setting up the sandbox failed. */
+int rd_sandbox_launch(const struct rd_launch_plan *p, struct rd_sandbox *out, int *exec_errno,
+                      struct rd_error *err) _wur_;
+
+void rd_sandbox_close(struct rd_sandbox *s);
+
+#endif
