@@ -1,5 +1,6 @@
 /* runnerd [--config F] --profile P [--audit FILE] [-v] -- AGENT [ARGS...]: run the agent under
  * the exec filter and supervise every command it starts. */
+#include "agent_path.h"
 #include "audit.h"
 #include "cli.h"
 #include "envpolicy.h"
@@ -13,33 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
 extern char **environ;
-
-/* The agent's path, searched on runnerd's PATH before the filter exists: the launcher's one
- * CONTINUE must be spent on the real binary, not on a miss. */
-static char *find_agent(const char *name, const char *path_env)
-{
-	if (strchr(name, '/'))
-		return strdup(name);
-	const char *p = path_env && *path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
-	while (*p) {
-		size_t len = strcspn(p, ":");
-		char *cand = NULL;
-		if (asprintf(&cand, "%.*s/%s", (int)len, len ? p : ".", name) < 0)
-			return NULL;
-		struct stat st;
-		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
-			return cand;
-		free(cand);
-		p += len + (p[len] == ':');
-	}
-	return NULL;
-}
 
 /* /proc/PID/environ shows the original env block (env_start..env_end of /proc/PID/stat), not
  * environ: clearenv() alone would hide nothing. Zero the block in place. The reaper of every
@@ -117,6 +98,21 @@ static int open_stub(struct rd_error *err)
 	return fd;
 }
 
+/* The agent died by a signal: so does runnerd, so that whoever started runnerd sees what it
+ * would have seen without it. No core file: the crash was the agent's, not ours. */
+static void die_by(int sig)
+{
+	struct rlimit none = {0, 0};
+	setrlimit(RLIMIT_CORE, &none);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	signal(sig, SIG_DFL);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	raise(sig);
+}
+
 static void session_id(char out[33])
 {
 	uint8_t b[16] = {0};
@@ -176,6 +172,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	struct rd_session s = {.cfg = &cfg, .prof = &prof, .audit = &audit, .stub_fd = -1};
 	char **env = NULL;
 	char *agent = NULL;
+	char **agent_argv = NULL;
 	int ret = 125;
 
 	if (argc < 1) {
@@ -191,12 +188,19 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		return 125;
 	if (rd_profile_load(&cfg, cli->profile, &prof, &err) < 0)
 		goto fail;
-	agent = find_agent(argv[0], getenv("PATH"));
+	agent = rd_agent_which(argv[0], getenv("PATH"));
 	if (!agent) {
 		fprintf(stderr, "runnerd: %s: command not found\n", argv[0]);
 		ret = 127;
 		goto out;
 	}
+	agent_argv = calloc((size_t)argc + 1, sizeof(char *));
+	for (int i = 0; agent_argv && i < argc; i++)
+		if (!(agent_argv[i] = strdup(argv[i])))
+			goto out;
+	if (!agent_argv ||
+	    rd_agent_resolve_env_shebang(&agent, &agent_argv, getenv("PATH"), &err) < 0)
+		goto fail;
 	char session[33];
 	session_id(session);
 	if (!(env = agent_env(&cfg, &prof, session, &err)))
@@ -219,8 +223,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		goto fail;
 	}
 	json_t *av = json_array();
-	for (int i = 0; i < argc; i++)
-		json_array_append_new(av, json_string(argv[i]) ?: json_string("(not UTF-8)"));
+	for (char **a = agent_argv; *a; a++)
+		json_array_append_new(av, json_string(*a) ?: json_string("(not UTF-8)"));
 	if (rd_audit(&audit, "session_start",
 	             json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:i}", "session", session,
 	                       "profile", prof.name, "config", cfg.path, "config_sha256", cfg_sha,
@@ -248,7 +252,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	if (cli->verbose)
 		fprintf(stderr, "runnerd: session %s, profile %s, agent %s\n", session, prof.name,
 		        agent);
-	int r = rd_agent_start(agent, argv, env, &filter, &s.orig_mask, &s.agent, &err);
+	int r = rd_agent_start(agent, agent_argv, env, &filter, &s.orig_mask, &s.agent, &err);
 	free_env(env);
 	env = NULL;
 	if (r < 0) {
@@ -262,11 +266,16 @@ fail:
 out:
 	free_env(env);
 	free(agent);
+	for (char **a = agent_argv; a && *a; a++)
+		free(*a);
+	free(agent_argv);
 	rd_filter_free(&filter);
 	if (s.stub_fd >= 0)
 		close(s.stub_fd);
 	rd_audit_close(&audit);
 	rd_profile_free(&prof);
 	rd_config_free(&cfg);
+	if (s.agent_signal)
+		die_by(s.agent_signal);
 	return ret;
 }

@@ -292,10 +292,19 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 		refuse(u, n->id, id, tid, path, -r, err.msg);
 		goto out;
 	}
-	json_t *ev = json_pack("{s:I, s:i, s:s, s:s?, s:o, s:o, s:s}", "id", (json_int_t)id, "tid",
-	                       tid, "path", path, "resolved", tg.resolved, "argv",
-	                       json_strv(strs.argv, strs.argc), "env", json_env(&env), "action",
-	                       rd_action_str(u->s->prof->commands_default));
+	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
+	 * agent itself over to the sandbox; worth knowing when reading the log. */
+	bool is_agent = t.tgid == u->s->agent.pid;
+	if (is_agent)
+		vlog(u,
+		     "exec %llu: the agent's own process exec'd %s: it continues as a sandboxed "
+		     "command, its own execs no longer intercepted",
+		     (unsigned long long)id, path);
+	json_t *ev =
+	    json_pack("{s:I, s:i, s:s, s:s?, s:o, s:o, s:s, s:b}", "id", (json_int_t)id, "tid", tid,
+	              "path", path, "resolved", tg.resolved, "argv",
+	              json_strv(strs.argv, strs.argc), "env", json_env(&env), "action",
+	              rd_action_str(u->s->prof->commands_default), "caller_is_agent", is_agent);
 	if (rd_audit(u->s->audit, "exec", ev) < 0) {
 		refuse(u, n->id, id, tid, path, EPERM, "the audit log cannot be written");
 		goto out_env;
@@ -362,7 +371,11 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	    .sig_blocked = t.sig_blocked,
 	    .rlim = t.rlim,
 	    .have_rlim = t.have_rlim,
-	    .join_pgid = t.sid == u->sid ? t.pgid : 0,
+	    .pgrp_mode = t.sid == t.tgid    ? RD_PGRP_SESSION
+	                 : t.pgid == t.tgid ? RD_PGRP_OWN
+	                 : t.sid == u->sid  ? RD_PGRP_JOIN
+	                                    : RD_PGRP_OTHER,
+	    .join_pgid = t.pgid,
 	    .userns = u->userns,
 	};
 	struct cmd *c = calloc(1, sizeof(*c));
@@ -394,7 +407,7 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	c->id = id;
 	c->tid = tid;
 	c->tgid = t.tgid;
-	c->joined_pgrp = plan.join_pgid > 0;
+	c->joined_pgrp = plan.pgrp_mode == RD_PGRP_JOIN;
 	c->argv_addr = argv_addr;
 	c->empty_path = path_addr + plen;
 	c->ctl_fd = -1;
@@ -523,9 +536,13 @@ static void reap(struct sup *u)
 		pid_t pid = waitpid(-1, &st, WNOHANG | __WALL);
 		if (pid <= 0)
 			return;
-		if (pid == u->s->agent.pid) {
+		/* The agent's own process can be a caller mid-handoff (an agent that is a
+		 * script exec's its interpreter): a stop is a ptrace event, not its end. */
+		if (pid == u->s->agent.pid && !WIFSTOPPED(st)) {
 			u->agent_done = true;
 			u->agent_status = st;
+			if (find_tid(u, pid))
+				handle_tracee(u, pid, st);
 			continue;
 		}
 		bool found = false;
@@ -699,6 +716,7 @@ int rd_supervise(struct rd_session *s)
 		kill_sandbox(c);
 	int st = u.agent_status;
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	s->agent_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 	json_t *f = json_pack("{s:i}", "exit_code", code);
 	if (WIFSIGNALED(st))
 		json_object_set_new(f, "signal", json_string(sigabbrev_np(WTERMSIG(st)) ?: "?"));

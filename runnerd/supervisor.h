@@ -18,10 +18,11 @@ struct rd_session {
 	int stub_fd; /* O_RDONLY of runnerd-stub, injected into every caller */
 	struct rd_agent agent;
 	sigset_t orig_mask; /* what runnerd's own mask was before it blocked its signals */
+	int agent_signal;   /* set by rd_supervise: the signal that killed the agent, or 0 */
 };
 
 /* Run until the agent exits; returns its exit status as a shell reports it (code, or 128 +
- * signal). Every command still running then is killed. */
+ * signal, with the signal in agent_signal). Every command still running then is killed. */
 int rd_supervise(struct rd_session *s);
 
 #endif

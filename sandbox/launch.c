@@ -105,6 +105,10 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd)
 			fail(err_fd, STAGE_SETUP, "placing the caller's fds", errno);
 	if (fchdir(cwd) < 0)
 		fail(err_fd, STAGE_SETUP, "entering the caller's cwd", errno);
+	if (p->pgrp_mode == RD_PGRP_SESSION && setsid() < 0)
+		fail(err_fd, STAGE_SETUP, "setsid", errno);
+	if (p->pgrp_mode == RD_PGRP_OWN && setpgid(0, 0) < 0)
+		fail(err_fd, STAGE_SETUP, "setpgid", errno);
 
 	int r = drop_caps_bounding();
 	if (r < 0)
@@ -265,11 +269,15 @@ int rd_sandbox_launch(const struct rd_launch_plan *p, struct rd_sandbox *out, in
 			goto fail;
 		}
 	}
-	/* Join the caller's process group (it shares runnerd's session), so terminal job
-	 * control sees the command where it would have been; otherwise a session of its own. */
-	char how = 's';
-	if (p->join_pgid > 0 && setpgid(out->reaper, p->join_pgid) == 0)
-		how = 'j';
+	/* Join the caller's process group when it shares runnerd's session, so terminal job
+	 * control sees the command where it would have been; a caller in a session of its own
+	 * gets the command a session of its own (the reaper's). */
+	char how = p->pgrp_mode == RD_PGRP_OTHER ? 's' : 'j';
+	if (p->pgrp_mode == RD_PGRP_JOIN && setpgid(out->reaper, p->join_pgid) < 0) {
+		r = rd_error_set(err, errno, "joining the caller's process group %d: %s",
+		                 p->join_pgid, strerror(errno));
+		goto fail;
+	}
 	if (write(go_w, &how, 1) != 1) {
 		r = rd_error_set(err, errno, "starting the sandbox: %s", strerror(errno));
 		goto fail;

@@ -38,7 +38,14 @@ struct rd_launch_plan {
 	uint64_t sig_ignored, sig_blocked;
 	const struct rlimit *rlim; /* RLIM_NLIMITS entries */
 	const bool *have_rlim;
-	pid_t join_pgid; /* > 0: the command joins this process group; 0: it starts a session */
+	/* Where the command stands in sessions and process groups, as the caller did. */
+	enum rd_pgrp_mode {
+		RD_PGRP_JOIN,    /* join join_pgid (the caller's group, in runnerd's session) */
+		RD_PGRP_OWN,     /* the caller led its own group: the command leads one too */
+		RD_PGRP_SESSION, /* the caller led its own session: so does the command */
+		RD_PGRP_OTHER,   /* the caller is in another session it does not lead */
+	} pgrp_mode;
+	pid_t join_pgid;
 
 	bool userns; /* runnerd is not root: map runnerd's uid and gid to themselves */
 };

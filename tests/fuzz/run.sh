@@ -15,14 +15,15 @@ command -v clang >/dev/null || skip "clang is not installed (apt-get install cla
 
 cmake -S "$src" -B "$build" -DCMAKE_C_COMPILER=clang -DRUNNERD_FUZZ=ON \
 	-DCMAKE_BUILD_TYPE=Debug >"$build.log" 2>&1 || { cat "$build.log"; exit 1; }
-cmake --build "$build" -j "$(nproc)" --target fuzz_config fuzz_jsonpos >>"$build.log" 2>&1 ||
+cmake --build "$build" -j "$(nproc)" --target fuzz_config fuzz_jsonpos fuzz_reader >>"$build.log" 2>&1 ||
 	{ tail -n 40 "$build.log"; exit 1; }
 
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
-for t in fuzz_config fuzz_jsonpos; do
+for t in fuzz_config fuzz_jsonpos fuzz_reader; do
 	mkdir -p "$corpus/$t"
-	cp "$src"/runner.json "$src"/profiles/*.json "$src"/tests/fixtures/*/*.json "$corpus/$t"/
+	[ "$t" = fuzz_reader ] ||
+		cp "$src"/runner.json "$src"/profiles/*.json "$src"/tests/fixtures/*/*.json "$corpus/$t"/
 	echo "fuzz: $t for ${seconds}s"
 	"$build/bin/$t" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
 		-print_final_stats=1 "$corpus/$t" 2>"$corpus/$t.log" || {

@@ -1,0 +1,23 @@
+/* Which binary the agent really is. The launcher's exec is the one original call runnerd
+ * lets through, so it must land on the real program: an agent that is a script run through
+ * "#!/usr/bin/env node" would otherwise have env's own execvp of node trapped, and the agent
+ * would run as a sandboxed command, unintercepted and without its key. runnerd does what env
+ * would: it finds the interpreter on PATH and execs it with the script. */
+#ifndef RD_AGENT_PATH_H
+#define RD_AGENT_PATH_H
+
+#include "error.h"
+
+/* Resolve name on path_env (":"-separated; an empty entry is "."), as execvp would. NULL if
+ * not found. */
+char *rd_agent_which(const char *name, const char *path_env);
+
+/* Given the resolved agent path and argv, rewrite them while the file starts with
+ * "#!/usr/bin/env [-S] NAME [ARGS]" (or /bin/env): *path becomes NAME's path on path_env,
+ * *argv becomes {NAME, ARGS..., script, argv[1..]}, as the kernel and env together would
+ * make it. Up to 4 levels. Returns 0 (rewritten or left alone) or -errno with err set when
+ * the interpreter named is not on PATH. */
+int rd_agent_resolve_env_shebang(char **path, char ***argv, const char *path_env,
+                                 struct rd_error *err) _wur_;
+
+#endif

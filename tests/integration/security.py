@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""What runnerd must guarantee beyond fidelity, checked on the real kernel:
+
+- canaries: with fake keys planted in the operator's environment, a command that runs env,
+  reads /proc/$PPID/environ and /proc/1/environ, lists processes, finds no canary and sees only
+  its own pid namespace; runnerd's own /proc/PID/environ holds no canary either;
+- commands run with no_new_privs and no capabilities;
+- faults: runnerd SIGKILLed mid-session -> the agent's next exec fails with ENOSYS and no
+  command outlives runnerd; a caller SIGKILLed mid-command -> the command is gone within a
+  second; the agent exiting while commands run -> they are gone.
+
+Environment: RUNNERD (binary), RUNNERD_CONFIG (default: the shipped build config next to the
+binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" last.
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+RUNNERD = os.environ.get("RUNNERD")
+MUST_WORK = os.environ.get("RUNNERD_MUST_WORK") == "1"
+CANARY = "canary-7f3a9e"
+PLANTED = {
+    "ANTHROPIC_API_KEY": "sk-ant-" + CANARY, "OPENAI_API_KEY": "sk-" + CANARY,
+    "GEMINI_API_KEY": CANARY, "DATABASE_URL": "postgres://u:%s@db/x" % CANARY,
+    "AWS_SECRET_ACCESS_KEY": CANARY, "GITHUB_TOKEN": "ghp_" + CANARY,
+}
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(ok)
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else ": " + detail))
+
+
+def base_env():
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
+           "LANG": "C.UTF-8"}
+    env.update(PLANTED)
+    return env
+
+
+def runnerd_cmd(profile, agent):
+    cmd = [RUNNERD]
+    if os.environ.get("RUNNERD_CONFIG"):
+        cmd += ["--config", os.environ["RUNNERD_CONFIG"]]
+    return cmd + ["--profile", profile, "--"] + agent
+
+
+def gone_within(pattern, seconds):
+    """True once no process's command line contains pattern."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = False
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    if pattern.encode() in f.read():
+                        alive = True
+                        break
+            except OSError:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def wait_file(path, seconds=10):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_canaries(tmp):
+    script = (
+        "echo '--- env'; env;"
+        "echo '--- ppid environ'; cat /proc/$PPID/environ | tr '\\0' '\\n';"
+        "echo '--- pid1 environ'; cat /proc/1/environ | tr '\\0' '\\n';"
+        "echo '--- procs'; ls /proc | grep -E '^[0-9]+$' | sort -n | tr '\\n' ' '; echo;"
+        "echo '--- ps'; ps -e -o pid=,comm= 2>&1;"
+        "echo '--- status'; grep -E '^(NoNewPrivs|CapEff|CapBnd):' /proc/self/status")
+    out = subprocess.run(runnerd_cmd("claude", ["bash", "-c", "sh -c \"$0\"", script]),
+                         env=base_env(), capture_output=True, text=True, timeout=60)
+    text = out.stdout
+    check("canary: command ran", out.returncode == 0 and "--- status" in text,
+          "rc %d, stderr %r" % (out.returncode, out.stderr[-300:]))
+    check("canary: no planted value reaches a command (env, /proc/$PPID, /proc/1)",
+          CANARY not in text, "found in:\n" + "\n".join(l for l in text.splitlines()
+                                                        if CANARY in l))
+    procs = text.split("--- procs\n")[1].split("\n")[0].split() if "--- procs" in text else []
+    check("canary: the command sees only its own pid namespace",
+          procs[:1] == ["1"] and len(procs) <= 6 and all(int(p) < 50 for p in procs),
+          "pids: %s" % procs)
+    status = text.split("--- status\n")[-1]
+    check("command runs with no_new_privs", "NoNewPrivs:\t1" in status, status)
+    check("command has no capabilities",
+          "CapEff:\t0000000000000000" in status and "CapBnd:\t0000000000000000" in status,
+          status)
+    # The agent itself gets its own key and only it.
+    out = subprocess.run(runnerd_cmd("claude", ["bash", "-c",
+                                                "echo A=${ANTHROPIC_API_KEY:-none} "
+                                                "O=${OPENAI_API_KEY:-none}"]),
+                         env=base_env(), capture_output=True, text=True, timeout=60)
+    check("the claude agent gets its key and not OpenAI's",
+          out.stdout.strip() == "A=sk-ant-%s O=none" % CANARY, out.stdout + out.stderr)
+
+
+def test_runnerd_environ(tmp):
+    ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
+    p = subprocess.Popen(runnerd_cmd("claude", ["bash", "-c", "touch %s; while [ ! -e %s ]; "
+                                                "do sleep 0.05; done" % (ready, go)]),
+                         env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_file(ready)
+        with open("/proc/%d/environ" % p.pid, "rb") as f:
+            environ = f.read()
+        check("runnerd's own /proc/PID/environ holds no canary",
+              CANARY.encode() not in environ and b"API_KEY" not in environ,
+              repr(environ[:200]))
+    finally:
+        open(go, "w").close()
+        p.wait(timeout=30)
+
+
+AGENT_FAULT = r"""
+import os, subprocess, sys, time
+tmp = sys.argv[1]
+cmd = subprocess.Popen(["sleep", "9871"])
+open(os.path.join(tmp, "ready"), "w").close()
+while not os.path.exists(os.path.join(tmp, "go")):
+    time.sleep(0.02)
+try:
+    subprocess.run(["/bin/true"])
+    res = "ran"
+except OSError as e:
+    res = "errno %d" % e.errno
+with open(os.path.join(tmp, "result"), "w") as f:
+    f.write(res)
+"""
+
+
+def test_runnerd_killed(tmp):
+    agent = os.path.join(tmp, "agent.py")
+    with open(agent, "w") as f:
+        f.write(AGENT_FAULT)
+    py = sys.executable
+    p = subprocess.Popen(runnerd_cmd("generic", [py, agent, tmp]), env=base_env(),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ok = wait_file(os.path.join(tmp, "ready"), 20)
+    check("fault: agent started its command", ok)
+    time.sleep(0.2)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    check("fault: runnerd SIGKILLed -> its commands are gone within a second",
+          gone_within("sleep\x009871", 1.0), "sleep 9871 still running")
+    open(os.path.join(tmp, "go"), "w").close()
+    wait_file(os.path.join(tmp, "result"), 20)
+    try:
+        res = open(os.path.join(tmp, "result")).read()
+    except OSError:
+        res = "(no result)"
+    check("fault: runnerd SIGKILLed -> the agent's next exec fails with ENOSYS",
+          res == "errno 38", res)
+
+
+def test_caller_killed(tmp):
+    script = (r"import subprocess, os, signal, time, sys;"
+              r"p = subprocess.Popen(['sleep', '9872']); time.sleep(0.5);"
+              r"os.kill(p.pid, signal.SIGKILL); print(p.wait()); sys.stdout.flush();"
+              r"time.sleep(3)")
+    p = subprocess.Popen(runnerd_cmd("generic", [sys.executable, "-c", script]),
+                         env=base_env(), stdout=subprocess.PIPE, text=True)
+    first = p.stdout.readline().strip()
+    check("fault: the killed caller reports -9", first == "-9", first)
+    check("fault: caller SIGKILLed mid-command -> the command is gone within a second",
+          gone_within("sleep\x009872", 1.0), "sleep 9872 still running")
+    p.wait(timeout=30)
+
+
+def test_agent_exits(tmp):
+    out = subprocess.run(runnerd_cmd("generic", ["bash", "-c", "sleep 9873 & sleep 0.3; exit 5"]),
+                         env=base_env(), timeout=60)
+    check("fault: runnerd exits with the agent's status", out.returncode == 5,
+          str(out.returncode))
+    check("fault: the agent exits while a command runs -> the command is gone",
+          gone_within("sleep\x009873", 1.0), "sleep 9873 still running")
+
+
+def main():
+    if not RUNNERD or not os.access(RUNNERD, os.X_OK):
+        print("SKIP: RUNNERD is not set to the runnerd binary")
+        sys.exit(1 if MUST_WORK else 77)
+    for t in (test_canaries, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
+              test_agent_exits):
+        with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
+            try:
+                t(tmp)
+            except Exception as e:  # a crash of the test is a failure, never a pass
+                check(t.__name__, False, "%s: %s" % (type(e).__name__, e))
+    failed = results.count(False)
+    print("%d passed, %d failed" % (len(results) - failed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
