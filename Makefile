@@ -9,7 +9,8 @@ FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 
 BUILD_DEPS := gcc make cmake pkg-config libseccomp-dev libcap-dev libjansson-dev libcmocka-dev
-TEST_DEPS  := $(BUILD_DEPS) python3 clang libclang-rt-14-dev clang-format
+TEST_DEPS  := $(BUILD_DEPS) python3 libpython3.11-testsuite nodejs busybox-static procps \
+              clang libclang-rt-14-dev clang-format
 
 .PHONY: all build run test fuzz deps test-deps install clean format format-check
 
@@ -47,7 +48,7 @@ build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	./tests/demo/explain-demo.sh $(BUILD)/bin/runnerd
+	./tests/demo/demo.sh $(BUILD)/bin/runnerd
 
 test: test-deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)

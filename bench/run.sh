@@ -10,6 +10,10 @@
 #   PROFILE=generic                  the profile runnerd runs the agent with
 #   MEM_N=64 MEM_SECONDS=2           the memory run: that many commands at once, each that long
 #
+# The last variant pins runnerd, the agent and every command to CPU 0: the handoff is a chain of
+# wake-ups, which cost more when they cross CPUs (notably in a VM, where waking an idle vCPU is an
+# IPI and a VM exit).
+#
 # Every variant runs ITERS times in each round, in an order that rotates from round to round;
 # the table gives the median, p10 and p90 (nearest rank) of all ROUNDS x ITERS samples, in
 # microseconds, each sample being one fork..waitpid seen from the process that starts the
@@ -64,6 +68,7 @@ need() {
 
 bwrap=$(command -v bwrap || echo /usr/bin/bwrap)
 unshare=$(command -v unshare || echo /usr/bin/unshare)
+taskset=$(command -v taskset || echo /usr/bin/taskset)
 busybox=/bin/busybox
 need "$bwrap" bubblewrap || true
 need "$busybox" busybox-static || true
@@ -91,6 +96,7 @@ variants=(
 	"rd|runnerd fork+exec /bin/true|${rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${true_cmd[*]}"
 	"rd_spawn|runnerd posix_spawn /bin/true|${rd[*]} $eb -o @OUT@ -w @W@ posix_spawn @N@ ${true_cmd[*]}"
 	"rd_static|runnerd fork+exec busybox true (static)|${rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${bb_cmd[*]}"
+	"rd_1cpu|runnerd fork+exec /bin/true, taskset -c 0|$taskset -c 0 ${rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${true_cmd[*]}"
 )
 
 declare -A label argv status why
@@ -207,6 +213,8 @@ echo "runnerd adds per exec (median minus plain median): fork+exec" \
 	"$(diff_us "${med[rd]:-}" "${med[plain]:-}"), posix_spawn" \
 	"$(diff_us "${med[rd_spawn]:-}" "${med[plain_spawn]:-}"), static" \
 	"$(diff_us "${med[rd_static]:-}" "${med[plain_static]:-}")"
+echo "runnerd on one CPU (everything pinned to CPU 0) / runnerd free to use all CPUs =" \
+	"$(ratio "${med[rd_1cpu]:-}" "${med[rd]:-}")"
 echo "timing took $((SECONDS - start)) s; right after it the CPUs were $(busy_pct)% busy"
 
 # --- Memory: MEM_N commands at once --------------------------------------------------------
@@ -330,7 +338,7 @@ fi
 fail=0
 for id in "${order[@]}"; do
 	case $id:${status[$id]} in
-	bwrap:n/a | *:ok) ;;
+	bwrap:n/a | rd_1cpu:n/a | *:ok) ;;
 	*) fail=1 ;;
 	esac
 done
