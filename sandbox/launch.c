@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 enum { STAGE_SETUP = 1, STAGE_EXEC = 2 };
@@ -33,13 +34,13 @@ static _Noreturn void fail(int fd, int stage, const char *what, int e)
 	_exit(stage == STAGE_EXEC ? 127 : 126);
 }
 
-static void to_sigset(uint64_t bits, sigset_t *set)
-{
-	sigemptyset(set);
-	for (int sig = 1; sig <= 64; sig++)
-		if (bits & (1ULL << (sig - 1)))
-			sigaddset(set, sig);
-}
+/* The kernel's struct sigaction on x86_64 and arm64 (not glibc's). */
+struct k_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
 
 /* All capabilities gone for good: bounding set (needs CAP_SETPCAP, so first), ambient, then
  * the process sets. The command is the caller's user with no privilege at all. */
@@ -65,14 +66,16 @@ static int drop_caps_all(void)
 
 static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd)
 {
-	/* Dispositions as after the caller's exec: what it ignored stays ignored. */
-	for (int sig = 1; sig < NSIG; sig++) {
+	/* Dispositions as after the caller's exec: what it ignored stays ignored. Raw
+	 * rt_sigaction: glibc refuses its two internal signals (32, 33), whose dispositions the
+	 * caller may still have inherited as ignored. SIG_IGN and SIG_DFL need no restorer. */
+	for (int sig = 1; sig <= 64; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
-		struct sigaction sa = {.sa_handler = SIG_DFL};
-		if (sig <= 64 && (p->sig_ignored & (1ULL << (sig - 1))))
-			sa.sa_handler = SIG_IGN;
-		sigaction(sig, &sa, NULL); /* glibc refuses its two internal signals: fine */
+		struct k_sigaction ksa = {.handler = SIG_DFL};
+		if (p->sig_ignored & (1ULL << (sig - 1)))
+			ksa.handler = SIG_IGN;
+		syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof(uint64_t));
 	}
 
 	/* The caller's fds at their numbers. Everything we still need moves above the highest
@@ -132,9 +135,9 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd)
 		if (p->have_rlim[res])
 			setrlimit(res, &p->rlim[res]);
 
-	sigset_t mask;
-	to_sigset(p->sig_blocked, &mask);
-	sigprocmask(SIG_SETMASK, &mask, NULL);
+	/* The mask, exactly, for the same reason: glibc's sigprocmask drops 32 and 33. */
+	uint64_t mask = p->sig_blocked;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof(mask));
 	rd_execveat(exec_fd, p->exec_path, p->argv, p->envp, p->exec_flags);
 	fail(err_fd, STAGE_EXEC, "exec", errno);
 }
