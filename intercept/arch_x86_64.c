@@ -1,5 +1,6 @@
 /* x86_64: the only file that knows registers. At the interrupt stop after the reply, rip is
- * just past the 2-byte "syscall" instruction (0f 05), rax holds the result (-EPERM) and
+ * just past the 2-byte "syscall" instruction (0f 05), rax holds the result (the control fd's
+ * number, from the ADDFD that answered the call) and
  * orig_rax the syscall number. */
 #include "handoff.h"
 
@@ -27,7 +28,7 @@ bool rd_arch_is_execveat(const struct seccomp_data *d)
 	return d->nr == __NR_execveat;
 }
 
-int rd_arch_rewrite_exec(pid_t tid, int stub_fd, uint64_t empty_path, uint64_t argv,
+int rd_arch_rewrite_exec(pid_t tid, long returned, int stub_fd, uint64_t empty_path, uint64_t argv,
                          struct rd_error *err)
 {
 	struct user_regs_struct r;
@@ -35,7 +36,7 @@ int rd_arch_rewrite_exec(pid_t tid, int stub_fd, uint64_t empty_path, uint64_t a
 		return rd_error_set(err, errno, "task %d: PTRACE_GETREGS: %s", tid,
 		                    strerror(errno));
 	if ((r.orig_rax != __NR_execve && r.orig_rax != __NR_execveat) ||
-	    (long long)r.rax != -EPERM)
+	    (long long)r.rax != returned)
 		return rd_error_set(
 		    err, EPROTO,
 		    "task %d: not stopped at the end of its exec (orig_rax %lld, rax "

@@ -19,15 +19,24 @@
  * half-handed-off task dies with it. */
 int rd_handoff_seize(pid_t tid) _wur_;
 
-/* Inject the stub (O_CLOEXEC, any number: returned in *stub_fd_in_task) and the control
- * socket (exactly at ctl_target, kept across exec). */
-int rd_handoff_addfds(int listener, uint64_t id, int stub_fd, int ctl_fd, int ctl_target,
-                      int *stub_fd_in_task, struct rd_error *err) _wur_;
+/* Inject the stub, O_CLOEXEC, at want_fd (or, if want_fd < 0, the lowest free number); its
+ * number in the task goes to *stub_fd_in_task. Done before the command is launched, while
+ * the task gets a CPU at once: an ADDFD waits for the task to install the fd itself. If the
+ * command's exec then fails, the task keeps this fd until its next exec closes it. */
+int rd_handoff_add_stub(int listener, uint64_t id, int stub_fd, int want_fd, int *stub_fd_in_task,
+                        struct rd_error *err) _wur_;
 
-/* The registers at the interrupt stop, after the original exec returned -EPERM: point them
- * back at the syscall instruction as execveat(stub_fd, empty_path, argv, NULL, AT_EMPTY_PATH).
- * Fails (the caller kills the task) if the stop is not where it must be. Arch-specific. */
-int rd_arch_rewrite_exec(pid_t tid, int stub_fd, uint64_t empty_path, uint64_t argv,
+/* Inject the control socket exactly at ctl_target, kept across exec, and answer the trapped
+ * exec in the same step (SECCOMP_ADDFD_FLAG_SEND): the call returns ctl_target. One round
+ * trip instead of an ADDFD and a reply. */
+int rd_handoff_send_ctl(int listener, uint64_t id, int ctl_fd, int ctl_target,
+                        struct rd_error *err) _wur_;
+
+/* The registers at the interrupt stop, after the original exec returned `returned`: point
+ * them back at the syscall instruction as execveat(stub_fd, empty_path, argv, NULL,
+ * AT_EMPTY_PATH). Fails (the caller kills the task) if the stop is not where it must be.
+ * Arch-specific. */
+int rd_arch_rewrite_exec(pid_t tid, long returned, int stub_fd, uint64_t empty_path, uint64_t argv,
                          struct rd_error *err) _wur_;
 
 /* Is this notification exactly the execveat rd_arch_rewrite_exec set up? Registers only. */

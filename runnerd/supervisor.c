@@ -42,7 +42,7 @@ struct cmd {
 	pid_t tid, tgid;
 	enum cmd_state state;
 	uint64_t empty_path, argv_addr;
-	int stub_in_task;
+	int stub_in_task, ctl_target;
 	struct rd_sandbox sb;
 	int ctl_fd;
 	struct src status_src, ctl_src;
@@ -384,8 +384,24 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 		goto out_env;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	r = rd_sandbox_start(&plan, &c->sb, &err);
 	int exec_errno = 0;
-	r = rd_sandbox_launch(&plan, &c->sb, &exec_errno, &err);
+	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
+	 * the fd itself. Below the control fd when that number is free. If the command's exec
+	 * then fails, the caller keeps this O_CLOEXEC fd until its next exec. */
+	c->ctl_target = RD_STUB_CONTROL_FD(nofile.rlim_cur);
+	char probe[64];
+	snprintf(probe, sizeof(probe), "/proc/%d/fd/%d", tid, c->ctl_target - 1);
+	int want = c->ctl_target > 3 && access(probe, F_OK) < 0 ? c->ctl_target - 1 : -1;
+	if (r == 0 && rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, want, &c->stub_in_task,
+	                                  &err) < 0) {
+		kill(c->sb.reaper, SIGKILL);
+		waitpid(c->sb.reaper, NULL, __WALL);
+		rd_sandbox_close(&c->sb);
+		r = -EPERM;
+	}
+	if (r == 0)
+		r = rd_sandbox_wait_exec(&c->sb, &exec_errno, &err);
 	if (r < 0) {
 		if (exec_errno) {
 			/* The command's own exec failed: exactly the caller's errno. */
@@ -413,13 +429,10 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	c->ctl_fd = -1;
 
 	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    (rd_handoff_addfds(u->listener, n->id, u->s->stub_fd, sv[1],
-	                       RD_STUB_CONTROL_FD(nofile.rlim_cur), &c->stub_in_task, &err) < 0 &&
-	     (close(sv[0]), close(sv[1]), true))) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		rd_audit(u->s->audit, "refused",
 		         json_pack("{s:I, s:i, s:s, s:s}", "id", (json_int_t)id, "tid", tid,
-		                   "errno", "EPERM", "reason", err.n ? err.msg : strerror(errno)));
+		                   "errno", "EPERM", "reason", strerror(errno)));
 		kill(c->sb.reaper, SIGKILL);
 		waitpid(c->sb.reaper, NULL, __WALL);
 		rd_sandbox_close(&c->sb);
@@ -427,7 +440,6 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 		release(u, tid, n->id, EPERM);
 		goto out_env;
 	}
-	close(sv[1]);
 	c->ctl_fd = sv[0];
 	c->next = u->cmds;
 	u->cmds = c;
@@ -436,13 +448,18 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	watch(u, c->sb.status_fd, &c->status_src);
 	watch(u, c->ctl_fd, &c->ctl_src);
 
-	/* Interrupt first, then answer: the stop comes as the exec returns -EPERM, before any
-	 * signal is dequeued, so the registers there are the syscall's. */
+	/* Interrupt first, then answer (the control socket's ADDFD answers the call): the stop
+	 * comes as the exec returns, before any signal is dequeued, so the registers there are
+	 * the syscall's. */
 	c->state = C_STOPPING;
-	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
+		rd_notif_reply(u->listener, n->id, -EPERM, false);
 		cmd_abort(u, c, "PTRACE_INTERRUPT failed");
-	if (rd_notif_reply(u->listener, n->id, -EPERM, false) < 0 && c->state == C_STOPPING)
-		cmd_abort(u, c, "the caller vanished before the handoff");
+	} else if (rd_handoff_send_ctl(u->listener, n->id, sv[1], c->ctl_target, &err) < 0) {
+		rd_notif_reply(u->listener, n->id, -EPERM, false);
+		cmd_abort(u, c, err.msg);
+	}
+	close(sv[1]);
 out_env:
 	rd_env_result_free(&env);
 out:
@@ -506,8 +523,8 @@ static void handle_tracee(struct sup *u, pid_t pid, int st)
 	}
 	struct rd_error err = {0};
 	if (event == PTRACE_EVENT_STOP && c->state == C_STOPPING && WSTOPSIG(st) == SIGTRAP) {
-		if (rd_arch_rewrite_exec(pid, c->stub_in_task, c->empty_path, c->argv_addr, &err) <
-		    0) {
+		if (rd_arch_rewrite_exec(pid, c->ctl_target, c->stub_in_task, c->empty_path,
+		                         c->argv_addr, &err) < 0) {
 			cmd_abort(u, c, err.msg);
 			return;
 		}

@@ -54,17 +54,11 @@ static int drop_caps_bounding(void)
 	return 0;
 }
 
-static int drop_caps_all(void)
-{
-	cap_t empty = cap_init();
-	if (!empty)
-		return -ENOMEM;
-	int r = cap_set_proc(empty) < 0 ? -errno : 0;
-	cap_free(empty);
-	return r;
-}
-
-static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd)
+/* Runs in a vfork child of the reaper (shared memory, separate fd table, signal handlers,
+ * cwd and credentials): no allocation, no glibc state; what it needs was prepared by the
+ * reaper. Raw set*id syscalls: glibc's wrappers would broadcast to threads it believes the
+ * (shared) process has. */
+static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi, cap_t empty)
 {
 	/* Dispositions as after the caller's exec: what it ignored stays ignored. Raw
 	 * rt_sigaction: glibc refuses its two internal signals (32, 33), whose dispositions the
@@ -84,9 +78,6 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd)
 	for (size_t i = 0; i < p->n_fds; i++)
 		if (p->fds[i].target + 1 > top)
 			top = p->fds[i].target + 1;
-	int *hi = calloc(p->n_fds + 1, sizeof(int));
-	if (!hi)
-		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
 	int e = fcntl(err_fd, F_DUPFD_CLOEXEC, top);
 	if (e < 0)
 		fail(err_fd, STAGE_SETUP, "moving fds", errno);
@@ -118,14 +109,14 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd)
 		fail(err_fd, STAGE_SETUP, "dropping the capability bounding set", -r);
 	/* In a user namespace setgroups is denied (we wrote "deny" to map the gid without
 	 * privilege); the caller's groups are runnerd's, which the command inherits. */
-	if (!p->userns && setgroups(p->n_groups, p->groups) < 0)
+	if (!p->userns && syscall(SYS_setgroups, p->n_groups, p->groups) < 0)
 		fail(err_fd, STAGE_SETUP, "setting the caller's groups", errno);
-	if (setresgid(p->gid[0], p->gid[1], p->gid[2]) < 0)
+	if (syscall(SYS_setresgid, p->gid[0], p->gid[1], p->gid[2]) < 0)
 		fail(err_fd, STAGE_SETUP, "setting the caller's gids", errno);
-	if (setresuid(p->uid[0], p->uid[1], p->uid[2]) < 0)
+	if (syscall(SYS_setresuid, p->uid[0], p->uid[1], p->uid[2]) < 0)
 		fail(err_fd, STAGE_SETUP, "setting the caller's uids", errno);
-	if ((r = drop_caps_all()) < 0)
-		fail(err_fd, STAGE_SETUP, "dropping capabilities", -r);
+	if (cap_set_proc(empty) < 0)
+		fail(err_fd, STAGE_SETUP, "dropping capabilities", errno);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "setting no_new_privs", errno);
 	umask(p->umask);
@@ -168,11 +159,17 @@ static _Noreturn void reaper_main(const struct rd_launch_plan *p, int go_fd, int
 	sigset_t all;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
-	pid_t child = fork();
+	/* vfork: no copy of the page tables for a child that execs at once (measured here: about
+	 * 130 us less per command than fork for a 4 MB process). */
+	int *hi = calloc(p->n_fds + 1, sizeof(int));
+	cap_t empty = cap_init();
+	if (!hi || !empty)
+		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
+	pid_t child = vfork();
 	if (child < 0)
-		fail(err_fd, STAGE_SETUP, "fork", errno);
+		fail(err_fd, STAGE_SETUP, "vfork", errno);
 	if (child == 0)
-		command_main(p, err_fd);
+		command_main(p, err_fd, hi, empty);
 	rd_close_range(0, (unsigned)status_fd - 1, 0);
 	rd_close_range((unsigned)status_fd + 1, ~0U, 0);
 
@@ -206,13 +203,11 @@ static int write_file(pid_t pid, const char *name, const char *text)
 	return n == (ssize_t)strlen(text) ? 0 : (n < 0 ? -errno : -EIO);
 }
 
-int rd_sandbox_launch(const struct rd_launch_plan *p, struct rd_sandbox *out, int *exec_errno,
-                      struct rd_error *err)
+int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *out, struct rd_error *err)
 {
 	int go[2], ep[2], sp[2];
-	*exec_errno = 0;
 	out->reaper = -1;
-	out->reaper_pidfd = out->status_fd = -1;
+	out->reaper_pidfd = out->status_fd = out->setup_fd = -1;
 	if (pipe2(go, O_CLOEXEC) < 0)
 		return rd_error_set(err, errno, "pipe: %s", strerror(errno));
 	if (pipe2(ep, O_CLOEXEC) < 0) {
@@ -246,8 +241,8 @@ int rd_sandbox_launch(const struct rd_launch_plan *p, struct rd_sandbox *out, in
 	close(ep[1]);
 	close(sp[1]);
 	_cleanup_close_ int go_w = go[1];
-	_cleanup_close_ int ep_r = ep[0];
 	if (pid < 0) {
+		close(ep[0]);
 		close(sp[0]);
 		return rd_error_set(err, saved, "clone3 (new pid and mount namespace%s): %s",
 		                    p->userns ? " in a new user namespace" : "", strerror(saved));
@@ -255,6 +250,7 @@ int rd_sandbox_launch(const struct rd_launch_plan *p, struct rd_sandbox *out, in
 	out->reaper = (pid_t)pid;
 	out->reaper_pidfd = pidfd;
 	out->status_fd = sp[0];
+	out->setup_fd = ep[0];
 
 	int r = 0;
 	if (p->userns) {
@@ -285,30 +281,43 @@ int rd_sandbox_launch(const struct rd_launch_plan *p, struct rd_sandbox *out, in
 		r = rd_error_set(err, errno, "starting the sandbox: %s", strerror(errno));
 		goto fail;
 	}
-
-	struct setup_msg m;
-	ssize_t n;
-	do
-		n = read(ep_r, &m, sizeof(m));
-	while (n < 0 && errno == EINTR);
-	if (n == 0)
-		return 0;
-	if (n != sizeof(m)) {
-		r = rd_error_set(err, EPROTO, "the sandbox died while starting the command");
-		goto fail;
-	}
-	m.what[sizeof(m.what) - 1] = '\0';
-	if (m.stage == STAGE_EXEC) {
-		*exec_errno = m.err;
-		r = rd_error_set(err, m.err, "exec in the sandbox: %s", strerror(m.err));
-	} else {
-		r = rd_error_set(err, m.err, "sandbox setup: %s: %s", m.what, strerror(m.err));
-	}
+	return 0;
 fail:
 	kill(out->reaper, SIGKILL);
 	waitpid(out->reaper, NULL, __WALL);
 	rd_sandbox_close(out);
 	return r < 0 ? r : -EPROTO;
+}
+
+int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error *err)
+{
+	struct setup_msg m;
+	ssize_t n;
+	int r;
+	*exec_errno = 0;
+	do
+		n = read(s->setup_fd, &m, sizeof(m));
+	while (n < 0 && errno == EINTR);
+	close(s->setup_fd);
+	s->setup_fd = -1;
+	if (n == 0)
+		return 0;
+	if (n != sizeof(m)) {
+		r = rd_error_set(err, EPROTO, "the sandbox died while starting the command");
+	} else {
+		m.what[sizeof(m.what) - 1] = '\0';
+		if (m.stage == STAGE_EXEC) {
+			*exec_errno = m.err;
+			r = rd_error_set(err, m.err, "exec in the sandbox: %s", strerror(m.err));
+		} else {
+			r = rd_error_set(err, m.err, "sandbox setup: %s: %s", m.what,
+			                 strerror(m.err));
+		}
+	}
+	kill(s->reaper, SIGKILL);
+	waitpid(s->reaper, NULL, __WALL);
+	rd_sandbox_close(s);
+	return r;
 }
 
 void rd_sandbox_close(struct rd_sandbox *s)
@@ -317,5 +326,7 @@ void rd_sandbox_close(struct rd_sandbox *s)
 		close(s->reaper_pidfd);
 	if (s->status_fd >= 0)
 		close(s->status_fd);
-	s->reaper_pidfd = s->status_fd = -1;
+	if (s->setup_fd >= 0)
+		close(s->setup_fd);
+	s->reaper_pidfd = s->status_fd = s->setup_fd = -1;
 }

@@ -54,13 +54,18 @@ struct rd_sandbox {
 	pid_t reaper; /* pid 1 of the sandbox, as runnerd sees it */
 	int reaper_pidfd;
 	int status_fd; /* the reaper writes the command's wait status (int) here, then exits */
+	int setup_fd;  /* EOF once the command exec\'d; a message if anything failed */
 };
 
-/* Launch and wait until the command's execve has succeeded. Returns 0; or -errno with
- * *exec_errno set (> 0) when the command's own exec failed: that errno belongs to the
- * caller's execve; or -errno with *exec_errno 0 when setting up the sandbox failed. */
-int rd_sandbox_launch(const struct rd_launch_plan *p, struct rd_sandbox *out, int *exec_errno,
-                      struct rd_error *err) _wur_;
+/* Start the sandbox; the command is on its way. Returns 0 or -errno (setup failed). */
+int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *out,
+                     struct rd_error *err) _wur_;
+
+/* Wait until the command's execve has succeeded. Returns 0; or -errno with *exec_errno set
+ * (> 0) when the command's own exec failed: that errno belongs to the caller's execve; or
+ * -errno with *exec_errno 0 when setting up the sandbox failed. On error the sandbox is
+ * gone. */
+int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error *err) _wur_;
 
 void rd_sandbox_close(struct rd_sandbox *s);
 

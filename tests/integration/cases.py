@@ -324,5 +324,11 @@ case("c_errno_probe", ["@HELPERS@/errno_probe"],
                             "component_is_file=ENOTDIR\n", "garbage_content=ENOEXEC\n",
                             "symlink_loop=ELOOP\n", "empty_path=ENOENT\n", "null_path=EFAULT\n",
                             "argv_bad_pointer=EFAULT\n", "argv_string_too_long=E2BIG\n"]})
-case("c_sigurg_exec", ["@HELPERS@/sigurg_exec"], timeout=30,
+# Go's case: handlers with SA_RESTART. Every exec runs its command exactly once.
+case("c_sigurg_exec", ["@HELPERS@/sigurg_exec", "restart"], timeout=30,
      expect={"status": 0, "stdout": "runs=20 lines=20 bad=0\n"})
+# Without SA_RESTART an exec may fail with EINTR before runnerd has received it (the kernel's
+# pre-receive wait is interruptible; docs/kernel-notes.md), but never runs twice or fails
+# otherwise.
+case("c_sigurg_exec_norestart", ["@HELPERS@/sigurg_exec", "norestart"], timeout=30,
+     expect={"status": 0, "stdout": "dups=0 other=0\n"})
