@@ -12,7 +12,7 @@ BUILD_DEPS := gcc make cmake pkg-config libseccomp-dev libcap-dev libjansson-dev
 TEST_DEPS  := $(BUILD_DEPS) python3 libpython3.11-testsuite nodejs busybox-static procps \
               clang libclang-rt-14-dev clang-format
 
-.PHONY: all build run test fuzz deps test-deps install clean format format-check
+.PHONY: all build run test fuzz bench deps test-deps install clean format format-check
 
 all: build
 
@@ -57,6 +57,10 @@ test: test-deps $(BUILD)/Makefile
 # A longer fuzz run on its own: make fuzz FUZZ_SECONDS=300
 fuzz: test-deps
 	./tests/fuzz/run.sh $(CURDIR) $(CURDIR)/$(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# Per-exec cost of plain fork+exec, unshare, bwrap and runnerd, measured in one run.
+bench: build
+	./bench/run.sh $(BUILD)
 
 install: build
 	cmake --install $(BUILD)

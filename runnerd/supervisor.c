@@ -67,6 +67,10 @@ struct sup {
 	bool userns;
 	struct stat root_st;
 	ino_t mntns;
+	/* A sandbox made while idle, waiting for the next command: its clone and mounts are
+	 * off the exec path. reaper < 0: none. */
+	struct rd_sandbox spare;
+	bool spare_failed;
 	struct src listener_src, signal_src;
 };
 
@@ -212,6 +216,18 @@ static bool same_view(struct sup *u, pid_t tid)
 		return false;
 	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", tid);
 	return stat(p, &st) == 0 && st.st_ino == u->mntns;
+}
+
+static void make_spare(struct sup *u)
+{
+	struct rd_error err = {0};
+	if (u->spare.reaper >= 0 || u->spare_failed)
+		return;
+	if (rd_sandbox_spare(u->userns, &u->spare, &err) < 0) {
+		/* Each exec then makes its own sandbox; say why once. */
+		fprintf(stderr, "runnerd: %s\n", err.msg);
+		u->spare_failed = true;
+	}
 }
 
 static void handle_exec(struct sup *u, const struct seccomp_notif *n)
@@ -384,6 +400,8 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 		goto out_env;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	c->sb = u->spare;
+	u->spare = RD_SANDBOX_NONE;
 	r = rd_sandbox_start(&plan, &c->sb, &err);
 	int exec_errno = 0;
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
@@ -460,6 +478,9 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 		cmd_abort(u, c, err.msg);
 	}
 	close(sv[1]);
+	/* The next command's sandbox, now: this one's command is already running, and what its
+	 * caller waits for is its end, not the rest of this handoff. */
+	make_spare(u);
 out_env:
 	rd_env_result_free(&env);
 out:
@@ -646,6 +667,7 @@ static int setup(struct sup *u, struct rd_session *s)
 	memset(u, 0, sizeof(*u));
 	u->s = s;
 	u->listener = s->agent.listener;
+	u->spare = RD_SANDBOX_NONE;
 	u->sid = getsid(0);
 	u->userns = geteuid() != 0;
 	struct stat st;
@@ -697,9 +719,14 @@ int rd_supervise(struct rd_session *s)
 	bool listener_open = true;
 	while (!u.agent_done) {
 		struct epoll_event evs[32];
-		int n = epoll_wait(u.epfd, evs, 32, -1);
+		bool want_spare = u.spare.reaper < 0 && !u.spare_failed;
+		int n = epoll_wait(u.epfd, evs, 32, want_spare ? 0 : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n == 0 && want_spare) {
+			make_spare(&u);
+			continue;
+		}
 		if (n < 0) {
 			fprintf(stderr, "runnerd: epoll_wait: %s\n", strerror(errno));
 			break;
@@ -731,6 +758,10 @@ int rd_supervise(struct rd_session *s)
 	/* The agent is gone: so is every command it started. */
 	for (struct cmd *c = u.cmds; c; c = c->next)
 		kill_sandbox(c);
+	if (u.spare.reaper >= 0) {
+		kill(u.spare.reaper, SIGKILL);
+		rd_sandbox_close(&u.spare);
+	}
 	int st = u.agent_status;
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	s->agent_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;

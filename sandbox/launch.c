@@ -9,10 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 enum { STAGE_SETUP = 1, STAGE_EXEC = 2 };
@@ -133,13 +136,155 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 	fail(err_fd, STAGE_EXEC, "exec", errno);
 }
 
-/* pid 1 of the sandbox: forks the command, forwards every signal runnerd sends it, reaps
- * whatever the command leaves behind, and reports the command's wait status. When it
- * exits, the kernel kills everything left in the namespace. */
-static _Noreturn void reaper_main(const struct rd_launch_plan *p, int go_fd, int err_fd,
-                                  int status_fd)
+/* The plan as it crosses from runnerd to a waiting reaper: this header, then the fd targets,
+ * the groups, and the exec path, argv and envp strings, each NUL-terminated, in one memfd.
+ * The fds themselves follow over the socket (SCM_RIGHTS): cwd, the exec fd if runnerd's own,
+ * then the caller's in order. */
+struct plan_wire {
+	int exec_mode; /* 0: AT_FDCWD, 1: a target number (exec_fd), 2: runnerd's fd (passed) */
+	int exec_fd;
+	int exec_flags;
+	uint32_t argc, envc, n_fds, n_groups;
+	uint32_t uid[3], gid[3];
+	uint32_t umask;
+	uint64_t sig_ignored, sig_blocked;
+	struct rlimit rlim[RLIM_NLIMITS];
+	uint8_t have_rlim[RLIM_NLIMITS];
+	int pgrp_mode;
+	uint8_t userns;
+};
+
+#define FDS_PER_MSG 250
+
+/* Receive up to want fds in one packet; returns how many came, or -1. */
+static int recv_fds(int sock, int *fds, int want)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)];
+	uint32_t count = 0;
+	struct iovec iov = {.iov_base = &count, .iov_len = sizeof(count)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	if (recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) != sizeof(count) || (int)count > want)
+		return -1;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (count == 0)
+		return 0;
+	if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int) * count))
+		return -1;
+	memcpy(fds, CMSG_DATA(c), sizeof(int) * count);
+	return (int)count;
+}
+
+static int send_fds(int sock, const int *fds, uint32_t count)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)] = {0};
+	struct iovec iov = {.iov_base = &count, .iov_len = sizeof(count)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (count) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * count);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * count);
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == sizeof(count) ? 0 : -errno;
+}
+
+/* In the reaper: the plan runnerd sent, rebuilt with pointers into the mapped memfd. */
+static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
+{
+	int head[3];
+	int n = recv_fds(sock, head, 3);
+	if (n < 2)
+		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
+	struct stat st;
+	if (fstat(head[0], &st) < 0 || (size_t)st.st_size < sizeof(struct plan_wire))
+		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
+	const char *blob = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, head[0], 0);
+	if (blob == MAP_FAILED)
+		fail(err_fd, STAGE_SETUP, "mapping the plan", errno);
+	close(head[0]);
+	const struct plan_wire *w = (const void *)blob;
+	const char *end = blob + st.st_size;
+	const int *targets = (const int *)(w + 1);
+	const gid_t *groups = (const gid_t *)(targets + w->n_fds);
+	const char *str = (const char *)(groups + w->n_groups);
+	char **argv = calloc(w->argc + 1, sizeof(char *));
+	char **envp = calloc(w->envc + 1, sizeof(char *));
+	struct rd_fd_map *fds = calloc(w->n_fds + 1, sizeof(*fds));
+	bool *have = calloc(RLIM_NLIMITS, sizeof(bool));
+	if (!argv || !envp || !fds || !have || (const char *)str > end)
+		fail(err_fd, STAGE_SETUP, "receiving the plan", ENOMEM);
+	const char *exec_path = str;
+	str += strnlen(str, (size_t)(end - str)) + 1;
+	for (uint32_t i = 0; i < w->argc + w->envc && str < end; i++) {
+		char **slot = i < w->argc ? &argv[i] : &envp[i - w->argc];
+		*slot = (char *)str;
+		str += strnlen(str, (size_t)(end - str)) + 1;
+	}
+	if (str > end)
+		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
+	for (uint32_t got = 0; got < w->n_fds;) {
+		int chunk[FDS_PER_MSG];
+		int k = recv_fds(sock, chunk, FDS_PER_MSG);
+		if (k <= 0)
+			fail(err_fd, STAGE_SETUP, "receiving the caller's fds", EPROTO);
+		for (int i = 0; i < k && got < w->n_fds; i++, got++)
+			fds[got] = (struct rd_fd_map){.fd = chunk[i], .target = targets[got]};
+	}
+	for (int r = 0; r < RLIM_NLIMITS; r++)
+		have[r] = w->have_rlim[r];
+	*p = (struct rd_launch_plan){
+	    .exec_fd = w->exec_mode == 0   ? AT_FDCWD
+	               : w->exec_mode == 1 ? w->exec_fd
+	                                   : head[2],
+	    .exec_fd_is_target = w->exec_mode == 1,
+	    .exec_path = exec_path,
+	    .exec_flags = w->exec_flags,
+	    .argv = argv,
+	    .envp = envp,
+	    .fds = fds,
+	    .n_fds = w->n_fds,
+	    .cwd_fd = head[1],
+	    .uid = {w->uid[0], w->uid[1], w->uid[2]},
+	    .gid = {w->gid[0], w->gid[1], w->gid[2]},
+	    .groups = groups,
+	    .n_groups = w->n_groups,
+	    .umask = (mode_t)w->umask,
+	    .sig_ignored = w->sig_ignored,
+	    .sig_blocked = w->sig_blocked,
+	    .rlim = w->rlim,
+	    .have_rlim = have,
+	    .pgrp_mode = w->pgrp_mode,
+	    .userns = w->userns,
+	};
+}
+
+/* pid 1 of the sandbox. Made ahead of time (a spare, while runnerd is idle): it holds nothing
+ * of runnerd's, sets up the namespace, then waits for a plan. It forks the command, forwards
+ * every signal runnerd sends it, reaps whatever the command leaves behind, and reports the
+ * command's wait status. When it exits, the kernel kills everything left in the namespace. */
+static _Noreturn void reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* Nothing of runnerd's stays open here: the listener, other commands' sockets and fds.
+	 * Close every gap between the four fds kept, in ascending order. */
+	int keep[] = {go_fd, plan_fd, err_fd, status_fd};
+	for (int i = 1; i < 4; i++)
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned from = 0;
+	for (int i = 0; i < 4; i++) {
+		if ((unsigned)keep[i] > from)
+			rd_close_range(from, (unsigned)keep[i] - 1, 0);
+		from = (unsigned)keep[i] + 1;
+	}
+	rd_close_range(from, ~0U, 0);
 	char go;
 	if (read(go_fd, &go, 1) != 1)
 		_exit(1); /* runnerd gave up on us, or died before PDEATHSIG was armed */
@@ -151,7 +296,12 @@ static _Noreturn void reaper_main(const struct rd_launch_plan *p, int go_fd, int
 	/* A fresh /proc of the new pid namespace: no ancestor's environ to read. */
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		fail(err_fd, STAGE_SETUP, "mounting /proc", errno);
-	if (go == 's' && setsid() < 0)
+
+	struct rd_launch_plan plan;
+	receive_plan(plan_fd, err_fd, &plan);
+	close(plan_fd);
+	const struct rd_launch_plan *p = &plan;
+	if (p->pgrp_mode == RD_PGRP_OTHER && setsid() < 0)
 		fail(err_fd, STAGE_SETUP, "setsid", errno);
 
 	/* Every signal blocked and taken with sigwaitinfo: blocked signals are queued even for
@@ -203,57 +353,51 @@ static int write_file(pid_t pid, const char *name, const char *text)
 	return n == (ssize_t)strlen(text) ? 0 : (n < 0 ? -errno : -EIO);
 }
 
-int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *out, struct rd_error *err)
+int rd_sandbox_spare(bool userns, struct rd_sandbox *out, struct rd_error *err)
 {
-	int go[2], ep[2], sp[2];
+	int go[2], ep[2], sp[2], pl[2];
 	out->reaper = -1;
-	out->reaper_pidfd = out->status_fd = out->setup_fd = -1;
+	out->reaper_pidfd = out->status_fd = out->setup_fd = out->plan_fd = -1;
 	if (pipe2(go, O_CLOEXEC) < 0)
 		return rd_error_set(err, errno, "pipe: %s", strerror(errno));
-	if (pipe2(ep, O_CLOEXEC) < 0) {
+	if (pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pl) < 0) {
+		int e = errno;
 		close(go[0]);
 		close(go[1]);
-		return rd_error_set(err, errno, "pipe: %s", strerror(errno));
-	}
-	if (pipe2(sp, O_CLOEXEC) < 0) {
-		close(go[0]);
-		close(go[1]);
-		close(ep[0]);
-		close(ep[1]);
-		return rd_error_set(err, errno, "pipe: %s", strerror(errno));
+		return rd_error_set(err, e, "pipe: %s", strerror(e)); /* fds leak only on EMFILE */
 	}
 
 	int pidfd = -1;
 	struct clone_args ca = {
-	    .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD | (p->userns ? CLONE_NEWUSER : 0),
+	    .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD | (userns ? CLONE_NEWUSER : 0),
 	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
 	    .exit_signal = SIGCHLD,
 	};
 	long pid = rd_clone3(&ca, sizeof(ca));
-	if (pid == 0) {
-		close(go[1]);
-		close(ep[0]);
-		close(sp[0]);
-		reaper_main(p, go[0], ep[1], sp[1]);
-	}
+	if (pid == 0)
+		reaper_main(go[0], pl[1], ep[1], sp[1]);
 	int saved = errno;
 	close(go[0]);
 	close(ep[1]);
 	close(sp[1]);
+	close(pl[1]);
 	_cleanup_close_ int go_w = go[1];
 	if (pid < 0) {
 		close(ep[0]);
 		close(sp[0]);
+		close(pl[0]);
 		return rd_error_set(err, saved, "clone3 (new pid and mount namespace%s): %s",
-		                    p->userns ? " in a new user namespace" : "", strerror(saved));
+		                    userns ? " in a new user namespace" : "", strerror(saved));
 	}
 	out->reaper = (pid_t)pid;
 	out->reaper_pidfd = pidfd;
 	out->status_fd = sp[0];
 	out->setup_fd = ep[0];
+	out->plan_fd = pl[0];
 
 	int r = 0;
-	if (p->userns) {
+	if (userns) {
 		char map[64];
 		snprintf(map, sizeof(map), "%u %u 1\n", geteuid(), geteuid());
 		r = write_file(out->reaper, "uid_map", map);
@@ -268,16 +412,7 @@ int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *out, str
 			goto fail;
 		}
 	}
-	/* Join the caller's process group when it shares runnerd's session, so terminal job
-	 * control sees the command where it would have been; a caller in a session of its own
-	 * gets the command a session of its own (the reaper's). */
-	char how = p->pgrp_mode == RD_PGRP_OTHER ? 's' : 'j';
-	if (p->pgrp_mode == RD_PGRP_JOIN && setpgid(out->reaper, p->join_pgid) < 0) {
-		r = rd_error_set(err, errno, "joining the caller's process group %d: %s",
-		                 p->join_pgid, strerror(errno));
-		goto fail;
-	}
-	if (write(go_w, &how, 1) != 1) {
+	if (write(go_w, "g", 1) != 1) {
 		r = rd_error_set(err, errno, "starting the sandbox: %s", strerror(errno));
 		goto fail;
 	}
@@ -286,6 +421,113 @@ fail:
 	kill(out->reaper, SIGKILL);
 	waitpid(out->reaper, NULL, __WALL);
 	rd_sandbox_close(out);
+	return r < 0 ? r : -EPROTO;
+}
+
+/* The plan into a memfd, in the layout of struct plan_wire. */
+static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
+{
+	struct plan_wire w = {
+	    .exec_mode = p->exec_fd == AT_FDCWD ? 0
+	                 : p->exec_fd_is_target ? 1
+	                                        : 2,
+	    .exec_fd = p->exec_fd,
+	    .exec_flags = p->exec_flags,
+	    .n_fds = (uint32_t)p->n_fds,
+	    .n_groups = (uint32_t)p->n_groups,
+	    .uid = {p->uid[0], p->uid[1], p->uid[2]},
+	    .gid = {p->gid[0], p->gid[1], p->gid[2]},
+	    .umask = p->umask,
+	    .sig_ignored = p->sig_ignored,
+	    .sig_blocked = p->sig_blocked,
+	    .pgrp_mode = p->pgrp_mode,
+	    .userns = p->userns,
+	};
+	while (p->argv[w.argc])
+		w.argc++;
+	while (p->envp[w.envc])
+		w.envc++;
+	for (int r = 0; r < RLIM_NLIMITS; r++) {
+		w.rlim[r] = p->rlim[r];
+		w.have_rlim[r] = p->have_rlim[r];
+	}
+	_cleanup_close_ int fd = memfd_create("runnerd-plan", MFD_CLOEXEC);
+	if (fd < 0)
+		return rd_error_set(err, errno, "memfd_create: %s", strerror(errno));
+	size_t n = 1 + w.argc + w.envc;
+	struct iovec *iov = calloc(n + 3, sizeof(*iov));
+	int *targets = calloc(p->n_fds + 1, sizeof(int));
+	if (!iov || !targets) {
+		free(iov);
+		free(targets);
+		return rd_error_set(err, ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < p->n_fds; i++)
+		targets[i] = p->fds[i].target;
+	size_t k = 0;
+	iov[k++] = (struct iovec){&w, sizeof(w)};
+	iov[k++] = (struct iovec){targets, sizeof(int) * p->n_fds};
+	iov[k++] = (struct iovec){(void *)p->groups, sizeof(gid_t) * p->n_groups};
+	iov[k++] = (struct iovec){(void *)p->exec_path, strlen(p->exec_path) + 1};
+	for (uint32_t i = 0; i < w.argc; i++)
+		iov[k++] = (struct iovec){p->argv[i], strlen(p->argv[i]) + 1};
+	for (uint32_t i = 0; i < w.envc; i++)
+		iov[k++] = (struct iovec){p->envp[i], strlen(p->envp[i]) + 1};
+	/* writev takes at most IOV_MAX (1024) entries at a time. */
+	int r = 0;
+	for (size_t off = 0; off < k && r == 0; off += 1024) {
+		size_t cnt = k - off < 1024 ? k - off : 1024, want = 0;
+		for (size_t i = 0; i < cnt; i++)
+			want += iov[off + i].iov_len;
+		ssize_t got = writev(fd, iov + off, (int)cnt);
+		if (got < 0 || (size_t)got != want)
+			r = rd_error_set(err, got < 0 ? errno : EIO, "writing the plan: %s",
+			                 strerror(got < 0 ? errno : EIO));
+	}
+	free(iov);
+	free(targets);
+	return r < 0 ? r : steal_fd(&fd);
+}
+
+int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *sb, struct rd_error *err)
+{
+	_cleanup_close_ int mfd = -1;
+	int r;
+	if (sb->reaper < 0 && (r = rd_sandbox_spare(p->userns, sb, err)) < 0)
+		return r;
+	/* Join the caller's process group when it shares runnerd's session, so terminal job
+	 * control sees the command where it would have been. */
+	if (p->pgrp_mode == RD_PGRP_JOIN && setpgid(sb->reaper, p->join_pgid) < 0) {
+		r = rd_error_set(err, errno, "joining the caller's process group %d: %s",
+		                 p->join_pgid, strerror(errno));
+		goto fail;
+	}
+	mfd = plan_memfd(p, err);
+	if (mfd < 0) {
+		r = mfd;
+		goto fail;
+	}
+	int head[3] = {mfd, p->cwd_fd, p->exec_fd};
+	uint32_t nhead = p->exec_fd != AT_FDCWD && !p->exec_fd_is_target ? 3 : 2;
+	r = send_fds(sb->plan_fd, head, nhead);
+	int chunk[FDS_PER_MSG];
+	for (size_t i = 0; r == 0 && i < p->n_fds; i += FDS_PER_MSG) {
+		uint32_t cnt = p->n_fds - i < FDS_PER_MSG ? (uint32_t)(p->n_fds - i) : FDS_PER_MSG;
+		for (uint32_t j = 0; j < cnt; j++)
+			chunk[j] = p->fds[i + j].fd;
+		r = send_fds(sb->plan_fd, chunk, cnt);
+	}
+	close(sb->plan_fd);
+	sb->plan_fd = -1;
+	if (r < 0) {
+		rd_error_set(err, -r, "handing the plan to the sandbox: %s", strerror(-r));
+		goto fail;
+	}
+	return 0;
+fail:
+	kill(sb->reaper, SIGKILL);
+	waitpid(sb->reaper, NULL, __WALL);
+	rd_sandbox_close(sb);
 	return r < 0 ? r : -EPROTO;
 }
 
@@ -328,5 +570,7 @@ void rd_sandbox_close(struct rd_sandbox *s)
 		close(s->status_fd);
 	if (s->setup_fd >= 0)
 		close(s->setup_fd);
-	s->reaper_pidfd = s->status_fd = s->setup_fd = -1;
+	if (s->plan_fd >= 0)
+		close(s->plan_fd);
+	s->reaper_pidfd = s->status_fd = s->setup_fd = s->plan_fd = -1;
 }

@@ -54,11 +54,21 @@ struct rd_sandbox {
 	pid_t reaper; /* pid 1 of the sandbox, as runnerd sees it */
 	int reaper_pidfd;
 	int status_fd; /* the reaper writes the command's wait status (int) here, then exits */
-	int setup_fd;  /* EOF once the command exec\'d; a message if anything failed */
+	int setup_fd;  /* EOF once the command exec'd; a message if anything failed */
+	int plan_fd;   /* where the plan goes; -1 once sent */
 };
 
-/* Start the sandbox; the command is on its way. Returns 0 or -errno (setup failed). */
-int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *out,
+#define RD_SANDBOX_NONE                                                                            \
+	((struct rd_sandbox){                                                                      \
+	    .reaper = -1, .reaper_pidfd = -1, .status_fd = -1, .setup_fd = -1, .plan_fd = -1})
+
+/* A sandbox made ahead of time: pid 1 of fresh namespaces (user namespace too when userns),
+ * /proc mounted, waiting for a plan. runnerd makes one while idle, off the exec path. */
+int rd_sandbox_spare(bool userns, struct rd_sandbox *out, struct rd_error *err) _wur_;
+
+/* Hand the plan to the spare sb (one is made on the spot if sb->reaper < 0); the command is on
+ * its way. Returns 0 or -errno (setup failed; sb is then closed). */
+int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *sb,
                      struct rd_error *err) _wur_;
 
 /* Wait until the command's execve has succeeded. Returns 0; or -errno with *exec_errno set
