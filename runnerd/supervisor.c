@@ -100,13 +100,20 @@ static const char *errno_name(int e)
 	return n ? n : "E?";
 }
 
+/* The audit line of a refusal: which exec, the errno its caller gets, and why. */
+static void audit_refusal(struct sup *u, uint64_t id, pid_t tid, const char *path, int e,
+                          const char *why)
+{
+	rd_audit(u->s->audit, "refused",
+	         json_pack("{s:I, s:i, s:s?, s:s, s:i, s:s}", "id", (json_int_t)id, "tid", tid,
+	                   "path", path, "errno", errno_name(e), "errno_num", e, "reason", why));
+}
+
 /* A refusal: the caller's exec fails with e, one audit line says why. */
 static void refuse(struct sup *u, uint64_t notif_id, uint64_t id, pid_t tid, const char *path,
                    int e, const char *why)
 {
-	json_t *f = json_pack("{s:I, s:i, s:s?, s:s, s:i, s:s}", "id", (json_int_t)id, "tid", tid,
-	                      "path", path, "errno", errno_name(e), "errno_num", e, "reason", why);
-	rd_audit(u->s->audit, "refused", f);
+	audit_refusal(u, id, tid, path, e, why);
 	vlog(u, "exec %llu (task %d, %s) refused with %s: %s", (unsigned long long)id, tid,
 	     path ? path : "?", errno_name(e), why);
 	rd_notif_reply(u->listener, notif_id, -e, false);
@@ -353,9 +360,7 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 		goto out_env;
 	}
 	if (rd_task_snapshot(&t, &err) < 0) {
-		rd_audit(u->s->audit, "refused",
-		         json_pack("{s:I, s:i, s:s, s:s, s:s}", "id", (json_int_t)id, "tid", tid,
-		                   "path", path, "errno", "EPERM", "reason", err.msg));
+		audit_refusal(u, id, tid, path, EPERM, err.msg);
 		release(u, tid, n->id, EPERM);
 		goto out_env;
 	}
@@ -413,9 +418,7 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	int want = c->ctl_target > 3 && access(probe, F_OK) < 0 ? c->ctl_target - 1 : -1;
 	if (r == 0 && rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, want, &c->stub_in_task,
 	                                  &err) < 0) {
-		kill(c->sb.reaper, SIGKILL);
-		waitpid(c->sb.reaper, NULL, __WALL);
-		rd_sandbox_close(&c->sb);
+		rd_sandbox_destroy(&c->sb);
 		r = -EPERM;
 	}
 	if (r == 0)
@@ -424,13 +427,12 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 		if (exec_errno) {
 			/* The command's own exec failed: exactly the caller's errno. */
 			rd_audit(u->s->audit, "exec_failed",
-			         json_pack("{s:I, s:i, s:s}", "id", (json_int_t)id, "errno",
-			                   errno_name(exec_errno), "reason", err.msg));
+			         json_pack("{s:I, s:i, s:s, s:i, s:s}", "id", (json_int_t)id, "tid",
+			                   tid, "errno", errno_name(exec_errno), "errno_num",
+			                   exec_errno, "reason", err.msg));
 			release(u, tid, n->id, exec_errno);
 		} else {
-			rd_audit(u->s->audit, "refused",
-			         json_pack("{s:I, s:i, s:s, s:s, s:s}", "id", (json_int_t)id, "tid",
-			                   tid, "path", path, "errno", "EPERM", "reason", err.msg));
+			audit_refusal(u, id, tid, path, EPERM, err.msg);
 			fprintf(stderr, "runnerd: exec %llu (%s): %s\n", (unsigned long long)id,
 			        path, err.msg);
 			release(u, tid, n->id, EPERM);
@@ -448,12 +450,8 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		rd_audit(u->s->audit, "refused",
-		         json_pack("{s:I, s:i, s:s, s:s}", "id", (json_int_t)id, "tid", tid,
-		                   "errno", "EPERM", "reason", strerror(errno)));
-		kill(c->sb.reaper, SIGKILL);
-		waitpid(c->sb.reaper, NULL, __WALL);
-		rd_sandbox_close(&c->sb);
+		audit_refusal(u, id, tid, path, EPERM, strerror(errno));
+		rd_sandbox_destroy(&c->sb);
 		free(c);
 		release(u, tid, n->id, EPERM);
 		goto out_env;

@@ -418,9 +418,7 @@ int rd_sandbox_spare(bool userns, struct rd_sandbox *out, struct rd_error *err)
 	}
 	return 0;
 fail:
-	kill(out->reaper, SIGKILL);
-	waitpid(out->reaper, NULL, __WALL);
-	rd_sandbox_close(out);
+	rd_sandbox_destroy(out);
 	return r < 0 ? r : -EPROTO;
 }
 
@@ -525,9 +523,7 @@ int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *sb, stru
 	}
 	return 0;
 fail:
-	kill(sb->reaper, SIGKILL);
-	waitpid(sb->reaper, NULL, __WALL);
-	rd_sandbox_close(sb);
+	rd_sandbox_destroy(sb);
 	return r < 0 ? r : -EPROTO;
 }
 
@@ -556,10 +552,18 @@ int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error 
 			                 strerror(m.err));
 		}
 	}
-	kill(s->reaper, SIGKILL);
-	waitpid(s->reaper, NULL, __WALL);
-	rd_sandbox_close(s);
+	rd_sandbox_destroy(s);
 	return r;
+}
+
+void rd_sandbox_destroy(struct rd_sandbox *s)
+{
+	if (s->reaper > 0) {
+		kill(s->reaper, SIGKILL);
+		waitpid(s->reaper, NULL, __WALL);
+	}
+	rd_sandbox_close(s);
+	s->reaper = -1;
 }
 
 void rd_sandbox_close(struct rd_sandbox *s)

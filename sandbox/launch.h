@@ -77,6 +77,10 @@ int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *sb,
  * gone. */
 int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error *err) _wur_;
 
+/* Close runnerd's ends (the reaper, if alive, is reaped by the supervisor's loop). */
 void rd_sandbox_close(struct rd_sandbox *s);
+
+/* Kill the reaper (and with it the whole namespace), reap it, close everything. */
+void rd_sandbox_destroy(struct rd_sandbox *s);
 
 #endif

@@ -12,6 +12,7 @@
 Environment: RUNNERD (binary), RUNNERD_CONFIG (default: the shipped build config next to the
 binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" last.
 """
+import json
 import os
 import signal
 import subprocess
@@ -113,6 +114,47 @@ def test_canaries(tmp):
           out.stdout.strip() == "A=sk-ant-%s O=none" % CANARY, out.stdout + out.stderr)
 
 
+def test_audit_log(tmp):
+    log = os.path.join(tmp, "audit.jsonl")
+    noshebang = os.path.join(tmp, "noshebang")
+    with open(noshebang, "w") as f:
+        f.write("echo no interpreter line\n")
+    os.chmod(noshebang, 0o755)
+    cmd = runnerd_cmd("claude", ["bash", "-c", "env >/dev/null; sh -c 'exit 3'; %s; "
+                                 "/nonexistent/x 2>/dev/null; true" % noshebang])
+    cmd[1:1] = ["--audit", log]
+    subprocess.run(cmd, env=base_env(), capture_output=True, timeout=60)
+    try:
+        lines = open(log).read().splitlines()
+        events = [json.loads(l) for l in lines]
+    except (OSError, ValueError) as e:
+        check("audit: every line is a JSON object", False, str(e))
+        return
+    kinds = [e.get("event") for e in events]
+    check("audit: every line is a JSON object with ts and event",
+          all(isinstance(e, dict) and "ts" in e and "event" in e for e in events), repr(kinds))
+    check("audit: session_start, exec, exit, exec_failed and session_end are there",
+          kinds[0] == "session_start" and kinds[-1] == "session_end" and
+          {"exec", "exit", "exec_failed"} <= set(kinds), repr(kinds))
+    start = events[0]
+    check("audit: session_start names the profile and fingerprints the files",
+          start.get("profile") == "claude" and len(start.get("config_sha256", "")) == 64 and
+          len(start.get("profile_sha256", "")) == 64, repr(start))
+    failed = [e for e in events if e["event"] == "exec_failed"]
+    check("audit: exec_failed carries the caller's errno",
+          failed and failed[0].get("errno") == "ENOEXEC" and failed[0].get("errno_num") == 8,
+          repr(failed))
+    exits = [e.get("status") for e in events if e["event"] == "exit"]
+    check("audit: exit carries the status", 3 in exits, repr(exits))
+    execs = [e for e in events if e["event"] == "exec"]
+    env_names = {v["name"] for e in execs for v in e.get("env", [])}
+    check("audit: exec lists env names with reasons",
+          "ANTHROPIC_API_KEY" in env_names and all(
+              "reason" in v and "passed" in v for e in execs for v in e["env"]), "")
+    text = open(log).read()
+    check("audit: no planted value is ever written", CANARY not in text, "")
+
+
 def test_runnerd_environ(tmp):
     ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
     p = subprocess.Popen(runnerd_cmd("claude", ["bash", "-c", "touch %s; while [ ! -e %s ]; "
@@ -198,7 +240,7 @@ def main():
     if not RUNNERD or not os.access(RUNNERD, os.X_OK):
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
-    for t in (test_canaries, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
+    for t in (test_canaries, test_audit_log, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
             try:
