@@ -1,7 +1,9 @@
 /* runnerd explain: apply a profile to the current environment and show, for every name, whether
  * it passes and why. Names only: a value is never printed, not even a fragment of one. */
+#include "agent_path.h"
 #include "cli.h"
 #include "envpolicy.h"
+#include "rules.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -40,7 +42,7 @@ static int cmp_verdict(const void *pa, const void *pb)
 }
 
 static void print_text(const struct rd_profile *prof, const struct rd_config *cfg, bool agent,
-                       char **cmd, const struct rd_env_result *res)
+                       char **cmd, const struct rd_rule *rule, const struct rd_env_result *res)
 {
 	printf("profile %s (%s), config %s\n", prof->name, prof->path, cfg->path);
 	if (agent) {
@@ -50,11 +52,14 @@ static void print_text(const struct rd_profile *prof, const struct rd_config *cf
 		for (char **a = cmd; *a; a++)
 			printf(" %s", *a);
 		printf("\n");
-		printf("action: %s (commands.default)\n", rd_action_str(prof->commands_default));
-		if (prof->n_rules)
-			printf("note: the profile's %zu commands.rules are validated but not yet "
-			       "applied by this version of runnerd\n",
-			       prof->n_rules);
+		if (rule)
+			printf("rule: commands.rules[%zu]%s%s -> %s\n", rule->index,
+			       rule->match_path ? ", path " : "",
+			       rule->match_path ? rule->match_path : "",
+			       rd_action_str(rule->action));
+		else
+			printf("rule: none matches -> %s (commands.default)\n",
+			       rd_action_str(prof->commands_default));
 	}
 	size_t passed = 0;
 	for (size_t i = 0; i < res->n_verdicts; i++) {
@@ -73,7 +78,7 @@ static void print_text(const struct rd_profile *prof, const struct rd_config *cf
 }
 
 static int print_json(const struct rd_profile *prof, const struct rd_config *cfg, bool agent,
-                      char **cmd, const struct rd_env_result *res)
+                      char **cmd, const struct rd_rule *rule, const struct rd_env_result *res)
 {
 	json_t *root = json_object();
 	json_t *vars = json_array();
@@ -89,9 +94,11 @@ static int print_json(const struct rd_profile *prof, const struct rd_config *cfg
 		for (char **a = cmd; *a; a++)
 			json_array_append_new(argv, json_string(*a));
 		json_object_set_new(root, "argv", argv);
-		json_object_set_new(root, "action",
-		                    json_string(rd_action_str(prof->commands_default)));
-		json_object_set_new(root, "rules_applied", json_false());
+		json_object_set_new(root, "rule",
+		                    rule ? json_integer((json_int_t)rule->index) : json_null());
+		json_object_set_new(
+		    root, "action",
+		    json_string(rd_action_str(rule ? rule->action : prof->commands_default)));
 	}
 	for (size_t i = 0; i < res->n_verdicts; i++) {
 		const struct rd_env_verdict *v = &res->verdicts[i];
@@ -162,6 +169,8 @@ int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv)
 	struct rd_profile prof = {0};
 	struct rd_error err = {0};
 	struct rd_env_result res = {0};
+	const struct rd_rule *rule = NULL;
+	_cleanup_free_ char *where = NULL, *resolved = NULL;
 	int ret = 1;
 	if (rd_cli_load_config(cli, &cfg) < 0)
 		return 1;
@@ -171,7 +180,17 @@ int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv)
 	}
 	if (cli->verbose)
 		fprintf(stderr, "runnerd: profile %s (%s)\n", prof.name, prof.path);
-	if (rd_env_build(&cfg.env, &prof, agent ? RD_ENV_AGENT : RD_ENV_COMMAND, NULL, environ,
+	/* The command as runnerd would see it: found on PATH, symlinks resolved. */
+	if (!agent) {
+		where = rd_agent_which(cmd[0], getenv("PATH"));
+		resolved = where ? realpath(where, NULL) : NULL;
+		size_t n = 0;
+		while (cmd[n])
+			n++;
+		struct rd_exec_subject x = {where ? where : cmd[0], resolved, cmd, n};
+		rule = rd_rule_match(&prof, &x);
+	}
+	if (rd_env_build(&cfg.env, &prof, agent ? RD_ENV_AGENT : RD_ENV_COMMAND, rule, environ,
 	                 &res, &err) < 0) {
 		rd_cli_print_error(&err);
 		fprintf(stderr, "runnerd: the %s would not start: %s\n",
@@ -180,9 +199,9 @@ int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv)
 	}
 	qsort(res.verdicts, res.n_verdicts, sizeof(*res.verdicts), cmp_verdict);
 	if (json)
-		ret = print_json(&prof, &cfg, agent, cmd, &res) < 0;
+		ret = print_json(&prof, &cfg, agent, cmd, rule, &res) < 0;
 	else {
-		print_text(&prof, &cfg, agent, cmd, &res);
+		print_text(&prof, &cfg, agent, cmd, rule, &res);
 		ret = 0;
 	}
 out:

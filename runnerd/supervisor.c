@@ -4,6 +4,7 @@
 #include "launch.h"
 #include "reader.h"
 #include "resolve.h"
+#include "rules.h"
 #include "stub_proto.h"
 #include "syscalls.h"
 #include "task.h"
@@ -62,7 +63,7 @@ struct sup {
 	ino_t stub_ino;
 	struct seccomp_notif *notif;
 	size_t notif_size;
-	bool warned_ptrace;
+	bool warned_ptrace, warned_ask;
 	pid_t sid;
 	bool userns;
 	struct stat root_st;
@@ -310,7 +311,11 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 		goto out;
 	}
 
-	r = rd_env_build(&u->s->cfg->env, u->s->prof, RD_ENV_COMMAND, NULL, strs.envp, &env, &err);
+	/* The decision: the first rule that matches, else commands.default. */
+	struct rd_exec_subject subject = {path, tg.resolved, strs.argv, strs.argc};
+	const struct rd_rule *rule = rd_rule_match(u->s->prof, &subject);
+	enum rd_action action = rule ? rule->action : u->s->prof->commands_default;
+	r = rd_env_build(&u->s->cfg->env, u->s->prof, RD_ENV_COMMAND, rule, strs.envp, &env, &err);
 	if (r < 0) {
 		refuse(u, n->id, id, tid, path, -r, err.msg);
 		goto out;
@@ -323,17 +328,31 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 		     "exec %llu: the agent's own process exec'd %s: it continues as a sandboxed "
 		     "command, its own execs no longer intercepted",
 		     (unsigned long long)id, path);
-	json_t *ev =
-	    json_pack("{s:I, s:i, s:s, s:s?, s:o, s:o, s:s, s:b}", "id", (json_int_t)id, "tid", tid,
-	              "path", path, "resolved", tg.resolved, "argv",
-	              json_strv(strs.argv, strs.argc), "env", json_env(&env), "action",
-	              rd_action_str(u->s->prof->commands_default), "caller_is_agent", is_agent);
+	json_t *ev = json_pack("{s:I, s:i, s:s, s:s?, s:o, s:o, s:o, s:s, s:b}", "id",
+	                       (json_int_t)id, "tid", tid, "path", path, "resolved", tg.resolved,
+	                       "argv", json_strv(strs.argv, strs.argc), "env", json_env(&env),
+	                       "rule", rule ? json_integer((json_int_t)rule->index) : json_null(),
+	                       "action", rd_action_str(action), "caller_is_agent", is_agent);
 	if (rd_audit(u->s->audit, "exec", ev) < 0) {
 		refuse(u, n->id, id, tid, path, EPERM, "the audit log cannot be written");
 		goto out_env;
 	}
-	if (u->s->prof->commands_default == RD_ACTION_DENY) {
-		refuse(u, n->id, id, tid, path, EACCES, "commands.default is deny");
+	if (action != RD_ACTION_ALLOW) {
+		char why[160];
+		if (!rule)
+			snprintf(why, sizeof(why), "commands.default is deny");
+		else if (action == RD_ACTION_DENY)
+			snprintf(why, sizeof(why), "commands.rules[%zu] denies it", rule->index);
+		else
+			snprintf(why, sizeof(why),
+			         "commands.rules[%zu] asks for approval, which this version of "
+			         "runnerd cannot obtain: refused",
+			         rule->index);
+		if (action == RD_ACTION_ASK && !u->warned_ask) {
+			fprintf(stderr, "runnerd: %s\n", why);
+			u->warned_ask = true;
+		}
+		refuse(u, n->id, id, tid, path, EACCES, why);
 		goto out_env;
 	}
 	if (u->userns &&

@@ -94,6 +94,16 @@ contains "$tmp/out" '^stripped +ANTHROPIC_BASE_URL +not-allowed'
 lacks "$tmp/out" '^passed .*(API_KEY|TOKEN|DATABASE_URL|AWS_)'
 lacks "$tmp/out" 'canary'
 
+# explain -- CMD shows the rule that matches, and applies its grants
+expect 0 env -i "${planted[@]}" "$rd" explain --profile "$fixtures/valid/full.json" -- git push origin main
+contains "$tmp/out" '^rule: commands.rules\[0\], path \*/git -> allow$'
+contains "$tmp/out" '^passed +GITHUB_TOKEN +rule +GITHUB_TOKEN$'
+expect 0 env -i "${planted[@]}" "$rd" explain --profile "$fixtures/valid/full.json" -- git pull
+contains "$tmp/out" '^rule: commands.rules\[2\] -> allow$'
+contains "$tmp/out" '^stripped +GITHUB_TOKEN +denied:secret-pattern'
+expect 0 env -i "${planted[@]}" "$rd" explain --profile claude -- ls
+contains "$tmp/out" '^rule: none matches -> allow \(commands.default\)$'
+
 # --json: machine-readable and the same verdicts; a nameless entry never shows its text
 expect 0 env -i "${planted[@]}" "$rd" explain --json --profile codex --agent
 python3 - "$tmp/out" <<'PY' && ok || bad "explain --json for codex"

@@ -155,6 +155,66 @@ def test_audit_log(tmp):
     check("audit: no planted value is ever written", CANARY not in text, "")
 
 
+AGENT_RULES = r"""
+import json, os, shutil, subprocess, sys
+tmp = sys.argv[1]
+out = {}
+def run(argv, **kw):
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, **kw)
+        return [p.returncode, p.stdout.strip()]
+    except OSError as e:
+        return ["errno", e.errno]
+out["granted"] = run(["printenv", "RD_SECRET_TOKEN"])
+out["env"] = run(["sh", "-c", "env | grep -c RD_SECRET_TOKEN"])
+out["denied"] = run(["touch", os.path.join(tmp, "touched")])
+out["touched"] = os.path.exists(os.path.join(tmp, "touched"))
+out["ask"] = run(["rm", "-f", os.path.join(tmp, "nothing")])
+evil = os.path.join(tmp, "evil")
+shutil.copy("/usr/bin/printenv", evil)
+out["argv0"] = run(["printenv", "RD_SECRET_TOKEN"], executable=evil)
+print(json.dumps(out))
+"""
+
+
+def test_rules(tmp):
+    agent = os.path.join(tmp, "agent.py")
+    with open(agent, "w") as f:
+        f.write(AGENT_RULES)
+    log = os.path.join(tmp, "audit.jsonl")
+    env = base_env()
+    env["RD_SECRET_TOKEN"] = "tok-" + CANARY
+    cfg = os.environ.get("RUNNERD_ITEST_CONFIG",
+                         os.path.join(os.path.dirname(os.path.abspath(__file__)), "config",
+                                      "runner.json"))
+    p = subprocess.run([RUNNERD, "--config", cfg, "--profile", "rules", "--audit", log, "--",
+                        sys.executable, agent, tmp], env=env, capture_output=True, text=True,
+                       timeout=60)
+    try:
+        out = json.loads(p.stdout)
+    except ValueError:
+        check("rules: the agent ran", False, p.stdout + p.stderr)
+        return
+    check("rules: an allow rule grants its exact name to the matching command",
+          out["granted"] == [0, "tok-" + CANARY], repr(out["granted"]))
+    check("rules: other commands do not get the granted name", out["env"][1] == "0",
+          repr(out["env"]))
+    check("rules: a deny rule fails the exec with EACCES and nothing runs",
+          out["denied"] == ["errno", 13] and not out["touched"], repr(out))
+    check("rules: an ask rule fails closed (EACCES) while approvals are not available",
+          out["ask"] == ["errno", 13], repr(out["ask"]))
+    check("rules: argv[0] does not earn an allow rule's grant",
+          out["argv0"][1] == "" and out["argv0"][0] != 0, repr(out["argv0"]))
+    events = [json.loads(l) for l in open(log)]
+    refused = [e.get("reason") for e in events if e["event"] == "refused"]
+    check("rules: the audit says which rule refused",
+          "commands.rules[1] denies it" in refused and
+          any("commands.rules[2] asks for approval" in r for r in refused), repr(refused))
+    granted = [e for e in events if e["event"] == "exec" and e.get("rule") == 0]
+    check("rules: the exec event names the rule and the action",
+          granted and granted[0]["action"] == "allow", repr(granted[:1]))
+
+
 def test_runnerd_environ(tmp):
     ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
     p = subprocess.Popen(runnerd_cmd("claude", ["bash", "-c", "touch %s; while [ ! -e %s ]; "
@@ -240,7 +300,7 @@ def main():
     if not RUNNERD or not os.access(RUNNERD, os.X_OK):
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
-    for t in (test_canaries, test_audit_log, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
+    for t in (test_canaries, test_audit_log, test_rules, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
             try:

@@ -1,0 +1,31 @@
+/* Which rule of a profile applies to an exec: first match wins. Pure. */
+#ifndef RD_RULES_H
+#define RD_RULES_H
+
+#include "policy.h"
+
+#include <stddef.h>
+
+/* What is known of the exec: the path as the caller passed it, where it resolved to (after
+ * symlinks, in the caller's view; NULL if unknown), and argv. */
+struct rd_exec_subject {
+	const char *path;
+	const char *resolved;
+	char *const *argv;
+	size_t argc;
+};
+
+/* The first rule of prof that matches, or NULL (then commands.default applies).
+ *
+ * match.path: a pattern with a '/' is matched against the resolved path and the path as
+ * given; a pattern without one against their basenames, so "git" and "/usr/bin/g?t" both match
+ * /usr/bin/git. For deny and ask rules, argv[0]'s basename is tried too ("sh" matches an exec
+ * of /usr/bin/dash named sh, "ls" a busybox applet); never for allow rules, because argv[0] is
+ * the caller's to choose and must not earn it a rule's grants.
+ *
+ * match.args: patterns over argv[1..], one each, in order; the command must have exactly as
+ * many arguments, unless the last pattern is "**", which matches any number (zero included)
+ * of further arguments. */
+const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct rd_exec_subject *x);
+
+#endif

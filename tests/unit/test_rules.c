@@ -1,0 +1,116 @@
+/* Rule matching: (rules, exec) -> the rule that applies, table-driven. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "rules.h"
+#include "util.h"
+
+#include <string.h>
+
+#define V(...) ((char *[]){__VA_ARGS__, NULL})
+
+static struct rd_rule rule(const char *path, char **args, enum rd_action a)
+{
+	struct rd_rule r = {.match_path = (char *)path, .action = a};
+	if (args) {
+		r.has_match_args = true;
+		while (args[r.match_args.n])
+			r.match_args.n++;
+		r.match_args.v = args;
+	}
+	return r;
+}
+
+struct row {
+	const char *what;
+	const char *path, *resolved;
+	char **argv;
+	int want; /* index of the matching rule, -1 for none */
+};
+
+static void run_table(struct rd_rule *rules, size_t n, const struct row *rows, size_t nrows)
+{
+	struct rd_profile p = {.rules = rules, .n_rules = n};
+	for (size_t i = 0; i < n; i++)
+		rules[i].index = i;
+	for (size_t i = 0; i < nrows; i++) {
+		const struct row *w = &rows[i];
+		size_t argc = 0;
+		while (w->argv[argc])
+			argc++;
+		struct rd_exec_subject x = {w->path, w->resolved, w->argv, argc};
+		const struct rd_rule *got = rd_rule_match(&p, &x);
+		int gi = got ? (int)got->index : -1;
+		if (gi != w->want)
+			fail_msg("%s: matched rule %d, want %d", w->what, gi, w->want);
+	}
+}
+
+static void test_paths(void **state)
+{
+	(void)state;
+	struct rd_rule rules[] = {
+	    rule("git", NULL, RD_ACTION_ALLOW),        /* 0: basename */
+	    rule("/usr/*/curl", NULL, RD_ACTION_DENY), /* 1: full path */
+	    rule("sh", NULL, RD_ACTION_DENY),          /* 2: deny, argv[0] may match */
+	    rule("python3*", NULL, RD_ACTION_ALLOW),   /* 3 */
+	    rule("gh", NULL, RD_ACTION_ALLOW),         /* 4: allow, never by argv[0] */
+	};
+	const struct row rows[] = {
+	    {"git by PATH", "/usr/bin/git", "/usr/bin/git", V("git", "status"), 0},
+	    {"git by symlink", "/usr/local/bin/g", "/usr/bin/git", V("g"), 0},
+	    {"curl full path", "/usr/bin/curl", "/usr/bin/curl", V("curl", "x"), 1},
+	    {"curl via /bin symlink dir", "/bin/curl", "/usr/bin/curl", V("curl"), 1},
+	    {"sh resolving to dash", "/bin/sh", "/usr/bin/dash", V("sh", "-c", "x"), 2},
+	    {"dash named sh by argv[0]", "/usr/bin/dash", "/usr/bin/dash", V("sh"), 2},
+	    {"python3.11", "/usr/bin/python3", "/usr/bin/python3.11", V("python3"), 3},
+	    {"gh for real", "/usr/bin/gh", "/usr/bin/gh", V("gh", "pr"), 4},
+	    {"argv[0] gh does not earn an allow", "/tmp/evil", "/tmp/evil", V("gh"), -1},
+	    {"argv[0] git does not earn an allow", "/tmp/x", "/tmp/x", V("git"), -1},
+	    {"nothing", "/usr/bin/ls", "/usr/bin/ls", V("ls"), -1},
+	    {"unknown resolved", "/usr/bin/git", NULL, V("git"), 0},
+	};
+	run_table(rules, ARRAY_SIZE(rules), rows, ARRAY_SIZE(rows));
+}
+
+static void test_args(void **state)
+{
+	(void)state;
+	struct rd_rule rules[] = {
+	    rule("git", V("push", "**"), RD_ACTION_DENY),    /* 0 */
+	    rule("git", V("status"), RD_ACTION_ALLOW),       /* 1: exactly one argument */
+	    rule("npm", V("run", "test*"), RD_ACTION_ALLOW), /* 2 */
+	    rule("rm", V("**"), RD_ACTION_ASK),              /* 3: any arguments, even none */
+	    rule(NULL, V("--version"), RD_ACTION_ALLOW),     /* 4: any program */
+	    rule(NULL, NULL, RD_ACTION_DENY),                /* 5: everything */
+	};
+	const struct row rows[] = {
+	    {"git push", "/usr/bin/git", "/usr/bin/git", V("git", "push"), 0},
+	    {"git push origin main", "/usr/bin/git", "/usr/bin/git",
+	     V("git", "push", "origin", "main"), 0},
+	    {"git status", "/usr/bin/git", "/usr/bin/git", V("git", "status"), 1},
+	    {"git status -s is not exactly one arg", "/usr/bin/git", "/usr/bin/git",
+	     V("git", "status", "-s"), 5},
+	    {"git alone", "/usr/bin/git", "/usr/bin/git", V("git"), 5},
+	    {"npm run test:unit", "/usr/bin/npm", "/usr/bin/npm", V("npm", "run", "test:unit"), 2},
+	    {"npm run build", "/usr/bin/npm", "/usr/bin/npm", V("npm", "run", "build"), 5},
+	    {"rm with no args", "/usr/bin/rm", "/usr/bin/rm", V("rm"), 3},
+	    {"rm -rf /", "/usr/bin/rm", "/usr/bin/rm", V("rm", "-rf", "/"), 3},
+	    {"anything --version", "/usr/bin/node", "/usr/bin/node", V("node", "--version"), 4},
+	    {"empty argv", "/usr/bin/node", "/usr/bin/node", (char *[]){NULL}, 5},
+	};
+	run_table(rules, ARRAY_SIZE(rules), rows, ARRAY_SIZE(rows));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_paths),
+	    cmocka_unit_test(test_args),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
