@@ -344,7 +344,8 @@ static char *resolve_relative(const char *base_dir, const char *path)
 int rd_config_parse(const char *file, const char *text, size_t len, struct rd_config *out,
                     struct rd_error *err)
 {
-	static const char *const root_keys[] = {"version", "profiles_dir", "env", "audit", NULL};
+	static const char *const root_keys[] = {"version", "profiles_dir", "env",
+	                                        "audit",   "sandbox",      NULL};
 	static const char *const env_keys[] = {"base_allow", "deny",      "hard_deny", "extra_env",
 	                                       "max_keys",   "max_bytes", NULL};
 	static const char *const audit_keys[] = {"path", NULL};
@@ -383,6 +384,13 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 			(void)get_size(&c, env, ep, "max_keys", 0, &out->env.max_keys);
 			(void)get_size(&c, env, ep, "max_bytes", 0, &out->env.max_bytes);
 		}
+		char sbp[512];
+		json_t *sb = get_object(&c, root, "", "sandbox", false, sbp, sizeof(sbp));
+		if (sb) {
+			static const char *const sandbox_keys[] = {"mask", NULL};
+			check_keys(&c, sb, sbp, sandbox_keys);
+			(void)get_strv(&c, sb, sbp, "mask", false, RD_MASK_PATH, &out->mask);
+		}
 		json_t *audit = get_object(&c, root, "", "audit", false, ap, sizeof(ap));
 		if (audit) {
 			_cleanup_free_ char *apath = NULL;
@@ -410,8 +418,9 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 
 static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, struct rd_rule *r)
 {
-	static const char *const rule_keys[] = {"match",    "action",    "env_allow",   "env_deny",
-	                                        "max_keys", "max_bytes", "description", NULL};
+	static const char *const rule_keys[] = {"match",    "action",      "env_allow",
+	                                        "env_deny", "max_keys",    "max_bytes",
+	                                        "mask",     "description", NULL};
 	static const char *const match_keys[] = {"path", "args", NULL};
 	char mp[512], name[512];
 
@@ -444,6 +453,7 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 	(void)get_strv(c, rj, rp, "env_deny", false, RD_GLOB_ENV_NAME, &r->env_deny);
 	(void)get_size(c, rj, rp, "max_keys", 1, &r->max_keys);
 	(void)get_size(c, rj, rp, "max_bytes", 1, &r->max_bytes);
+	(void)get_strv(c, rj, rp, "mask", false, RD_MASK_PATH, &r->mask);
 	return 0;
 }
 
@@ -461,7 +471,8 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 	static const char *const root_keys[] = {"version", "name",     "description",
 	                                        "agent",   "commands", NULL};
 	static const char *const agent_keys[] = {"env_allow", "extra_env", NULL};
-	static const char *const cmd_keys[] = {"default", "env_allow", "env_deny", "rules", NULL};
+	static const char *const cmd_keys[] = {"default", "env_allow", "env_deny", "rules",
+	                                       "mask",    "unmask",    NULL};
 
 	struct rd_error local = {0};
 	if (!err)
@@ -508,6 +519,10 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 			(void)get_action(&c, cmds, cp, "default", false, &out->commands_default);
 			(void)get_strv(&c, cmds, cp, "env_allow", false, RD_GLOB_ENV_NAME,
 			               &out->commands_env_allow);
+			(void)get_strv(&c, cmds, cp, "mask", false, RD_MASK_PATH,
+			               &out->commands_mask);
+			(void)get_strv(&c, cmds, cp, "unmask", false, RD_MASK_PATH,
+			               &out->commands_unmask);
 			(void)get_strv(&c, cmds, cp, "env_deny", false, RD_GLOB_ENV_NAME,
 			               &out->commands_env_deny);
 			json_t *rules = member(&c, cmds, cp, "rules", false);

@@ -10,6 +10,7 @@
 #include "task.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -72,6 +73,9 @@ struct sup {
 	 * off the exec path. reaper < 0: none. */
 	struct rd_sandbox spare;
 	bool spare_failed;
+	/* The home directory of the last caller uid seen, for "~/" in masks. */
+	uid_t home_uid;
+	char *home;
 	struct src listener_src, signal_src;
 };
 
@@ -226,6 +230,23 @@ static bool same_view(struct sup *u, pid_t tid)
 	return stat(p, &st) == 0 && st.st_ino == u->mntns;
 }
 
+/* The caller's home from the password database: its HOME variable is the caller's to set, and
+ * a mask must not move where the caller points it. NULL if the uid has no entry. */
+static const char *caller_home(struct sup *u, uid_t uid)
+{
+	if (u->home && u->home_uid == uid)
+		return u->home;
+	char buf[4096];
+	struct passwd pw, *res = NULL;
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res || !res->pw_dir ||
+	    res->pw_dir[0] != '/')
+		return NULL;
+	free(u->home);
+	u->home = strdup(res->pw_dir);
+	u->home_uid = uid;
+	return u->home;
+}
+
 static void make_spare(struct sup *u)
 {
 	struct rd_error err = {0};
@@ -249,6 +270,7 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	struct rd_strings strs = {0};
 	struct rd_target tg = {.own_fd = -1, .caller_fd = -1};
 	_cleanup_free_ struct rd_fd_map *map = NULL;
+	struct rd_strv masks = {0};
 
 	if (!rd_arch_native(d)) {
 		refuse(u, n->id, id, tid, NULL, EPERM,
@@ -385,6 +407,16 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	}
 	rd_target_bind(&t, &tg);
 
+	const char *home = caller_home(u, t.uid[0]);
+	if (!home || rd_mask_list(u->s->cfg, u->s->prof, rule, home, &masks) < 0) {
+		audit_refusal(u, id, tid, path, EPERM,
+		              home ? "out of memory"
+		                   : "the caller's uid has no home directory "
+		                     "in the password database, so ~/ masks "
+		                     "cannot be placed");
+		release(u, tid, n->id, EPERM);
+		goto out_env;
+	}
 	map = calloc(t.n_fds + 1, sizeof(*map));
 	if (!map) {
 		release(u, tid, n->id, ENOMEM);
@@ -417,6 +449,8 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	                                    : RD_PGRP_OTHER,
 	    .join_pgid = t.pgid,
 	    .userns = u->userns,
+	    .masks = masks.v,
+	    .n_masks = masks.n,
 	};
 	struct cmd *c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -499,6 +533,7 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	 * caller waits for is its end, not the rest of this handoff. */
 	make_spare(u);
 out_env:
+	rd_strv_free(&masks);
 	rd_env_result_free(&env);
 out:
 	rd_strings_free(&strs);
@@ -787,5 +822,6 @@ int rd_supervise(struct rd_session *s)
 		json_object_set_new(f, "signal", json_string(sigabbrev_np(WTERMSIG(st)) ?: "?"));
 	rd_audit(s->audit, "session_end", f);
 	free(u.notif);
+	free(u.home);
 	return code;
 }

@@ -73,6 +73,16 @@ const char *rd_glob_check(const char *pat, enum rd_glob_kind kind)
 		return "is empty";
 	if (kind == RD_GLOB_ENV_NAME && strchr(pat, '='))
 		return "contains '=', which cannot be part of an environment variable name";
+	if (kind == RD_MASK_PATH) {
+		if (pat[0] != '/' && strncmp(pat, "~/", 2) != 0)
+			return "must be an absolute path or start with \"~/\"";
+		if (strstr(pat, "/../") || strstr(pat, "/./") ||
+		    (strlen(pat) >= 3 && strcmp(pat + strlen(pat) - 3, "/..") == 0))
+			return "must not contain \".\" or \"..\" components";
+		if (strcmp(pat, "/") == 0 || strcmp(pat, "~/") == 0)
+			return "names a whole root or home directory";
+		return NULL;
+	}
 	for (size_t i = 0; pat[i];) {
 		const char *why = NULL;
 		switch (pat[i]) {

@@ -10,6 +10,7 @@ enum rd_glob_kind {
 	RD_GLOB_ENV_NAME, /* environment variable names: no '=' */
 	RD_GLOB_PATH,     /* executable paths (FNM_PATHNAME is not used: '*' crosses '/') */
 	RD_GLOB_ARG,      /* one argv element; "**" alone means "any number of further args" */
+	RD_MASK_PATH, /* not a glob: an absolute path or "~/..." (a literal, checked here too) */
 };
 
 /* True when the pattern has a wildcard, bracket or escape, so it is not an exact name. */

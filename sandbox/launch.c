@@ -152,6 +152,7 @@ struct plan_wire {
 	uint8_t have_rlim[RLIM_NLIMITS];
 	int pgrp_mode;
 	uint8_t userns;
+	uint32_t n_masks; /* their paths follow envp's strings */
 };
 
 #define FDS_PER_MSG 250
@@ -213,14 +214,17 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	const char *str = (const char *)(groups + w->n_groups);
 	char **argv = calloc(w->argc + 1, sizeof(char *));
 	char **envp = calloc(w->envc + 1, sizeof(char *));
+	char **masks = calloc(w->n_masks + 1, sizeof(char *));
 	struct rd_fd_map *fds = calloc(w->n_fds + 1, sizeof(*fds));
 	bool *have = calloc(RLIM_NLIMITS, sizeof(bool));
-	if (!argv || !envp || !fds || !have || (const char *)str > end)
+	if (!argv || !envp || !masks || !fds || !have || (const char *)str > end)
 		fail(err_fd, STAGE_SETUP, "receiving the plan", ENOMEM);
 	const char *exec_path = str;
 	str += strnlen(str, (size_t)(end - str)) + 1;
-	for (uint32_t i = 0; i < w->argc + w->envc && str < end; i++) {
-		char **slot = i < w->argc ? &argv[i] : &envp[i - w->argc];
+	for (uint32_t i = 0; i < w->argc + w->envc + w->n_masks && str < end; i++) {
+		char **slot = i < w->argc             ? &argv[i]
+		              : i < w->argc + w->envc ? &envp[i - w->argc]
+		                                      : &masks[i - w->argc - w->envc];
 		*slot = (char *)str;
 		str += strnlen(str, (size_t)(end - str)) + 1;
 	}
@@ -259,7 +263,33 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	    .have_rlim = have,
 	    .pgrp_mode = w->pgrp_mode,
 	    .userns = w->userns,
+	    .masks = masks,
+	    .n_masks = w->n_masks,
 	};
+}
+
+/* Secret stores out of sight, in this mount namespace only. A mask that cannot be put in
+ * place stops the command: it never runs with a secret it was meant not to see. */
+static void apply_masks(const struct rd_launch_plan *p, int err_fd)
+{
+	for (size_t i = 0; i < p->n_masks; i++) {
+		const char *path = p->masks[i];
+		struct stat st;
+		if (stat(path, &st) < 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				continue; /* nothing there to hide */
+			fail(err_fd, STAGE_SETUP, path, errno);
+		}
+		int r = S_ISDIR(st.st_mode) ? mount("tmpfs", path, "tmpfs",
+		                                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		                                    "size=4k,nr_inodes=1,mode=0555")
+		                            : mount("/dev/null", path, NULL, MS_BIND, NULL);
+		if (r < 0) {
+			char what[96];
+			snprintf(what, sizeof(what), "masking %s", path);
+			fail(err_fd, STAGE_SETUP, what, errno);
+		}
+	}
 }
 
 /* pid 1 of the sandbox. Made ahead of time (a spare, while runnerd is idle): it holds nothing
@@ -301,6 +331,7 @@ static _Noreturn void reaper_main(int go_fd, int plan_fd, int err_fd, int status
 	receive_plan(plan_fd, err_fd, &plan);
 	close(plan_fd);
 	const struct rd_launch_plan *p = &plan;
+	apply_masks(p, err_fd);
 	if (p->pgrp_mode == RD_PGRP_OTHER && setsid() < 0)
 		fail(err_fd, STAGE_SETUP, "setsid", errno);
 
@@ -440,6 +471,7 @@ static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
 	    .sig_blocked = p->sig_blocked,
 	    .pgrp_mode = p->pgrp_mode,
 	    .userns = p->userns,
+	    .n_masks = (uint32_t)p->n_masks,
 	};
 	while (p->argv[w.argc])
 		w.argc++;
@@ -452,7 +484,7 @@ static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
 	_cleanup_close_ int fd = memfd_create("runnerd-plan", MFD_CLOEXEC);
 	if (fd < 0)
 		return rd_error_set(err, errno, "memfd_create: %s", strerror(errno));
-	size_t n = 1 + w.argc + w.envc;
+	size_t n = 1 + w.argc + w.envc + p->n_masks;
 	struct iovec *iov = calloc(n + 3, sizeof(*iov));
 	int *targets = calloc(p->n_fds + 1, sizeof(int));
 	if (!iov || !targets) {
@@ -471,6 +503,8 @@ static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
 		iov[k++] = (struct iovec){p->argv[i], strlen(p->argv[i]) + 1};
 	for (uint32_t i = 0; i < w.envc; i++)
 		iov[k++] = (struct iovec){p->envp[i], strlen(p->envp[i]) + 1};
+	for (size_t i = 0; i < p->n_masks; i++)
+		iov[k++] = (struct iovec){p->masks[i], strlen(p->masks[i]) + 1};
 	/* writev takes at most IOV_MAX (1024) entries at a time. */
 	int r = 0;
 	for (size_t off = 0; off < k && r == 0; off += 1024) {

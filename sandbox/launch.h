@@ -48,6 +48,11 @@ struct rd_launch_plan {
 	pid_t join_pgid;
 
 	bool userns; /* runnerd is not root: map runnerd's uid and gid to themselves */
+
+	/* Absolute paths the command must not see: an empty read-only tmpfs goes over a
+	 * directory, /dev/null over anything else; a path that does not exist is fine. */
+	char *const *masks;
+	size_t n_masks;
 };
 
 struct rd_sandbox {

@@ -18,6 +18,7 @@ void rd_rule_free(struct rd_rule *r)
 	rd_strv_free(&r->match_args);
 	rd_strv_free(&r->env_allow);
 	rd_strv_free(&r->env_deny);
+	rd_strv_free(&r->mask);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -30,6 +31,8 @@ void rd_profile_free(struct rd_profile *p)
 	rd_strv_free(&p->agent_extra_env);
 	rd_strv_free(&p->commands_env_allow);
 	rd_strv_free(&p->commands_env_deny);
+	rd_strv_free(&p->commands_mask);
+	rd_strv_free(&p->commands_unmask);
 	for (size_t i = 0; i < p->n_rules; i++)
 		rd_rule_free(&p->rules[i]);
 	free(p->rules);
@@ -45,6 +48,7 @@ void rd_config_free(struct rd_config *c)
 	rd_strv_free(&c->env.deny);
 	rd_strv_free(&c->env.hard_deny);
 	rd_strv_free(&c->env.extra_env);
+	rd_strv_free(&c->mask);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -36,9 +36,10 @@ struct rd_rule {
 	enum rd_action action;
 	struct rd_strv env_allow;
 	struct rd_strv env_deny;
-	size_t max_keys;  /* 0 = inherit */
-	size_t max_bytes; /* 0 = inherit */
-	int line, col;    /* where the rule starts in its file */
+	size_t max_keys;     /* 0 = inherit */
+	size_t max_bytes;    /* 0 = inherit */
+	struct rd_strv mask; /* more paths to mask for this rule */
+	int line, col;       /* where the rule starts in its file */
 };
 
 struct rd_profile {
@@ -50,6 +51,8 @@ struct rd_profile {
 	enum rd_action commands_default;
 	struct rd_strv commands_env_allow;
 	struct rd_strv commands_env_deny;
+	struct rd_strv commands_mask;   /* paths masked for every command, on top of sandbox.mask */
+	struct rd_strv commands_unmask; /* entries of sandbox.mask this profile keeps visible */
 	struct rd_rule *rules;
 	size_t n_rules;
 };
@@ -59,6 +62,7 @@ struct rd_config {
 	char *profiles_dir; /* absolute, or relative to the working directory */
 	char *audit_path;   /* NULL = no audit file */
 	struct rd_env_config env;
+	struct rd_strv mask; /* sandbox.mask: paths no command sees ("~/" = the caller's home) */
 };
 
 void rd_strv_free(struct rd_strv *s);

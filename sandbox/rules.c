@@ -1,7 +1,10 @@
 #include "rules.h"
 #include "glob.h"
 
+#include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *base(const char *p)
@@ -49,4 +52,59 @@ const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct 
 			return r;
 	}
 	return NULL;
+}
+
+static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const char *home)
+{
+	char *full = NULL;
+	if (strncmp(path, "~/", 2) == 0) {
+		if (asprintf(&full, "%s/%s", home, path + 2) < 0)
+			return -ENOMEM;
+	} else if (!(full = strdup(path))) {
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < out->n; i++)
+		if (strcmp(out->v[i], full) == 0) {
+			free(full);
+			return 0;
+		}
+	if (out->n + 1 >= *cap) {
+		size_t nc = *cap ? 2 * *cap : 16;
+		char **nv = realloc(out->v, nc * sizeof(*nv));
+		if (!nv) {
+			free(full);
+			return -ENOMEM;
+		}
+		out->v = nv;
+		*cap = nc;
+	}
+	out->v[out->n++] = full;
+	out->v[out->n] = NULL;
+	return 0;
+}
+
+static bool listed(const struct rd_strv *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
+                 const struct rd_rule *rule, const char *home, struct rd_strv *out)
+{
+	size_t cap = 0;
+	int r = 0;
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; r == 0 && i < cfg->mask.n; i++)
+		if (!listed(&prof->commands_unmask, cfg->mask.v[i]))
+			r = add_mask(out, &cap, cfg->mask.v[i], home);
+	for (size_t i = 0; r == 0 && i < prof->commands_mask.n; i++)
+		r = add_mask(out, &cap, prof->commands_mask.v[i], home);
+	for (size_t i = 0; r == 0 && rule && i < rule->mask.n; i++)
+		r = add_mask(out, &cap, rule->mask.v[i], home);
+	if (r < 0)
+		rd_strv_free(out);
+	return r;
 }

@@ -28,4 +28,11 @@ struct rd_exec_subject {
  * of further arguments. */
 const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct rd_exec_subject *x);
 
+/* The paths masked for a command: sandbox.mask less the profile's commands.unmask, plus
+ * commands.mask, plus the rule's mask, each once, with "~/" replaced by home (the caller's home
+ * from the password database, never its HOME variable, which the caller sets). Returns 0 or
+ * -ENOMEM; out's strings are newly allocated. */
+int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
+                 const struct rd_rule *rule, const char *home, struct rd_strv *out);
+
 #endif

@@ -215,6 +215,49 @@ def test_rules(tmp):
           granted and granted[0]["action"] == "allow", repr(granted[:1]))
 
 
+def test_masks(tmp):
+    secret = os.path.join(tmp, "auth.json")
+    store = os.path.join(tmp, "store")
+    os.makedirs(store)
+    with open(secret, "w") as f:
+        f.write("token " + CANARY)
+    with open(os.path.join(store, "key"), "w") as f:
+        f.write(CANARY)
+    os.chmod(tmp, 0o755)
+    for path in (secret, store, os.path.join(store, "key")):
+        os.chmod(path, 0o755 if os.path.isdir(path) else 0o644)
+    prof = os.path.join(tmp, "masks.json")
+    with open(prof, "w") as f:
+        json.dump({"version": 1, "name": "masks", "agent": {"env_allow": []},
+                   "commands": {"default": "allow", "env_allow": [],
+                                "mask": [secret, os.path.join(tmp, "not-there")],
+                                "rules": [{"match": {"path": "ls"}, "action": "allow",
+                                           "mask": [store]}]}}, f)
+    # Each line is a command of its own, trapped and sandboxed with the masks that apply.
+    script = "\n".join([
+        "echo \"file=[$(cat %s)]\"" % secret,
+        "echo \"grep=$(grep -c canary %s)\"" % secret,
+        "echo \"ls=$(ls -A %s | wc -l)\"" % store,
+        "echo \"cat-in-store=$(cat %s/key)\"" % store,
+        "echo \"missing-ok=$(cat /dev/null; echo $?)\"",
+    ])
+    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
+                       if os.environ.get("RUNNERD_CONFIG") else [])
+    out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script],
+                         env=base_env(), capture_output=True, text=True, timeout=60)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("masks: a masked file reads empty", got.get("file") == "[]", out.stdout + out.stderr)
+    check("masks: grep finds no canary in a masked file", got.get("grep") == "0", repr(got))
+    check("masks: a rule's directory mask leaves the directory empty for the command it "
+          "matches (ls)", got.get("ls") == "0", repr(got))
+    check("masks: a rule's mask is for its own commands only (cat still reads the store)",
+          got.get("cat-in-store") == CANARY, repr(got))
+    check("masks: a mask on a missing path does not stop commands",
+          got.get("missing-ok") == "0", repr(got))
+    with open(secret) as f:
+        check("masks: the real file is untouched", CANARY in f.read())
+
+
 def test_runnerd_environ(tmp):
     ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
     p = subprocess.Popen(runnerd_cmd("claude", ["bash", "-c", "touch %s; while [ ! -e %s ]; "
@@ -300,7 +343,7 @@ def main():
     if not RUNNERD or not os.access(RUNNERD, os.X_OK):
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
-    for t in (test_canaries, test_audit_log, test_rules, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
+    for t in (test_canaries, test_audit_log, test_rules, test_masks, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
             try:
