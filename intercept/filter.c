@@ -1,4 +1,5 @@
 #include "filter.h"
+#include "cmdfilter.h"
 #include "syscalls.h"
 
 #include <seccomp.h>
@@ -32,28 +33,13 @@ int rd_filter_build(struct rd_filter *f, struct rd_error *err)
 
 	/* libseccomp 2.5.4 cannot load with WAIT_KILLABLE_RECV, so export the BPF and load it
 	 * with seccomp(2) ourselves. */
-	_cleanup_close_ int mfd = memfd_create("runnerd-filter", MFD_CLOEXEC);
-	if (mfd < 0) {
-		seccomp_release(ctx);
-		return rd_error_set(err, errno, "memfd_create: %s", strerror(errno));
-	}
-	r = seccomp_export_bpf(ctx, mfd);
+	struct rd_bpf bpf;
+	r = rd_bpf_export(ctx, &bpf, err);
 	seccomp_release(ctx);
 	if (r < 0)
-		return rd_error_set(err, -r, "seccomp_export_bpf: %s", strerror(-r));
-	off_t size = lseek(mfd, 0, SEEK_END);
-	if (size <= 0 || size % sizeof(struct sock_filter) != 0 ||
-	    size / sizeof(struct sock_filter) > BPF_MAXINSNS)
-		return rd_error_set(err, EINVAL, "exported filter has a bad size (%lld)",
-		                    (long long)size);
-	f->insns = malloc((size_t)size);
-	if (!f->insns)
-		return rd_error_set(err, ENOMEM, "out of memory");
-	if (pread(mfd, f->insns, (size_t)size, 0) != size) {
-		rd_filter_free(f);
-		return rd_error_set(err, EIO, "reading the exported filter failed");
-	}
-	f->len = (unsigned short)(size / sizeof(struct sock_filter));
+		return r;
+	f->insns = bpf.insns;
+	f->len = bpf.len;
 	return 0;
 }
 

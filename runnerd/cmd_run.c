@@ -214,7 +214,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		goto fail;
 	if ((s.stub_fd = open_stub(&err)) < 0)
 		goto fail;
-	if (rd_filter_build(&filter, &err) < 0)
+	if (rd_filter_build(&filter, &err) < 0 || rd_cmdfilter_build(&s.cmd_filter, &err) < 0)
 		goto fail;
 
 	char cfg_sha[65] = "", prof_sha[65] = "";
@@ -270,6 +270,7 @@ out:
 		free(*a);
 	free(agent_argv);
 	rd_filter_free(&filter);
+	rd_bpf_free(&s.cmd_filter);
 	if (s.stub_fd >= 0)
 		close(s.stub_fd);
 	rd_audit_close(&audit);

@@ -285,6 +285,29 @@ static int get_action(struct ctx *c, json_t *obj, const char *ptr, const char *k
 	return 0;
 }
 
+static int get_seccomp(struct ctx *c, json_t *obj, const char *ptr, const char *key,
+                       enum rd_seccomp_mode *out)
+{
+	_cleanup_free_ char *v = NULL;
+	if (!json_object_get(obj, key))
+		return 0;
+	int r = get_string(c, obj, ptr, key, false, &v);
+	if (r < 0)
+		return r;
+	if (strcmp(v, "default") == 0) {
+		*out = RD_SECCOMP_DEFAULT;
+	} else if (strcmp(v, "none") == 0) {
+		*out = RD_SECCOMP_NONE;
+	} else {
+		char vp[512], name[512];
+		sub(vp, sizeof(vp), ptr, key);
+		ctx_err(c, vp, false, "\"%s\" must be \"default\" or \"none\", not \"%s\"",
+		        show(vp, name, sizeof(name)), v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int check_version(struct ctx *c, json_t *root)
 {
 	json_t *v = member(c, root, "", "version", true);
@@ -387,9 +410,10 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 		char sbp[512];
 		json_t *sb = get_object(&c, root, "", "sandbox", false, sbp, sizeof(sbp));
 		if (sb) {
-			static const char *const sandbox_keys[] = {"mask", NULL};
+			static const char *const sandbox_keys[] = {"mask", "seccomp", NULL};
 			check_keys(&c, sb, sbp, sandbox_keys);
 			(void)get_strv(&c, sb, sbp, "mask", false, RD_MASK_PATH, &out->mask);
+			(void)get_seccomp(&c, sb, sbp, "seccomp", &out->seccomp);
 		}
 		json_t *audit = get_object(&c, root, "", "audit", false, ap, sizeof(ap));
 		if (audit) {
@@ -418,9 +442,9 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 
 static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, struct rd_rule *r)
 {
-	static const char *const rule_keys[] = {"match",    "action",      "env_allow",
-	                                        "env_deny", "max_keys",    "max_bytes",
-	                                        "mask",     "description", NULL};
+	static const char *const rule_keys[] = {"match",       "action",    "env_allow", "env_deny",
+	                                        "max_keys",    "max_bytes", "mask",      "seccomp",
+	                                        "description", NULL};
 	static const char *const match_keys[] = {"path", "args", NULL};
 	char mp[512], name[512];
 
@@ -454,6 +478,7 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 	(void)get_size(c, rj, rp, "max_keys", 1, &r->max_keys);
 	(void)get_size(c, rj, rp, "max_bytes", 1, &r->max_bytes);
 	(void)get_strv(c, rj, rp, "mask", false, RD_MASK_PATH, &r->mask);
+	(void)get_seccomp(c, rj, rp, "seccomp", &r->seccomp);
 	return 0;
 }
 
@@ -472,7 +497,7 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 	                                        "agent",   "commands", NULL};
 	static const char *const agent_keys[] = {"env_allow", "extra_env", NULL};
 	static const char *const cmd_keys[] = {"default", "env_allow", "env_deny", "rules",
-	                                       "mask",    "unmask",    NULL};
+	                                       "mask",    "unmask",    "seccomp",  NULL};
 
 	struct rd_error local = {0};
 	if (!err)
@@ -523,6 +548,7 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 			               &out->commands_mask);
 			(void)get_strv(&c, cmds, cp, "unmask", false, RD_MASK_PATH,
 			               &out->commands_unmask);
+			(void)get_seccomp(&c, cmds, cp, "seccomp", &out->commands_seccomp);
 			(void)get_strv(&c, cmds, cp, "env_deny", false, RD_GLOB_ENV_NAME,
 			               &out->commands_env_deny);
 			json_t *rules = member(&c, cmds, cp, "rules", false);

@@ -452,6 +452,13 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	    .masks = masks.v,
 	    .n_masks = masks.n,
 	};
+	enum rd_seccomp_mode sc = rule && rule->seccomp          ? rule->seccomp
+	                          : u->s->prof->commands_seccomp ? u->s->prof->commands_seccomp
+	                                                         : u->s->cfg->seccomp;
+	if (sc != RD_SECCOMP_NONE) {
+		plan.filter = u->s->cmd_filter.insns;
+		plan.filter_len = u->s->cmd_filter.len;
+	}
 	struct cmd *c = calloc(1, sizeof(*c));
 	if (!c) {
 		release(u, tid, n->id, ENOMEM);

@@ -4,6 +4,7 @@
 #define RD_SUPERVISOR_H
 
 #include "audit.h"
+#include "cmdfilter.h"
 #include "config.h"
 #include "launcher.h"
 
@@ -15,7 +16,8 @@ struct rd_session {
 	const struct rd_profile *prof;
 	struct rd_audit *audit;
 	int verbose;
-	int stub_fd; /* O_RDONLY of runnerd-stub, injected into every caller */
+	int stub_fd;              /* O_RDONLY of runnerd-stub, injected into every caller */
+	struct rd_bpf cmd_filter; /* the commands' seccomp profile ("default") */
 	struct rd_agent agent;
 	sigset_t orig_mask; /* what runnerd's own mask was before it blocked its signals */
 	int agent_signal;   /* set by rd_supervise: the signal that killed the agent, or 0 */

@@ -122,6 +122,12 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 		fail(err_fd, STAGE_SETUP, "dropping capabilities", errno);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "setting no_new_privs", errno);
+	if (p->filter) {
+		struct sock_fprog prog = {.len = p->filter_len,
+		                          .filter = (struct sock_filter *)p->filter};
+		if (rd_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+			fail(err_fd, STAGE_SETUP, "loading the command's seccomp filter", errno);
+	}
 	umask(p->umask);
 	/* The caller's rlimits; one we cannot set (raising a hard limit needs privilege we
 	 * dropped) stays runnerd's, never zero. */
@@ -152,7 +158,8 @@ struct plan_wire {
 	uint8_t have_rlim[RLIM_NLIMITS];
 	int pgrp_mode;
 	uint8_t userns;
-	uint32_t n_masks; /* their paths follow envp's strings */
+	uint32_t n_masks;    /* their paths follow envp's strings */
+	uint32_t filter_len; /* BPF instructions, after the groups */
 };
 
 #define FDS_PER_MSG 250
@@ -193,8 +200,9 @@ static int send_fds(int sock, const int *fds, uint32_t count)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) == sizeof(count) ? 0 : -errno;
 }
 
-/* In the reaper: the plan runnerd sent, rebuilt with pointers into the mapped memfd. */
-static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
+/* In the reaper: the plan runnerd sent, rebuilt with pointers into the mapped memfd. Not
+ * inlined: its locals must not live in reaper_main\'s frame, which the vfork child shares. */
+__attribute__((noinline)) static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 {
 	int head[3];
 	int n = recv_fds(sock, head, 3);
@@ -211,13 +219,18 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	const char *end = blob + st.st_size;
 	const int *targets = (const int *)(w + 1);
 	const gid_t *groups = (const gid_t *)(targets + w->n_fds);
-	const char *str = (const char *)(groups + w->n_groups);
+	const char *insns = (const char *)(groups + w->n_groups);
+	const char *str = insns + sizeof(struct sock_filter) * w->filter_len;
 	char **argv = calloc(w->argc + 1, sizeof(char *));
 	char **envp = calloc(w->envc + 1, sizeof(char *));
 	char **masks = calloc(w->n_masks + 1, sizeof(char *));
 	struct rd_fd_map *fds = calloc(w->n_fds + 1, sizeof(*fds));
+	/* Copied out: the blob gives it no alignment of its own. */
+	struct sock_filter *filter = calloc(w->filter_len + 1, sizeof(*filter));
+	if (filter && (const char *)str <= end)
+		memcpy(filter, insns, sizeof(*filter) * w->filter_len);
 	bool *have = calloc(RLIM_NLIMITS, sizeof(bool));
-	if (!argv || !envp || !masks || !fds || !have || (const char *)str > end)
+	if (!argv || !envp || !masks || !fds || !filter || !have || (const char *)str > end)
 		fail(err_fd, STAGE_SETUP, "receiving the plan", ENOMEM);
 	const char *exec_path = str;
 	str += strnlen(str, (size_t)(end - str)) + 1;
@@ -265,6 +278,8 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	    .userns = w->userns,
 	    .masks = masks,
 	    .n_masks = w->n_masks,
+	    .filter = w->filter_len ? filter : NULL,
+	    .filter_len = (unsigned short)w->filter_len,
 	};
 }
 
@@ -472,6 +487,7 @@ static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
 	    .pgrp_mode = p->pgrp_mode,
 	    .userns = p->userns,
 	    .n_masks = (uint32_t)p->n_masks,
+	    .filter_len = p->filter ? p->filter_len : 0,
 	};
 	while (p->argv[w.argc])
 		w.argc++;
@@ -485,7 +501,7 @@ static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
 	if (fd < 0)
 		return rd_error_set(err, errno, "memfd_create: %s", strerror(errno));
 	size_t n = 1 + w.argc + w.envc + p->n_masks;
-	struct iovec *iov = calloc(n + 3, sizeof(*iov));
+	struct iovec *iov = calloc(n + 4, sizeof(*iov));
 	int *targets = calloc(p->n_fds + 1, sizeof(int));
 	if (!iov || !targets) {
 		free(iov);
@@ -498,6 +514,7 @@ static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
 	iov[k++] = (struct iovec){&w, sizeof(w)};
 	iov[k++] = (struct iovec){targets, sizeof(int) * p->n_fds};
 	iov[k++] = (struct iovec){(void *)p->groups, sizeof(gid_t) * p->n_groups};
+	iov[k++] = (struct iovec){(void *)p->filter, sizeof(struct sock_filter) * w.filter_len};
 	iov[k++] = (struct iovec){(void *)p->exec_path, strlen(p->exec_path) + 1};
 	for (uint32_t i = 0; i < w.argc; i++)
 		iov[k++] = (struct iovec){p->argv[i], strlen(p->argv[i]) + 1};

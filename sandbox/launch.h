@@ -6,6 +6,7 @@
 
 #include "error.h"
 
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -53,6 +54,11 @@ struct rd_launch_plan {
 	 * directory, /dev/null over anything else; a path that does not exist is fine. */
 	char *const *masks;
 	size_t n_masks;
+
+	/* The command's seccomp filter (BPF), loaded after no_new_privs, just before its exec;
+	 * NULL for none. */
+	const struct sock_filter *filter;
+	unsigned short filter_len;
 };
 
 struct rd_sandbox {

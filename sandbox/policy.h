@@ -19,6 +19,13 @@ enum rd_action {
 };
 
 /* runner.json "env" */
+/* The command's seccomp profile; INHERIT falls back rule -> commands -> sandbox -> DEFAULT. */
+enum rd_seccomp_mode {
+	RD_SECCOMP_INHERIT = 0,
+	RD_SECCOMP_DEFAULT, /* sandbox/cmdfilter.c: EPERM for the calls that reach beyond */
+	RD_SECCOMP_NONE,
+};
+
 struct rd_env_config {
 	struct rd_strv base_allow;
 	struct rd_strv deny; /* secret-shaped names: an exact-name allow overrides */
@@ -39,7 +46,8 @@ struct rd_rule {
 	size_t max_keys;     /* 0 = inherit */
 	size_t max_bytes;    /* 0 = inherit */
 	struct rd_strv mask; /* more paths to mask for this rule */
-	int line, col;       /* where the rule starts in its file */
+	enum rd_seccomp_mode seccomp;
+	int line, col; /* where the rule starts in its file */
 };
 
 struct rd_profile {
@@ -53,6 +61,7 @@ struct rd_profile {
 	struct rd_strv commands_env_deny;
 	struct rd_strv commands_mask;   /* paths masked for every command, on top of sandbox.mask */
 	struct rd_strv commands_unmask; /* entries of sandbox.mask this profile keeps visible */
+	enum rd_seccomp_mode commands_seccomp;
 	struct rd_rule *rules;
 	size_t n_rules;
 };
@@ -63,6 +72,7 @@ struct rd_config {
 	char *audit_path;   /* NULL = no audit file */
 	struct rd_env_config env;
 	struct rd_strv mask; /* sandbox.mask: paths no command sees ("~/" = the caller's home) */
+	enum rd_seccomp_mode seccomp; /* sandbox.seccomp */
 };
 
 void rd_strv_free(struct rd_strv *s);

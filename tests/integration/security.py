@@ -258,6 +258,37 @@ def test_masks(tmp):
         check("masks: the real file is untouched", CANARY in f.read())
 
 
+PTRACE = ("import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+          "r = libc.ptrace(0, 0, 0, 0); print(r, ctypes.get_errno())")
+
+
+def test_seccomp(tmp):
+    prof = os.path.join(tmp, "sc.json")
+    with open(prof, "w") as f:
+        json.dump({"version": 1, "name": "sc", "agent": {"env_allow": []},
+                   "commands": {"default": "allow", "rules": [
+                       {"match": {"args": ["-c", "*TRACEME_NONE*"]}, "action": "allow",
+                        "seccomp": "none"}]}}, f)
+    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
+                       if os.environ.get("RUNNERD_CONFIG") else [])
+    script = "\n".join([
+        "%s -c '%s'" % (sys.executable, PTRACE),
+        "%s -c '%s #TRACEME_NONE'" % (sys.executable, PTRACE),
+        "unshare -U true 2>/dev/null; echo unshare=$?",
+        "sh -c 'sh -c \"exit 6\"'; echo nested=$?",
+    ])
+    out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script], env=base_env(),
+                         capture_output=True, text=True, timeout=60)
+    lines = out.stdout.splitlines()
+    check("seccomp: ptrace fails with EPERM inside a command (default profile)",
+          lines[:1] == ["-1 1"], out.stdout + out.stderr)
+    check("seccomp: a rule with seccomp none lifts it", lines[1:2] == ["0 0"], out.stdout)
+    check("seccomp: a command cannot create namespaces (unshare -U)", "unshare=1" in lines,
+          out.stdout)
+    check("seccomp: ordinary forks and execs inside still work", "nested=6" in lines,
+          out.stdout)
+
+
 def test_runnerd_environ(tmp):
     ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
     p = subprocess.Popen(runnerd_cmd("claude", ["bash", "-c", "touch %s; while [ ! -e %s ]; "
@@ -343,7 +374,8 @@ def main():
     if not RUNNERD or not os.access(RUNNERD, os.X_OK):
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
-    for t in (test_canaries, test_audit_log, test_rules, test_masks, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
+    for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp,
+              test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
             try:

@@ -1,0 +1,113 @@
+#include "cmdfilter.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Calls that reach other processes' memory, the kernel, or new namespaces and mounts. */
+static const char *const denied[] = {
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kexec_load",
+    "kexec_file_load",
+    "bpf",
+    "perf_event_open",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "open_tree",
+    "mount_setattr",
+    "setns",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "userfaultfd",
+    "name_to_handle_at",
+    "open_by_handle_at",
+};
+
+static const unsigned long new_ns[] = {
+    CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+    CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET, 0x00000080 /* CLONE_NEWTIME */,
+};
+
+int rd_bpf_export(void *ctx, struct rd_bpf *out, struct rd_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	_cleanup_close_ int mfd = memfd_create("runnerd-bpf", MFD_CLOEXEC);
+	if (mfd < 0)
+		return rd_error_set(err, errno, "memfd_create: %s", strerror(errno));
+	int r = seccomp_export_bpf(ctx, mfd);
+	if (r < 0)
+		return rd_error_set(err, -r, "seccomp_export_bpf: %s", strerror(-r));
+	off_t size = lseek(mfd, 0, SEEK_END);
+	if (size <= 0 || size % sizeof(struct sock_filter) != 0 ||
+	    size / sizeof(struct sock_filter) > BPF_MAXINSNS)
+		return rd_error_set(err, EINVAL, "exported filter has a bad size (%lld)",
+		                    (long long)size);
+	out->insns = malloc((size_t)size);
+	if (!out->insns)
+		return rd_error_set(err, ENOMEM, "out of memory");
+	if (pread(mfd, out->insns, (size_t)size, 0) != size) {
+		rd_bpf_free(out);
+		return rd_error_set(err, EIO, "reading the exported filter failed");
+	}
+	out->len = (unsigned short)(size / sizeof(struct sock_filter));
+	return 0;
+}
+
+int rd_cmdfilter_build(struct rd_bpf *out, struct rd_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return rd_error_set(err, ENOMEM, "seccomp_init failed");
+	int r = seccomp_arch_add(ctx, SCMP_ARCH_X32);
+	if (r == 0)
+		r = seccomp_arch_add(ctx, SCMP_ARCH_X86);
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(denied); i++) {
+		int nr = seccomp_syscall_resolve_name(denied[i]);
+		if (nr != __NR_SCMP_ERROR)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+	}
+	/* New namespaces: unshare or clone with any CLONE_NEW* flag (one rule per flag: a
+	 * comparison can only test "these bits all set"). clone3 passes its flags in memory a
+	 * filter cannot read: ENOSYS, and libc falls back to clone. */
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(new_ns); i++) {
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+		                     SCMP_A0(SCMP_CMP_MASKED_EQ, new_ns[i], new_ns[i]));
+		if (r == 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+			                     SCMP_A0(SCMP_CMP_MASKED_EQ, new_ns[i], new_ns[i]));
+	}
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (r < 0) {
+		seccomp_release(ctx);
+		return rd_error_set(err, -r, "building the command filter: %s", strerror(-r));
+	}
+	r = rd_bpf_export(ctx, out, err);
+	seccomp_release(ctx);
+	return r;
+}
+
+void rd_bpf_free(struct rd_bpf *b)
+{
+	free(b->insns);
+	b->insns = NULL;
+	b->len = 0;
+}
