@@ -36,19 +36,30 @@ static int scrub_environ(void)
 	char *p = strrchr(buf, ')'); /* comm may contain spaces and parentheses */
 	if (!p)
 		return -EIO;
-	/* After ")": field 3 is the state; env_start and env_end are fields 50 and 51. */
-	unsigned long start = 0, end = 0;
+	/* After ")": field 3 is the state; arg_start, arg_end, env_start and env_end are fields
+	 * 48 to 51. */
+	unsigned long arg_start = 0, arg_end = 0, start = 0, end = 0;
 	int field = 2;
 	for (char *tok = strtok(p + 1, " "); tok; tok = strtok(NULL, " ")) {
 		field++;
-		if (field == 50)
+		if (field == 48)
+			arg_start = strtoul(tok, NULL, 10);
+		else if (field == 49)
+			arg_end = strtoul(tok, NULL, 10);
+		else if (field == 50)
 			start = strtoul(tok, NULL, 10);
 		else if (field == 51)
 			end = strtoul(tok, NULL, 10);
 	}
-	if (!start || end <= start)
+	if (!start || end <= start || !arg_start || arg_end <= arg_start)
 		return -EIO;
 	explicit_bzero((void *)start, end - start);
+	/* The command line too, all but argv[0]: it holds the agent's arguments, which every
+	 * sandbox's pid 1 (a fork of runnerd) would otherwise show in /proc/1/cmdline. Called
+	 * once the arguments are parsed and copied. */
+	size_t first = strnlen((const char *)arg_start, arg_end - arg_start) + 1;
+	if (first < arg_end - arg_start)
+		explicit_bzero((void *)(arg_start + first), arg_end - arg_start - first);
 	static char *empty[] = {NULL};
 	environ = empty;
 	return 0;
@@ -205,13 +216,14 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	session_id(session);
 	if (!(env = agent_env(&cfg, &prof, session, &err)))
 		goto fail;
+	/* Before the scrub: --audit's value lives in the argument block it zeroes. */
+	if (rd_audit_open(&audit, cli->audit ? cli->audit : cfg.audit_path, &err) < 0)
+		goto fail;
 	if (scrub_environ() < 0) {
 		fprintf(stderr,
 		        "runnerd: cannot scrub its own environment block; refusing to run\n");
 		goto out;
 	}
-	if (rd_audit_open(&audit, cli->audit ? cli->audit : cfg.audit_path, &err) < 0)
-		goto fail;
 	if ((s.stub_fd = open_stub(&err)) < 0)
 		goto fail;
 	if (rd_filter_build(&filter, &err) < 0 || rd_cmdfilter_build(&s.cmd_filter, &err) < 0)

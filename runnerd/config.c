@@ -285,8 +285,9 @@ static int get_action(struct ctx *c, json_t *obj, const char *ptr, const char *k
 	return 0;
 }
 
-static int get_seccomp(struct ctx *c, json_t *obj, const char *ptr, const char *key,
-                       enum rd_seccomp_mode *out)
+/* One of two words, as an enum: 1 for the first, 2 for the second (0 stays "inherit"). */
+static int get_choice(struct ctx *c, json_t *obj, const char *ptr, const char *key, const char *one,
+                      const char *two, int *out)
 {
 	_cleanup_free_ char *v = NULL;
 	if (!json_object_get(obj, key))
@@ -294,18 +295,35 @@ static int get_seccomp(struct ctx *c, json_t *obj, const char *ptr, const char *
 	int r = get_string(c, obj, ptr, key, false, &v);
 	if (r < 0)
 		return r;
-	if (strcmp(v, "default") == 0) {
-		*out = RD_SECCOMP_DEFAULT;
-	} else if (strcmp(v, "none") == 0) {
-		*out = RD_SECCOMP_NONE;
+	if (strcmp(v, one) == 0) {
+		*out = 1;
+	} else if (strcmp(v, two) == 0) {
+		*out = 2;
 	} else {
 		char vp[512], name[512];
 		sub(vp, sizeof(vp), ptr, key);
-		ctx_err(c, vp, false, "\"%s\" must be \"default\" or \"none\", not \"%s\"",
-		        show(vp, name, sizeof(name)), v);
+		ctx_err(c, vp, false, "\"%s\" must be \"%s\" or \"%s\", not \"%s\"",
+		        show(vp, name, sizeof(name)), one, two, v);
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* seccomp, network, timeout_s, kill_grace_s: the same keys on a rule, commands and sandbox. */
+static void get_box(struct ctx *c, json_t *obj, const char *ptr, struct rd_box_opts *b)
+{
+	int v = 0;
+	if (get_choice(c, obj, ptr, "seccomp", "default", "none", &v) == 0 && v)
+		b->seccomp = v == 1 ? RD_SECCOMP_DEFAULT : RD_SECCOMP_NONE;
+	v = 0;
+	if (get_choice(c, obj, ptr, "network", "host", "none", &v) == 0 && v)
+		b->network = v == 1 ? RD_NET_HOST : RD_NET_NONE;
+	size_t t = 0;
+	if (get_size(c, obj, ptr, "timeout_s", 1, &t) == 0 && t)
+		b->timeout_s = t > 86400 * 365 ? 86400 * 365 : (unsigned)t;
+	t = 0;
+	if (get_size(c, obj, ptr, "kill_grace_s", 1, &t) == 0 && t)
+		b->kill_grace_s = t > 3600 ? 3600 : (unsigned)t;
 }
 
 static int check_version(struct ctx *c, json_t *root)
@@ -410,10 +428,11 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 		char sbp[512];
 		json_t *sb = get_object(&c, root, "", "sandbox", false, sbp, sizeof(sbp));
 		if (sb) {
-			static const char *const sandbox_keys[] = {"mask", "seccomp", NULL};
+			static const char *const sandbox_keys[] = {
+			    "mask", "seccomp", "network", "timeout_s", "kill_grace_s", NULL};
 			check_keys(&c, sb, sbp, sandbox_keys);
 			(void)get_strv(&c, sb, sbp, "mask", false, RD_MASK_PATH, &out->mask);
-			(void)get_seccomp(&c, sb, sbp, "seccomp", &out->seccomp);
+			get_box(&c, sb, sbp, &out->box);
 		}
 		json_t *audit = get_object(&c, root, "", "audit", false, ap, sizeof(ap));
 		if (audit) {
@@ -442,9 +461,9 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 
 static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, struct rd_rule *r)
 {
-	static const char *const rule_keys[] = {"match",       "action",    "env_allow", "env_deny",
-	                                        "max_keys",    "max_bytes", "mask",      "seccomp",
-	                                        "description", NULL};
+	static const char *const rule_keys[] = {
+	    "match",   "action",  "env_allow", "env_deny",     "max_keys",    "max_bytes", "mask",
+	    "seccomp", "network", "timeout_s", "kill_grace_s", "description", NULL};
 	static const char *const match_keys[] = {"path", "args", NULL};
 	char mp[512], name[512];
 
@@ -478,7 +497,7 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 	(void)get_size(c, rj, rp, "max_keys", 1, &r->max_keys);
 	(void)get_size(c, rj, rp, "max_bytes", 1, &r->max_bytes);
 	(void)get_strv(c, rj, rp, "mask", false, RD_MASK_PATH, &r->mask);
-	(void)get_seccomp(c, rj, rp, "seccomp", &r->seccomp);
+	get_box(c, rj, rp, &r->box);
 	return 0;
 }
 
@@ -496,8 +515,9 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 	static const char *const root_keys[] = {"version", "name",     "description",
 	                                        "agent",   "commands", NULL};
 	static const char *const agent_keys[] = {"env_allow", "extra_env", NULL};
-	static const char *const cmd_keys[] = {"default", "env_allow", "env_deny", "rules",
-	                                       "mask",    "unmask",    "seccomp",  NULL};
+	static const char *const cmd_keys[] = {"default",   "env_allow",    "env_deny", "rules",
+	                                       "mask",      "unmask",       "seccomp",  "network",
+	                                       "timeout_s", "kill_grace_s", NULL};
 
 	struct rd_error local = {0};
 	if (!err)
@@ -548,7 +568,7 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 			               &out->commands_mask);
 			(void)get_strv(&c, cmds, cp, "unmask", false, RD_MASK_PATH,
 			               &out->commands_unmask);
-			(void)get_seccomp(&c, cmds, cp, "seccomp", &out->commands_seccomp);
+			get_box(&c, cmds, cp, &out->commands_box);
 			(void)get_strv(&c, cmds, cp, "env_deny", false, RD_GLOB_ENV_NAME,
 			               &out->commands_env_deny);
 			json_t *rules = member(&c, cmds, cp, "rules", false);

@@ -19,10 +19,11 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 
-enum src_type { SRC_LISTENER, SRC_SIGNAL, SRC_STATUS, SRC_CTL };
+enum src_type { SRC_LISTENER, SRC_SIGNAL, SRC_STATUS, SRC_CTL, SRC_TIMER };
 
 struct src {
 	enum src_type type;
@@ -47,7 +48,10 @@ struct cmd {
 	int stub_in_task, ctl_target;
 	struct rd_sandbox sb;
 	int ctl_fd;
-	struct src status_src, ctl_src;
+	struct src status_src, ctl_src, timer_src;
+	int timer_fd;          /* timeout_s: -1 if none */
+	unsigned kill_grace_s; /* from SIGTERM to SIGKILL */
+	bool timed_out;        /* SIGTERM sent for the timeout: the caller sees 124 */
 	bool reaped, status_known, joined_pgrp;
 	int status;
 	struct timespec start;
@@ -158,6 +162,8 @@ static void kill_sandbox(struct cmd *c)
 
 static void cmd_free_if_done(struct sup *u, struct cmd *c)
 {
+	if (c->status_known && c->timer_fd >= 0)
+		unwatch(u, &c->timer_fd);
 	if (!c->reaped || c->status_known == false || c->ctl_fd >= 0 || c->sb.status_fd >= 0)
 		return;
 	if (c->state != C_RUNNING && c->state != C_ABORTED)
@@ -452,10 +458,9 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	    .masks = masks.v,
 	    .n_masks = masks.n,
 	};
-	enum rd_seccomp_mode sc = rule && rule->seccomp          ? rule->seccomp
-	                          : u->s->prof->commands_seccomp ? u->s->prof->commands_seccomp
-	                                                         : u->s->cfg->seccomp;
-	if (sc != RD_SECCOMP_NONE) {
+	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, rule);
+	plan.net_none = box.network == RD_NET_NONE;
+	if (box.seccomp != RD_SECCOMP_NONE) {
 		plan.filter = u->s->cmd_filter.insns;
 		plan.filter_len = u->s->cmd_filter.len;
 	}
@@ -517,6 +522,29 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 		goto out_env;
 	}
 	c->ctl_fd = sv[0];
+	c->timer_fd = -1;
+	c->kill_grace_s = box.kill_grace_s;
+	if (box.timeout_s) {
+		/* timeout_s: SIGTERM to the sandbox's pid 1 at expiry, SIGKILL after the grace. */
+		c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		struct itimerspec its = {.it_value = {.tv_sec = box.timeout_s}};
+		if (c->timer_fd >= 0 && timerfd_settime(c->timer_fd, 0, &its, NULL) == 0) {
+			c->timer_src = (struct src){SRC_TIMER, c};
+			watch(u, c->timer_fd, &c->timer_src);
+		} else {
+			/* No timer, no command: a limit that cannot be kept is not dropped. */
+			if (c->timer_fd >= 0)
+				close(c->timer_fd);
+			c->timer_fd = -1;
+			audit_refusal(u, id, tid, path, EPERM, "cannot arm the command's timeout");
+			close(sv[0]);
+			close(sv[1]);
+			rd_sandbox_destroy(&c->sb);
+			free(c);
+			release(u, tid, n->id, EPERM);
+			goto out_env;
+		}
+	}
 	c->next = u->cmds;
 	u->cmds = c;
 	c->status_src = (struct src){SRC_STATUS, c};
@@ -673,16 +701,39 @@ static void handle_status(struct sup *u, struct cmd *c)
 	}
 	c->status_known = true;
 	unwatch(u, &c->sb.status_fd);
+	/* A command stopped for its timeout ends, for its caller, as timeout(1) reports it. */
+	int real = c->status;
+	if (c->timed_out)
+		c->status = 124 << 8;
 	json_t *f =
 	    json_pack("{s:I, s:f}", "id", (json_int_t)c->id, "duration_ms", ms_since(&c->start));
-	if (WIFEXITED(c->status))
-		json_object_set_new(f, "status", json_integer(WEXITSTATUS(c->status)));
+	if (WIFEXITED(real))
+		json_object_set_new(f, "status", json_integer(WEXITSTATUS(real)));
 	else
-		json_object_set_new(f, "signal",
-		                    json_string(sigabbrev_np(WTERMSIG(c->status)) ?: "?"));
+		json_object_set_new(f, "signal", json_string(sigabbrev_np(WTERMSIG(real)) ?: "?"));
+	if (c->timed_out)
+		json_object_set_new(f, "reason", json_string("timeout"));
 	rd_audit(u->s->audit, "exit", f);
 	send_exit(c);
 	cmd_free_if_done(u, c);
+}
+
+static void handle_timer(struct sup *u, struct cmd *c)
+{
+	uint64_t ticks;
+	if (read(c->timer_fd, &ticks, sizeof(ticks)) != sizeof(ticks) || c->status_known)
+		return;
+	if (!c->timed_out) {
+		c->timed_out = true;
+		vlog(u, "exec %llu: timeout, SIGTERM", (unsigned long long)c->id);
+		rd_pidfd_send_signal(c->sb.reaper_pidfd, SIGTERM, NULL, 0);
+		struct itimerspec its = {.it_value = {.tv_sec = c->kill_grace_s}};
+		timerfd_settime(c->timer_fd, 0, &its, NULL);
+	} else {
+		vlog(u, "exec %llu: still running after the grace, SIGKILL",
+		     (unsigned long long)c->id);
+		kill_sandbox(c);
+	}
 }
 
 static void handle_ctl(struct sup *u, struct cmd *c)
@@ -810,6 +861,9 @@ int rd_supervise(struct rd_session *s)
 				break;
 			case SRC_CTL:
 				handle_ctl(&u, src->cmd);
+				break;
+			case SRC_TIMER:
+				handle_timer(&u, src->cmd);
 				break;
 			}
 		}

@@ -3,12 +3,14 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -160,6 +162,7 @@ struct plan_wire {
 	uint8_t userns;
 	uint32_t n_masks;    /* their paths follow envp's strings */
 	uint32_t filter_len; /* BPF instructions, after the groups */
+	uint8_t net_none;
 };
 
 #define FDS_PER_MSG 250
@@ -280,6 +283,7 @@ __attribute__((noinline)) static void receive_plan(int sock, int err_fd, struct 
 	    .n_masks = w->n_masks,
 	    .filter = w->filter_len ? filter : NULL,
 	    .filter_len = (unsigned short)w->filter_len,
+	    .net_none = w->net_none,
 	};
 }
 
@@ -305,6 +309,23 @@ static void apply_masks(const struct rd_launch_plan *p, int err_fd)
 			fail(err_fd, STAGE_SETUP, what, errno);
 		}
 	}
+}
+
+/* network "none": a network namespace of the sandbox's own, where only the loopback
+ * interface exists; it is brought up so that programs that talk to themselves still work. */
+static void no_network(int err_fd)
+{
+	if (unshare(CLONE_NEWNET) < 0)
+		fail(err_fd, STAGE_SETUP, "creating a network namespace", errno);
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = {0};
+	strcpy(ifr.ifr_name, "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		fail(err_fd, STAGE_SETUP, "reading lo's flags", errno);
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		fail(err_fd, STAGE_SETUP, "bringing lo up", errno);
+	close(s);
 }
 
 /* pid 1 of the sandbox. Made ahead of time (a spare, while runnerd is idle): it holds nothing
@@ -347,6 +368,8 @@ static _Noreturn void reaper_main(int go_fd, int plan_fd, int err_fd, int status
 	close(plan_fd);
 	const struct rd_launch_plan *p = &plan;
 	apply_masks(p, err_fd);
+	if (p->net_none)
+		no_network(err_fd);
 	if (p->pgrp_mode == RD_PGRP_OTHER && setsid() < 0)
 		fail(err_fd, STAGE_SETUP, "setsid", errno);
 
@@ -488,6 +511,7 @@ static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
 	    .userns = p->userns,
 	    .n_masks = (uint32_t)p->n_masks,
 	    .filter_len = p->filter ? p->filter_len : 0,
+	    .net_none = p->net_none,
 	};
 	while (p->argv[w.argc])
 		w.argc++;

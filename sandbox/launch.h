@@ -59,6 +59,9 @@ struct rd_launch_plan {
 	 * NULL for none. */
 	const struct sock_filter *filter;
 	unsigned short filter_len;
+
+	/* A network namespace of its own, with only lo, up (rule "network": "none"). */
+	bool net_none;
 };
 
 struct rd_sandbox {

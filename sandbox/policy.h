@@ -26,6 +26,20 @@ enum rd_seccomp_mode {
 	RD_SECCOMP_NONE,
 };
 
+enum rd_network {
+	RD_NET_INHERIT = 0,
+	RD_NET_HOST, /* the host's network (default) */
+	RD_NET_NONE, /* a network namespace of its own with only lo, up */
+};
+
+/* Per-command sandbox settings; 0 / INHERIT falls back rule -> commands -> sandbox. */
+struct rd_box_opts {
+	enum rd_seccomp_mode seccomp;
+	enum rd_network network;
+	unsigned timeout_s;    /* 0: none */
+	unsigned kill_grace_s; /* after SIGTERM on timeout, before SIGKILL; 0: 5 s */
+};
+
 struct rd_env_config {
 	struct rd_strv base_allow;
 	struct rd_strv deny; /* secret-shaped names: an exact-name allow overrides */
@@ -46,7 +60,7 @@ struct rd_rule {
 	size_t max_keys;     /* 0 = inherit */
 	size_t max_bytes;    /* 0 = inherit */
 	struct rd_strv mask; /* more paths to mask for this rule */
-	enum rd_seccomp_mode seccomp;
+	struct rd_box_opts box;
 	int line, col; /* where the rule starts in its file */
 };
 
@@ -61,7 +75,7 @@ struct rd_profile {
 	struct rd_strv commands_env_deny;
 	struct rd_strv commands_mask;   /* paths masked for every command, on top of sandbox.mask */
 	struct rd_strv commands_unmask; /* entries of sandbox.mask this profile keeps visible */
-	enum rd_seccomp_mode commands_seccomp;
+	struct rd_box_opts commands_box;
 	struct rd_rule *rules;
 	size_t n_rules;
 };
@@ -71,8 +85,8 @@ struct rd_config {
 	char *profiles_dir; /* absolute, or relative to the working directory */
 	char *audit_path;   /* NULL = no audit file */
 	struct rd_env_config env;
-	struct rd_strv mask; /* sandbox.mask: paths no command sees ("~/" = the caller's home) */
-	enum rd_seccomp_mode seccomp; /* sandbox.seccomp */
+	struct rd_strv mask;    /* sandbox.mask: paths no command sees ("~/" = the caller's home) */
+	struct rd_box_opts box; /* sandbox.seccomp, network, timeout_s, kill_grace_s */
 };
 
 void rd_strv_free(struct rd_strv *s);

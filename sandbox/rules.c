@@ -1,5 +1,6 @@
 #include "rules.h"
 #include "glob.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -107,4 +108,32 @@ int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
 	if (r < 0)
 		rd_strv_free(out);
 	return r;
+}
+
+struct rd_box_opts rd_box_resolve(const struct rd_config *cfg, const struct rd_profile *prof,
+                                  const struct rd_rule *rule)
+{
+	const struct rd_box_opts *layers[] = {rule ? &rule->box : NULL, &prof->commands_box,
+	                                      &cfg->box};
+	struct rd_box_opts o = {0};
+	for (size_t i = 0; i < ARRAY_SIZE(layers); i++) {
+		const struct rd_box_opts *l = layers[i];
+		if (!l)
+			continue;
+		if (!o.seccomp)
+			o.seccomp = l->seccomp;
+		if (!o.network)
+			o.network = l->network;
+		if (!o.timeout_s)
+			o.timeout_s = l->timeout_s;
+		if (!o.kill_grace_s)
+			o.kill_grace_s = l->kill_grace_s;
+	}
+	if (!o.seccomp)
+		o.seccomp = RD_SECCOMP_DEFAULT;
+	if (!o.network)
+		o.network = RD_NET_HOST;
+	if (!o.kill_grace_s)
+		o.kill_grace_s = 5;
+	return o;
 }

@@ -289,6 +289,77 @@ def test_seccomp(tmp):
           out.stdout)
 
 
+NET_PROBE = r"""
+import socket, sys
+port = int(sys.argv[1])
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+c = socket.socket(); c.settimeout(3)
+try:
+    c.connect(("127.0.0.1", port)); print("host=reached")
+except OSError:
+    print("host=unreachable")
+print("lo=up")
+"""
+
+
+def test_network_timeout(tmp):
+    import socket
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    port = srv.getsockname()[1]
+    probe = os.path.join(tmp, "probe.py")
+    with open(probe, "w") as f:
+        f.write(NET_PROBE)
+    prof = os.path.join(tmp, "nt.json")
+    with open(prof, "w") as f:
+        json.dump({"version": 1, "name": "nt", "agent": {"env_allow": []},
+                   "commands": {"default": "allow", "kill_grace_s": 1, "rules": [
+                       {"match": {"args": [probe, "**"]}, "action": "allow",
+                        "network": "none"},
+                       {"match": {"path": "sleep"}, "action": "allow", "timeout_s": 1},
+                       {"match": {"path": "sh", "args": ["-c", "*9875*"]}, "action": "allow",
+                        "timeout_s": 1},
+                   ]}}, f)
+    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
+                       if os.environ.get("RUNNERD_CONFIG") else [])
+    script = "\n".join([
+        "%s -c 'import socket; socket.create_connection((\"127.0.0.1\", %d), 3); "
+        "print(\"plain=reached\")'" % (sys.executable, port),
+        "%s %s %d" % (sys.executable, probe, port),
+        "sleep 9874; echo timeout=$?",
+        "sh -c 'trap \"\" TERM; sleep 9875'; echo stubborn=$?",
+    ])
+    t0 = time.monotonic()
+    out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script,
+                                "argv-" + CANARY], env=base_env(), capture_output=True,
+                         text=True, timeout=60)
+    elapsed = time.monotonic() - t0
+    srv.close()
+    lines = out.stdout.splitlines()
+    check("network: a command on the host network reaches a loopback listener",
+          "plain=reached" in lines, out.stdout + out.stderr)
+    check("network: with network none the host's listener is unreachable",
+          "host=unreachable" in lines, out.stdout)
+    check("network: with network none lo is up (a local bind works)", "lo=up" in lines,
+          out.stdout)
+    check("timeout: the caller sees 124", "timeout=124" in lines, out.stdout)
+    check("timeout: a command ignoring SIGTERM is killed after the grace, 124",
+          "stubborn=124" in lines and elapsed < 20, "%s (%.1fs)" % (out.stdout, elapsed))
+    check("timeout: nothing of the command is left (seen from outside)",
+          gone_within("sleep\x009874", 1.0) and gone_within("sleep\x009875", 1.0), "")
+
+
+def test_cmdline(tmp):
+    out = subprocess.run(runnerd_cmd("generic", ["bash", "-c",
+                                                 "cat /proc/1/cmdline | tr '\\0' ' '",
+                                                 "x", "--secret=" + CANARY]),
+                         env=base_env(), capture_output=True, text=True, timeout=60)
+    check("the sandbox's pid 1 does not show runnerd's or the agent's arguments",
+          out.returncode == 0 and CANARY not in out.stdout and "runnerd" in out.stdout,
+          out.stdout + out.stderr)
+
+
 def test_runnerd_environ(tmp):
     ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
     p = subprocess.Popen(runnerd_cmd("claude", ["bash", "-c", "touch %s; while [ ! -e %s ]; "
@@ -375,7 +446,7 @@ def main():
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
     for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp,
-              test_runnerd_environ, test_runnerd_killed, test_caller_killed,
+              test_network_timeout, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
             try:
