@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The integration suites again, as an unprivileged user: the laptop case, where runnerd works
+# through a user namespace. Run as root (as CI does), it creates the user runnerd-ci if it is
+# missing and runs the callers and the security checks as that user, from a copy of the build
+# the user can read. Run by anyone else, the whole suite already ran unprivileged: skip (77).
+# Usage: unprivileged.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1 build=$2
+user=runnerd-ci
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: not root: every suite of this run already ran as uid $(id -u)"
+	[ "${RUNNERD_MUST_WORK:-0}" = 1 ] && { echo "RUNNERD_MUST_WORK=1: a skip is a failure"; exit 1; }
+	exit 77
+fi
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3)
+if ! id "$user" >/dev/null 2>&1; then
+	useradd --create-home --shell /bin/bash "$user"
+	echo "created the user $user for this run"
+fi
+home=$(getent passwd "$user" | cut -d: -f6)
+
+work=$(mktemp -d /tmp/runnerd-unpriv.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/build/tests/integration" "$work/src/tests"
+cp -a "$build/bin" "$build/etc" "$work/build/"
+cp -a "$build/tests/integration/helpers" "$work/build/tests/integration/"
+cp -a "$src/tests/integration" "$work/src/tests/"
+chmod -R a+rX "$work"
+chmod 755 "$work"
+
+run() {
+	su -s /bin/bash "$user" -c "cd '$work' && env -i PATH=/usr/local/bin:/usr/bin:/bin \
+		HOME='$home' LANG=C.UTF-8 RUNNERD='$work/build/bin/runnerd' \
+		HELPERS='$work/build/tests/integration/helpers' RUNNERD_MUST_WORK=1 $*"
+}
+echo "== as $user (uid $(id -u "$user")): callers"
+run "$py '$work/src/tests/integration/harness.py'" | tail -n 12
+echo "== as $user: security"
+run "$py '$work/src/tests/integration/security.py'" | grep -Ev '^ok ' 
