@@ -324,6 +324,17 @@ static void get_box(struct ctx *c, json_t *obj, const char *ptr, struct rd_box_o
 	t = 0;
 	if (get_size(c, obj, ptr, "kill_grace_s", 1, &t) == 0 && t)
 		b->kill_grace_s = t > 3600 ? 3600 : (unsigned)t;
+	char rp[512];
+	json_t *rl = get_object(c, obj, ptr, "rlimits", false, rp, sizeof(rp));
+	if (rl) {
+		static const char *const keys[] = {"nofile", "nproc", "as", "cpu", "fsize", NULL};
+		check_keys(c, rl, rp, keys);
+		for (int k = 0; k < RD_RLIMITS; k++) {
+			size_t lim = 0;
+			if (get_size(c, rl, rp, rd_rlimit_names[k], 1, &lim) == 0)
+				b->rlimit[k] = lim;
+		}
+	}
 }
 
 static int check_version(struct ctx *c, json_t *root)
@@ -429,7 +440,8 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 		json_t *sb = get_object(&c, root, "", "sandbox", false, sbp, sizeof(sbp));
 		if (sb) {
 			static const char *const sandbox_keys[] = {
-			    "mask", "seccomp", "network", "timeout_s", "kill_grace_s", NULL};
+			    "mask",         "seccomp", "network", "timeout_s",
+			    "kill_grace_s", "rlimits", NULL};
 			check_keys(&c, sb, sbp, sandbox_keys);
 			(void)get_strv(&c, sb, sbp, "mask", false, RD_MASK_PATH, &out->mask);
 			get_box(&c, sb, sbp, &out->box);
@@ -462,8 +474,8 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, struct rd_rule *r)
 {
 	static const char *const rule_keys[] = {
-	    "match",   "action",  "env_allow", "env_deny",     "max_keys",    "max_bytes", "mask",
-	    "seccomp", "network", "timeout_s", "kill_grace_s", "description", NULL};
+	    "match",   "action",  "env_allow", "env_deny",     "max_keys", "max_bytes",   "mask",
+	    "seccomp", "network", "timeout_s", "kill_grace_s", "rlimits",  "description", NULL};
 	static const char *const match_keys[] = {"path", "args", NULL};
 	char mp[512], name[512];
 
@@ -517,7 +529,7 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 	static const char *const agent_keys[] = {"env_allow", "extra_env", NULL};
 	static const char *const cmd_keys[] = {"default",   "env_allow",    "env_deny", "rules",
 	                                       "mask",      "unmask",       "seccomp",  "network",
-	                                       "timeout_s", "kill_grace_s", NULL};
+	                                       "timeout_s", "kill_grace_s", "rlimits",  NULL};
 
 	struct rd_error local = {0};
 	if (!err)

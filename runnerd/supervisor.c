@@ -459,6 +459,20 @@ static void handle_exec(struct sup *u, const struct seccomp_notif *n)
 	    .n_masks = masks.n,
 	};
 	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, rule);
+	/* A rule's rlimits are caps: the command gets the lower of the caller's and the rule's. */
+	for (int k = 0; k < RD_RLIMITS; k++) {
+		if (!box.rlimit[k])
+			continue;
+		int res = rd_rlimit_resources[k];
+		rlim_t cap = (rlim_t)box.rlimit[k];
+		if (!t.have_rlim[res])
+			t.rlim[res] = (struct rlimit){RLIM_INFINITY, RLIM_INFINITY};
+		if (t.rlim[res].rlim_cur > cap)
+			t.rlim[res].rlim_cur = cap;
+		if (t.rlim[res].rlim_max > cap)
+			t.rlim[res].rlim_max = cap;
+		t.have_rlim[res] = true;
+	}
 	plan.net_none = box.network == RD_NET_NONE;
 	if (box.seccomp != RD_SECCOMP_NONE) {
 		plan.filter = u->s->cmd_filter.insns;

@@ -2,6 +2,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+
+const char *const rd_rlimit_names[RD_RLIMITS] = {"nofile", "nproc", "as", "cpu", "fsize"};
+const int rd_rlimit_resources[RD_RLIMITS] = {RLIMIT_NOFILE, RLIMIT_NPROC, RLIMIT_AS, RLIMIT_CPU,
+                                             RLIMIT_FSIZE};
 
 void rd_strv_free(struct rd_strv *s)
 {

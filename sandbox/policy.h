@@ -32,8 +32,14 @@ enum rd_network {
 	RD_NET_NONE, /* a network namespace of its own with only lo, up */
 };
 
+/* The rlimits a rule may cap, in this order: nofile, nproc, as, cpu, fsize. */
+#define RD_RLIMITS 5
+extern const char *const rd_rlimit_names[RD_RLIMITS];
+extern const int rd_rlimit_resources[RD_RLIMITS];
+
 /* Per-command sandbox settings; 0 / INHERIT falls back rule -> commands -> sandbox. */
 struct rd_box_opts {
+	unsigned long long rlimit[RD_RLIMITS]; /* caps; 0: none */
 	enum rd_seccomp_mode seccomp;
 	enum rd_network network;
 	unsigned timeout_s;    /* 0: none */

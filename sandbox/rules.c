@@ -128,6 +128,9 @@ struct rd_box_opts rd_box_resolve(const struct rd_config *cfg, const struct rd_p
 			o.timeout_s = l->timeout_s;
 		if (!o.kill_grace_s)
 			o.kill_grace_s = l->kill_grace_s;
+		for (int k = 0; k < RD_RLIMITS; k++)
+			if (!o.rlimit[k])
+				o.rlimit[k] = l->rlimit[k];
 	}
 	if (!o.seccomp)
 		o.seccomp = RD_SECCOMP_DEFAULT;

@@ -350,6 +350,35 @@ def test_network_timeout(tmp):
           gone_within("sleep\x009874", 1.0) and gone_within("sleep\x009875", 1.0), "")
 
 
+def test_rlimits(tmp):
+    prof = os.path.join(tmp, "rl.json")
+    with open(prof, "w") as f:
+        json.dump({"version": 1, "name": "rl", "agent": {"env_allow": []},
+                   "commands": {"default": "allow", "rlimits": {"nofile": 64}, "rules": [
+                       {"match": {"path": "sh", "args": ["-c", "*fsize*"]}, "action": "allow",
+                        "rlimits": {"fsize": 4096, "cpu": 7}}]}}, f)
+    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
+                       if os.environ.get("RUNNERD_CONFIG") else [])
+    script = "\n".join([
+        "sh -c 'echo nofile=$(ulimit -n):$(ulimit -Hn)'",
+        "sh -c ': fsize; echo fsize=$(ulimit -f) cpu=$(ulimit -t); "
+        "head -c 8192 /dev/zero > %s/big 2>/dev/null; echo write=$?'" % tmp,
+        "echo agent=$(ulimit -n)",
+    ])
+    out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script], env=base_env(),
+                         capture_output=True, text=True, timeout=60)
+    got = dict(kv.split("=", 1) for l in out.stdout.split() if "=" in l for kv in [l])
+    check("rlimits: the profile's nofile caps every command (soft and hard)",
+          got.get("nofile") == "64:64", out.stdout + out.stderr)
+    check("rlimits: a rule's caps apply to its commands (fsize 4096 = 8 blocks, cpu 7)",
+          got.get("fsize") == "8" and got.get("cpu") == "7", out.stdout)
+    check("rlimits: a write past fsize fails (SIGXFSZ), the file stays at the cap",
+          got.get("write") not in (None, "0") and
+          os.path.getsize(os.path.join(tmp, "big")) == 4096, out.stdout)
+    check("rlimits: the agent's own limits are untouched", got.get("agent") not in (None, "64"),
+          out.stdout)
+
+
 def test_cmdline(tmp):
     out = subprocess.run(runnerd_cmd("generic", ["bash", "-c",
                                                  "cat /proc/1/cmdline | tr '\\0' ' '",
@@ -446,7 +475,7 @@ def main():
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
     for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp,
-              test_network_timeout, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
+              test_network_timeout, test_rlimits, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
             try:
