@@ -23,6 +23,9 @@ import time
 RUNNERD = os.environ.get("RUNNERD")
 MUST_WORK = os.environ.get("RUNNERD_MUST_WORK") == "1"
 CANARY = "canary-7f3a9e"
+# Marks this run's sleeps: the checks that nothing is left scan every process on the machine,
+# and another run of this file (the unprivileged one) may be going on at the same time.
+RUN = ".%d" % os.getpid()
 PLANTED = {
     "ANTHROPIC_API_KEY": "sk-ant-" + CANARY, "OPENAI_API_KEY": "sk-" + CANARY,
     "GEMINI_API_KEY": CANARY, "DATABASE_URL": "postgres://u:%s@db/x" % CANARY,
@@ -327,8 +330,8 @@ def test_network_timeout(tmp):
         "%s -c 'import socket; socket.create_connection((\"127.0.0.1\", %d), 3); "
         "print(\"plain=reached\")'" % (sys.executable, port),
         "%s %s %d" % (sys.executable, probe, port),
-        "sleep 9874; echo timeout=$?",
-        "sh -c 'trap \"\" TERM; sleep 9875'; echo stubborn=$?",
+        "sleep 9874%s; echo timeout=$?" % RUN,
+        "sh -c 'trap \"\" TERM; sleep 9875%s'; echo stubborn=$?" % RUN,
     ])
     t0 = time.monotonic()
     out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script,
@@ -347,7 +350,7 @@ def test_network_timeout(tmp):
     check("timeout: a command ignoring SIGTERM is killed after the grace, 124",
           "stubborn=124" in lines and elapsed < 20, "%s (%.1fs)" % (out.stdout, elapsed))
     check("timeout: nothing of the command is left (seen from outside)",
-          gone_within("sleep\x009874", 1.0) and gone_within("sleep\x009875", 1.0), "")
+          gone_within("sleep\x009874" + RUN, 1.0) and gone_within("sleep\x009875" + RUN, 1.0), "")
 
 
 def test_rlimits(tmp):
@@ -409,7 +412,7 @@ def test_runnerd_environ(tmp):
 AGENT_FAULT = r"""
 import os, subprocess, sys, time
 tmp = sys.argv[1]
-cmd = subprocess.Popen(["sleep", "9871"])
+cmd = subprocess.Popen(["sleep", "9871" + sys.argv[2]])
 open(os.path.join(tmp, "ready"), "w").close()
 while not os.path.exists(os.path.join(tmp, "go")):
     time.sleep(0.02)
@@ -428,7 +431,7 @@ def test_runnerd_killed(tmp):
     with open(agent, "w") as f:
         f.write(AGENT_FAULT)
     py = sys.executable
-    p = subprocess.Popen(runnerd_cmd("generic", [py, agent, tmp]), env=base_env(),
+    p = subprocess.Popen(runnerd_cmd("generic", [py, agent, tmp, RUN]), env=base_env(),
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ok = wait_file(os.path.join(tmp, "ready"), 20)
     check("fault: agent started its command", ok)
@@ -436,7 +439,7 @@ def test_runnerd_killed(tmp):
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     check("fault: runnerd SIGKILLed -> its commands are gone within a second",
-          gone_within("sleep\x009871", 1.0), "sleep 9871 still running")
+          gone_within("sleep\x009871" + RUN, 1.0), "sleep 9871 still running")
     open(os.path.join(tmp, "go"), "w").close()
     wait_file(os.path.join(tmp, "result"), 20)
     try:
@@ -449,7 +452,7 @@ def test_runnerd_killed(tmp):
 
 def test_caller_killed(tmp):
     script = (r"import subprocess, os, signal, time, sys;"
-              r"p = subprocess.Popen(['sleep', '9872']); time.sleep(0.5);"
+              r"p = subprocess.Popen(['sleep', '9872%s']); time.sleep(0.5);" % RUN +
               r"os.kill(p.pid, signal.SIGKILL); print(p.wait()); sys.stdout.flush();"
               r"time.sleep(3)")
     p = subprocess.Popen(runnerd_cmd("generic", [sys.executable, "-c", script]),
@@ -457,17 +460,17 @@ def test_caller_killed(tmp):
     first = p.stdout.readline().strip()
     check("fault: the killed caller reports -9", first == "-9", first)
     check("fault: caller SIGKILLed mid-command -> the command is gone within a second",
-          gone_within("sleep\x009872", 1.0), "sleep 9872 still running")
+          gone_within("sleep\x009872" + RUN, 1.0), "sleep 9872 still running")
     p.wait(timeout=30)
 
 
 def test_agent_exits(tmp):
-    out = subprocess.run(runnerd_cmd("generic", ["bash", "-c", "sleep 9873 & sleep 0.3; exit 5"]),
+    out = subprocess.run(runnerd_cmd("generic", ["bash", "-c", "sleep 9873%s & sleep 0.3; exit 5" % RUN]),
                          env=base_env(), timeout=60)
     check("fault: runnerd exits with the agent's status", out.returncode == 5,
           str(out.returncode))
     check("fault: the agent exits while a command runs -> the command is gone",
-          gone_within("sleep\x009873", 1.0), "sleep 9873 still running")
+          gone_within("sleep\x009873" + RUN, 1.0), "sleep 9873 still running")
 
 
 def main():
