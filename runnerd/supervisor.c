@@ -52,6 +52,7 @@ struct cmd {
 	int timer_fd;          /* timeout_s: -1 if none */
 	unsigned kill_grace_s; /* from SIGTERM to SIGKILL */
 	bool timed_out;        /* SIGTERM sent for the timeout: the caller sees 124 */
+	const char *killed; /* why runnerd killed the sandbox, for the audit; NULL if it did not */
 	bool reaped, status_known, joined_pgrp;
 	int status;
 	struct timespec start;
@@ -185,6 +186,7 @@ static void cmd_abort(struct sup *u, struct cmd *c, const char *why)
 	if (c->state < C_RUNNING)
 		kill(c->tid, SIGKILL);
 	c->state = C_ABORTED;
+	c->killed = "its handoff failed";
 	kill_sandbox(c);
 	rd_audit(
 	    u->s->audit, "handoff_failed",
@@ -727,6 +729,10 @@ static void handle_status(struct sup *u, struct cmd *c)
 		json_object_set_new(f, "signal", json_string(sigabbrev_np(WTERMSIG(real)) ?: "?"));
 	if (c->timed_out)
 		json_object_set_new(f, "reason", json_string("timeout"));
+	else if (c->killed) {
+		json_object_set_new(f, "reason", json_string("killed"));
+		json_object_set_new(f, "killed_because", json_string(c->killed));
+	}
 	rd_audit(u->s->audit, "exit", f);
 	send_exit(c);
 	cmd_free_if_done(u, c);
@@ -767,8 +773,10 @@ static void handle_ctl(struct sup *u, struct cmd *c)
 	/* EOF or garbage: the stub is gone (the caller was killed, or it exited after EXIT).
 	 * A command whose caller is gone must not run on. */
 	unwatch(u, &c->ctl_fd);
-	if (!c->status_known)
+	if (!c->status_known) {
+		c->killed = "its caller died";
 		kill_sandbox(c);
+	}
 	cmd_free_if_done(u, c);
 }
 
@@ -883,8 +891,15 @@ int rd_supervise(struct rd_session *s)
 		}
 	}
 	/* The agent is gone: so is every command it started. */
-	for (struct cmd *c = u.cmds; c; c = c->next)
+	for (struct cmd *c = u.cmds; c; c = c->next) {
+		if (c->status_known)
+			continue;
 		kill_sandbox(c);
+		rd_audit(s->audit, "exit",
+		         json_pack("{s:I, s:f, s:s, s:s}", "id", (json_int_t)c->id, "duration_ms",
+		                   ms_since(&c->start), "reason", "killed", "killed_because",
+		                   "the agent exited"));
+	}
 	if (u.spare.reaper >= 0) {
 		kill(u.spare.reaper, SIGKILL);
 		rd_sandbox_close(&u.spare);

@@ -455,22 +455,32 @@ def test_caller_killed(tmp):
               r"p = subprocess.Popen(['sleep', '9872%s']); time.sleep(0.5);" % RUN +
               r"os.kill(p.pid, signal.SIGKILL); print(p.wait()); sys.stdout.flush();"
               r"time.sleep(3)")
-    p = subprocess.Popen(runnerd_cmd("generic", [sys.executable, "-c", script]),
-                         env=base_env(), stdout=subprocess.PIPE, text=True)
+    log = os.path.join(tmp, "audit.jsonl")
+    cmd = runnerd_cmd("generic", [sys.executable, "-c", script])
+    cmd[1:1] = ["--audit", log]
+    p = subprocess.Popen(cmd, env=base_env(), stdout=subprocess.PIPE, text=True)
     first = p.stdout.readline().strip()
     check("fault: the killed caller reports -9", first == "-9", first)
     check("fault: caller SIGKILLed mid-command -> the command is gone within a second",
           gone_within("sleep\x009872" + RUN, 1.0), "sleep 9872 still running")
     p.wait(timeout=30)
+    exits = [json.loads(l) for l in open(log) if '"exit"' in l]
+    check("fault: the audit says the command was killed because its caller died",
+          any(e.get("killed_because") == "its caller died" for e in exits), repr(exits))
 
 
 def test_agent_exits(tmp):
-    out = subprocess.run(runnerd_cmd("generic", ["bash", "-c", "sleep 9873%s & sleep 0.3; exit 5" % RUN]),
-                         env=base_env(), timeout=60)
+    log = os.path.join(tmp, "audit.jsonl")
+    cmd = runnerd_cmd("generic", ["bash", "-c", "sleep 9873%s & sleep 0.3; exit 5" % RUN])
+    cmd[1:1] = ["--audit", log]
+    out = subprocess.run(cmd, env=base_env(), timeout=60)
     check("fault: runnerd exits with the agent's status", out.returncode == 5,
           str(out.returncode))
     check("fault: the agent exits while a command runs -> the command is gone",
           gone_within("sleep\x009873" + RUN, 1.0), "sleep 9873 still running")
+    exits = [json.loads(l) for l in open(log) if '"exit"' in l]
+    check("fault: the audit says the command was killed because the agent exited",
+          any(e.get("killed_because") == "the agent exited" for e in exits), repr(exits))
 
 
 def main():
