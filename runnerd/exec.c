@@ -1,0 +1,447 @@
+/* The exec path of the supervisor: read a trapped exec, decide, launch its command in a
+ * sandbox, and start the handoff of its caller to the stub. */
+#include "envpolicy.h"
+#include "handoff.h"
+#include "reader.h"
+#include "resolve.h"
+#include "rules.h"
+#include "stub_proto.h"
+#include "sup_internal.h"
+#include "syscalls.h"
+#include "task.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+
+static const char *errno_name(int e)
+{
+	const char *n = strerrorname_np(e);
+	return n ? n : "E?";
+}
+
+/* The audit line of a refusal: which exec, the errno its caller gets, and why. */
+static void audit_refusal(struct sup *u, uint64_t id, pid_t tid, const char *path, int e,
+                          const char *why)
+{
+	rd_audit(u->s->audit, "refused",
+	         json_pack("{s:I, s:i, s:s?, s:s, s:i, s:s}", "id", (json_int_t)id, "tid", tid,
+	                   "path", path, "errno", errno_name(e), "errno_num", e, "reason", why));
+}
+
+/* A refusal: the caller's exec fails with e, one audit line says why. */
+static void refuse(struct sup *u, uint64_t notif_id, uint64_t id, pid_t tid, const char *path,
+                   int e, const char *why)
+{
+	audit_refusal(u, id, tid, path, e, why);
+	rd_sup_log(u, "exec %llu (task %d, %s) refused with %s: %s", (unsigned long long)id, tid,
+	           path ? path : "?", errno_name(e), why);
+	rd_notif_reply(u->listener, notif_id, -e, false);
+}
+
+/* Give back a task runnerd seized but will not hand off: stop it, answer its exec with e,
+ * detach. */
+static void release(struct sup *u, pid_t tid, uint64_t notif_id, int e)
+{
+	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+	rd_notif_reply(u->listener, notif_id, -e, false);
+	int st;
+	if (waitpid(tid, &st, __WALL) == tid && WIFSTOPPED(st))
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+}
+
+static json_t *json_strv(char *const *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]) ?: json_string("(not UTF-8)"));
+	return a;
+}
+
+static json_t *json_env(const struct rd_env_result *env)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < env->n_verdicts; i++) {
+		const struct rd_env_verdict *v = &env->verdicts[i];
+		json_array_append_new(
+		    a, json_pack("{s:o, s:b, s:s}", "name",
+		                 v->name_len ? json_stringn(v->entry, v->name_len) : json_null(),
+		                 "passed", v->passed, "reason", rd_env_reason_str(v->reason)));
+	}
+	return a;
+}
+
+/* The caller must live in runnerd's root and mount namespace: the sandbox is cut from
+ * runnerd's view, and resolving a path in one view to run it in another would be wrong. */
+static bool same_view(struct sup *u, pid_t tid)
+{
+	char p[64];
+	struct stat st;
+	snprintf(p, sizeof(p), "/proc/%d/root", tid);
+	if (stat(p, &st) < 0 || st.st_dev != u->root_st.st_dev || st.st_ino != u->root_st.st_ino)
+		return false;
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", tid);
+	return stat(p, &st) == 0 && st.st_ino == u->mntns;
+}
+
+/* The caller's home from the password database: its HOME variable is the caller's to set, and
+ * a mask must not move where the caller points it. NULL if the uid has no entry. */
+static const char *caller_home(struct sup *u, uid_t uid)
+{
+	if (u->home && u->home_uid == uid)
+		return u->home;
+	char buf[4096];
+	struct passwd pw, *res = NULL;
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res || !res->pw_dir ||
+	    res->pw_dir[0] != '/')
+		return NULL;
+	free(u->home);
+	u->home = strdup(res->pw_dir);
+	u->home_uid = uid;
+	return u->home;
+}
+
+void rd_sup_make_spare(struct sup *u)
+{
+	struct rd_error err = {0};
+	if (u->spare.reaper >= 0 || u->spare_failed)
+		return;
+	if (rd_sandbox_spare(u->userns, &u->spare, &err) < 0) {
+		/* Each exec then makes its own sandbox; say why once. */
+		fprintf(stderr, "runnerd: %s\n", err.msg);
+		u->spare_failed = true;
+	}
+}
+
+void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
+{
+	const struct seccomp_data *d = &n->data;
+	uint64_t id = ++u->next_id;
+	pid_t tid = (pid_t)n->pid;
+	struct rd_error err = {0};
+	/* Declared before the first goto: cleanup attributes must never see garbage. */
+	struct rd_env_result env = {0};
+	struct rd_strings strs = {0};
+	struct rd_target tg = {.own_fd = -1, .caller_fd = -1};
+	_cleanup_free_ struct rd_fd_map *map = NULL;
+	struct rd_strv masks = {0};
+
+	if (!rd_arch_native(d)) {
+		refuse(u, n->id, id, tid, NULL, EPERM,
+		       "32-bit (i386 or x32) exec is not supported");
+		return;
+	}
+	bool at = rd_arch_is_execveat(d);
+	uint64_t path_addr = d->args[at ? 1 : 0], argv_addr = d->args[at ? 2 : 1];
+	uint64_t envp_addr = d->args[at ? 3 : 2];
+	int dirfd = at ? (int)d->args[0] : AT_FDCWD;
+	int flags = at ? (int)d->args[4] : 0;
+	struct rd_mem mem = {rd_mem_read_task, (void *)(intptr_t)tid};
+
+	_cleanup_free_ char *path = NULL;
+	size_t plen = 0;
+	int r = rd_read_path(&mem, path_addr, &path, &plen);
+	if (r < 0) {
+		/* EFAULT, ENAMETOOLONG: the caller's own error, as the kernel would say it. */
+		rd_notif_reply(u->listener, n->id, r == -ESRCH ? -ENOENT : r, false);
+		return;
+	}
+	struct rd_task t;
+	if (rd_task_open(tid, &t, &err) < 0) {
+		refuse(u, n->id, id, tid, path, EPERM, err.msg);
+		rd_task_free(&t);
+		return;
+	}
+	if (!same_view(u, tid)) {
+		refuse(u, n->id, id, tid, path, EPERM,
+		       "the caller has its own root or mount namespace, which runnerd does not "
+		       "support");
+		rd_task_free(&t);
+		return;
+	}
+	r = rd_resolve(&t, dirfd, path, flags, &tg, &err);
+	if (r < 0) {
+		/* A miss such as one PATH entry of an execvp search: answered, not audited. */
+		rd_sup_log(u, "exec %llu (task %d) %s: %s", (unsigned long long)id, tid, path,
+		           errno_name(-r));
+		rd_notif_reply(u->listener, n->id, r, false);
+		rd_target_free(&tg);
+		rd_task_free(&t);
+		return;
+	}
+
+	struct rlimit stack = {RLIM_INFINITY, RLIM_INFINITY}, nofile = {1024, 1024};
+	prlimit(t.tgid, RLIMIT_STACK, NULL, &stack);
+	prlimit(t.tgid, RLIMIT_NOFILE, NULL, &nofile);
+	/* The kernel copies the filename first: "/dev/fd/N[/path]" for an fd-relative exec. */
+	size_t fname = (dirfd == AT_FDCWD || path[0] == '/') ? plen + 1 : plen + 1 + 20;
+	size_t limit = rd_exec_arg_limit(stack.rlim_cur);
+	r = fname < limit
+	        ? rd_read_strings(&mem, argv_addr, envp_addr, 8, limit - fname, &strs, &err)
+	        : -E2BIG;
+	if (r < 0 || ioctl(u->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+		/* An error of the caller's own making, or the caller is gone: either way, no
+		 * command. Only the copy taken before ID_VALID is ever used. */
+		if (r < 0)
+			rd_notif_reply(u->listener, n->id, r, false);
+		goto out;
+	}
+
+	/* The decision: the first rule that matches, else commands.default. */
+	struct rd_exec_subject subject = {path, tg.resolved, strs.argv, strs.argc};
+	const struct rd_rule *rule = rd_rule_match(u->s->prof, &subject);
+	enum rd_action action = rule ? rule->action : u->s->prof->commands_default;
+	r = rd_env_build(&u->s->cfg->env, u->s->prof, RD_ENV_COMMAND, rule, strs.envp, &env, &err);
+	if (r < 0) {
+		refuse(u, n->id, id, tid, path, -r, err.msg);
+		goto out;
+	}
+	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
+	 * agent itself over to the sandbox; worth knowing when reading the log. */
+	bool is_agent = t.tgid == u->s->agent.pid;
+	if (is_agent)
+		rd_sup_log(
+		    u,
+		    "exec %llu: the agent's own process exec'd %s: it continues as a sandboxed "
+		    "command, its own execs no longer intercepted",
+		    (unsigned long long)id, path);
+	json_t *ev = json_pack("{s:I, s:i, s:s, s:s?, s:o, s:o, s:o, s:s, s:b}", "id",
+	                       (json_int_t)id, "tid", tid, "path", path, "resolved", tg.resolved,
+	                       "argv", json_strv(strs.argv, strs.argc), "env", json_env(&env),
+	                       "rule", rule ? json_integer((json_int_t)rule->index) : json_null(),
+	                       "action", rd_action_str(action), "caller_is_agent", is_agent);
+	if (rd_audit(u->s->audit, "exec", ev) < 0) {
+		refuse(u, n->id, id, tid, path, EPERM, "the audit log cannot be written");
+		goto out_env;
+	}
+	if (action != RD_ACTION_ALLOW) {
+		char why[160];
+		if (!rule)
+			snprintf(why, sizeof(why), "commands.default is deny");
+		else if (action == RD_ACTION_DENY)
+			snprintf(why, sizeof(why), "commands.rules[%zu] denies it", rule->index);
+		else
+			snprintf(why, sizeof(why),
+			         "commands.rules[%zu] asks for approval, which this version of "
+			         "runnerd cannot obtain: refused",
+			         rule->index);
+		if (action == RD_ACTION_ASK && !u->warned_ask) {
+			fprintf(stderr, "runnerd: %s\n", why);
+			u->warned_ask = true;
+		}
+		refuse(u, n->id, id, tid, path, EACCES, why);
+		goto out_env;
+	}
+	if (u->userns &&
+	    (t.uid[0] != geteuid() || t.uid[1] != geteuid() || t.uid[2] != geteuid() ||
+	     t.gid[0] != getegid() || t.gid[1] != getegid() || t.gid[2] != getegid())) {
+		refuse(u, n->id, id, tid, path, EPERM,
+		       "the caller's uid or gid differs from runnerd's, which an unprivileged "
+		       "runnerd cannot reproduce");
+		goto out_env;
+	}
+
+	/* Seize before anything starts: a task that cannot be traced never starts a command. */
+	r = rd_handoff_seize(tid);
+	if (r < 0) {
+		if (!u->warned_ptrace)
+			fprintf(
+			    stderr,
+			    "runnerd: cannot ptrace the agent's processes (%s): every command "
+			    "fails with EPERM. Is the agent already traced, or ptrace forbidden "
+			    "(kernel.yama.ptrace_scope = 3)?\n",
+			    strerror(-r));
+		u->warned_ptrace = true;
+		refuse(u, n->id, id, tid, path, EPERM, "the caller cannot be traced");
+		goto out_env;
+	}
+	if (rd_task_snapshot(&t, &err) < 0) {
+		audit_refusal(u, id, tid, path, EPERM, err.msg);
+		release(u, tid, n->id, EPERM);
+		goto out_env;
+	}
+	rd_target_bind(&t, &tg);
+
+	const char *home = caller_home(u, t.uid[0]);
+	if (!home || rd_mask_list(u->s->cfg, u->s->prof, rule, home, &masks) < 0) {
+		audit_refusal(u, id, tid, path, EPERM,
+		              home ? "out of memory"
+		                   : "the caller's uid has no home directory "
+		                     "in the password database, so ~/ masks "
+		                     "cannot be placed");
+		release(u, tid, n->id, EPERM);
+		goto out_env;
+	}
+	map = calloc(t.n_fds + 1, sizeof(*map));
+	if (!map) {
+		release(u, tid, n->id, ENOMEM);
+		goto out_env;
+	}
+	for (size_t i = 0; i < t.n_fds; i++)
+		map[i] = (struct rd_fd_map){.fd = t.fds[i].fd, .target = t.fds[i].target};
+	struct rd_launch_plan plan = {
+	    .exec_fd = tg.exec_fd,
+	    .exec_fd_is_target = tg.exec_fd_is_target,
+	    .exec_path = tg.exec_path,
+	    .exec_flags = tg.exec_flags,
+	    .argv = strs.argv,
+	    .envp = env.envp,
+	    .fds = map,
+	    .n_fds = t.n_fds,
+	    .cwd_fd = t.cwd_fd,
+	    .uid = {t.uid[0], t.uid[1], t.uid[2]},
+	    .gid = {t.gid[0], t.gid[1], t.gid[2]},
+	    .groups = t.groups,
+	    .n_groups = t.n_groups,
+	    .umask = t.umask,
+	    .sig_ignored = t.sig_ignored,
+	    .sig_blocked = t.sig_blocked,
+	    .rlim = t.rlim,
+	    .have_rlim = t.have_rlim,
+	    .pgrp_mode = t.sid == t.tgid    ? RD_PGRP_SESSION
+	                 : t.pgid == t.tgid ? RD_PGRP_OWN
+	                 : t.sid == u->sid  ? RD_PGRP_JOIN
+	                                    : RD_PGRP_OTHER,
+	    .join_pgid = t.pgid,
+	    .userns = u->userns,
+	    .masks = masks.v,
+	    .n_masks = masks.n,
+	};
+	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, rule);
+	/* A rule's rlimits are caps: the command gets the lower of the caller's and the rule's. */
+	for (int k = 0; k < RD_RLIMITS; k++) {
+		if (!box.rlimit[k])
+			continue;
+		int res = rd_rlimit_resources[k];
+		rlim_t cap = (rlim_t)box.rlimit[k];
+		if (!t.have_rlim[res])
+			t.rlim[res] = (struct rlimit){RLIM_INFINITY, RLIM_INFINITY};
+		if (t.rlim[res].rlim_cur > cap)
+			t.rlim[res].rlim_cur = cap;
+		if (t.rlim[res].rlim_max > cap)
+			t.rlim[res].rlim_max = cap;
+		t.have_rlim[res] = true;
+	}
+	plan.net_none = box.network == RD_NET_NONE;
+	if (box.seccomp != RD_SECCOMP_NONE) {
+		plan.filter = u->s->cmd_filter.insns;
+		plan.filter_len = u->s->cmd_filter.len;
+	}
+	struct cmd *c = calloc(1, sizeof(*c));
+	if (!c) {
+		release(u, tid, n->id, ENOMEM);
+		goto out_env;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	c->sb = u->spare;
+	u->spare = RD_SANDBOX_NONE;
+	r = rd_sandbox_start(&plan, &c->sb, &err);
+	int exec_errno = 0;
+	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
+	 * the fd itself. Below the control fd when that number is free. If the command's exec
+	 * then fails, the caller keeps this O_CLOEXEC fd until its next exec. */
+	c->ctl_target = RD_STUB_CONTROL_FD(nofile.rlim_cur);
+	char probe[64];
+	snprintf(probe, sizeof(probe), "/proc/%d/fd/%d", tid, c->ctl_target - 1);
+	int want = c->ctl_target > 3 && access(probe, F_OK) < 0 ? c->ctl_target - 1 : -1;
+	if (r == 0 && rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, want, &c->stub_in_task,
+	                                  &err) < 0) {
+		rd_sandbox_destroy(&c->sb);
+		r = -EPERM;
+	}
+	if (r == 0)
+		r = rd_sandbox_wait_exec(&c->sb, &exec_errno, &err);
+	if (r < 0) {
+		if (exec_errno) {
+			/* The command's own exec failed: exactly the caller's errno. */
+			rd_audit(u->s->audit, "exec_failed",
+			         json_pack("{s:I, s:i, s:s, s:i, s:s}", "id", (json_int_t)id, "tid",
+			                   tid, "errno", errno_name(exec_errno), "errno_num",
+			                   exec_errno, "reason", err.msg));
+			release(u, tid, n->id, exec_errno);
+		} else {
+			audit_refusal(u, id, tid, path, EPERM, err.msg);
+			fprintf(stderr, "runnerd: exec %llu (%s): %s\n", (unsigned long long)id,
+			        path, err.msg);
+			release(u, tid, n->id, EPERM);
+		}
+		free(c);
+		goto out_env;
+	}
+	c->id = id;
+	c->tid = tid;
+	c->tgid = t.tgid;
+	c->joined_pgrp = plan.pgrp_mode == RD_PGRP_JOIN;
+	c->argv_addr = argv_addr;
+	c->empty_path = path_addr + plen;
+	c->ctl_fd = -1;
+
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		audit_refusal(u, id, tid, path, EPERM, strerror(errno));
+		rd_sandbox_destroy(&c->sb);
+		free(c);
+		release(u, tid, n->id, EPERM);
+		goto out_env;
+	}
+	c->ctl_fd = sv[0];
+	c->timer_fd = -1;
+	c->kill_grace_s = box.kill_grace_s;
+	if (box.timeout_s) {
+		/* timeout_s: SIGTERM to the sandbox's pid 1 at expiry, SIGKILL after the grace. */
+		c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		struct itimerspec its = {.it_value = {.tv_sec = box.timeout_s}};
+		if (c->timer_fd >= 0 && timerfd_settime(c->timer_fd, 0, &its, NULL) == 0) {
+			c->timer_src = (struct src){SRC_TIMER, c};
+			rd_sup_watch(u, c->timer_fd, &c->timer_src);
+		} else {
+			/* No timer, no command: a limit that cannot be kept is not dropped. */
+			if (c->timer_fd >= 0)
+				close(c->timer_fd);
+			c->timer_fd = -1;
+			audit_refusal(u, id, tid, path, EPERM, "cannot arm the command's timeout");
+			close(sv[0]);
+			close(sv[1]);
+			rd_sandbox_destroy(&c->sb);
+			free(c);
+			release(u, tid, n->id, EPERM);
+			goto out_env;
+		}
+	}
+	c->next = u->cmds;
+	u->cmds = c;
+	c->status_src = (struct src){SRC_STATUS, c};
+	c->ctl_src = (struct src){SRC_CTL, c};
+	rd_sup_watch(u, c->sb.status_fd, &c->status_src);
+	rd_sup_watch(u, c->ctl_fd, &c->ctl_src);
+
+	/* Interrupt first, then answer (the control socket's ADDFD answers the call): the stop
+	 * comes as the exec returns, before any signal is dequeued, so the registers there are
+	 * the syscall's. */
+	c->state = C_STOPPING;
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
+		rd_notif_reply(u->listener, n->id, -EPERM, false);
+		rd_sup_cmd_abort(u, c, "PTRACE_INTERRUPT failed");
+	} else if (rd_handoff_send_ctl(u->listener, n->id, sv[1], c->ctl_target, &err) < 0) {
+		rd_notif_reply(u->listener, n->id, -EPERM, false);
+		rd_sup_cmd_abort(u, c, err.msg);
+	}
+	close(sv[1]);
+	/* The next command's sandbox, now: this one's command is already running, and what its
+	 * caller waits for is its end, not the rest of this handoff. */
+	rd_sup_make_spare(u);
+out_env:
+	rd_strv_free(&masks);
+	rd_env_result_free(&env);
+out:
+	rd_strings_free(&strs);
+	rd_target_free(&tg);
+	rd_task_free(&t);
+}
