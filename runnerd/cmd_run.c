@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -86,7 +87,11 @@ static char *stub_path(void)
 	return NULL;
 }
 
-/* The stub runs inside every caller: it must be the file we think it is. */
+/* The stub runs inside every caller, outside any sandbox: what callers exec must be exactly
+ * what runnerd read at startup. A command could otherwise rewrite the file (the caller's own
+ * user may own it) between two handoffs, and dev+ino would not notice. So the stub is copied
+ * into a memfd sealed against every change, reopened read-only (an exec refuses a file that
+ * is open for writing), and that is what runnerd injects and checks at each exec event. */
 static int open_stub(struct rd_error *err)
 {
 	_cleanup_free_ char *path = stub_path();
@@ -94,19 +99,31 @@ static int open_stub(struct rd_error *err)
 		return rd_error_set(err, ENOENT,
 		                    "runnerd-stub not found next to the runnerd binary (nor in "
 		                    "../libexec/runnerd/): reinstall runnerd");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
+	if (src < 0 || fstat(src, &st) < 0)
 		return rd_error_set(err, errno, "%s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
-	    (st.st_uid != 0 && st.st_uid != geteuid())) {
-		close(fd);
-		return rd_error_set(err, EPERM,
-		                    "%s: must be a regular file owned by root or by you and not "
-		                    "writable by others",
-		                    path);
-	}
-	return fd;
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > (1 << 20))
+		return rd_error_set(err, EINVAL, "%s: not a plausible stub", path);
+	_cleanup_close_ int mfd = memfd_create("runnerd-stub", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		return rd_error_set(err, errno, "memfd_create: %s", strerror(errno));
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(src, buf, sizeof(buf))) > 0)
+		if (write(mfd, buf, (size_t)n) != n)
+			return rd_error_set(err, EIO, "copying the stub: %s", strerror(errno));
+	if (n < 0)
+		return rd_error_set(err, errno, "reading %s: %s", path, strerror(errno));
+	if (fchmod(mfd, 0555) < 0 ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return rd_error_set(err, errno, "sealing the stub: %s", strerror(errno));
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", mfd);
+	int ro = open(self, O_RDONLY | O_CLOEXEC);
+	if (ro < 0)
+		return rd_error_set(err, errno, "reopening the stub: %s", strerror(errno));
+	return ro;
 }
 
 /* The agent died by a signal: so does runnerd, so that whoever started runnerd sees what it

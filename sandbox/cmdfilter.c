@@ -5,6 +5,7 @@
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -96,6 +97,13 @@ int rd_cmdfilter_build(struct rd_bpf *out, struct rd_error *err)
 	}
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	/* Typing into the terminal: TIOCSTI pushes input into the tty the agent reads, which
+	 * would run outside the sandbox; TIOCLINUX can do the same on a console. The kernel
+	 * takes the request as 32 bits, so compare only those (high bits must not slip by). */
+	static const unsigned long tty_inject[] = {TIOCSTI, TIOCLINUX};
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(tty_inject); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+		                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, tty_inject[i]));
 	if (r < 0) {
 		seccomp_release(ctx);
 		return rd_error_set(err, -r, "building the command filter: %s", strerror(-r));

@@ -392,6 +392,25 @@ def test_cmdline(tmp):
           out.stdout + out.stderr)
 
 
+def test_tiocsti(tmp):
+    """Under a real terminal (script(1) gives one), a command must not type into it."""
+    probe = ("import fcntl, termios\n"
+             "try:\n"
+             "    fcntl.ioctl(open('/dev/tty'), termios.TIOCSTI, b'x'); print('tiocsti=typed')\n"
+             "except OSError as e:\n"
+             "    print('tiocsti=errno', e.errno)\n")
+    path = os.path.join(tmp, "tiocsti.py")
+    with open(path, "w") as f:
+        f.write(probe)
+    agent = "%s -c 'import subprocess; subprocess.run([\"%s\", \"%s\"])'" % (
+        sys.executable, sys.executable, path)
+    cmd = " ".join(runnerd_cmd("generic", ["sh", "-c", '"%s"' % agent.replace('"', '\\"')]))
+    out = subprocess.run(["script", "-qec", cmd, "/dev/null"], env=base_env(),
+                         capture_output=True, text=True, timeout=60)
+    check("seccomp: TIOCSTI (typing into the agent's terminal) fails with EPERM",
+          "tiocsti=errno 1" in out.stdout, out.stdout + out.stderr)
+
+
 def test_runnerd_environ(tmp):
     ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
     p = subprocess.Popen(runnerd_cmd("claude", ["bash", "-c", "touch %s; while [ ! -e %s ]; "
@@ -487,7 +506,7 @@ def main():
     if not RUNNERD or not os.access(RUNNERD, os.X_OK):
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
-    for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp,
+    for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
               test_network_timeout, test_rlimits, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
