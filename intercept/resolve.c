@@ -56,6 +56,20 @@ static int check_file(int fd, struct rd_target *out)
 	return 0;
 }
 
+/* Whether the file starts as an ELF binary does (read through runnerd's own O_PATH fd). */
+static bool is_elf(int opath_fd)
+{
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", opath_fd);
+	_cleanup_close_ int fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	unsigned char m[4];
+	return fd >= 0 && pread(fd, m, sizeof(m), 0) == (ssize_t)sizeof(m) &&
+	       memcmp(m,
+	              "\x7f"
+	              "ELF",
+	              4) == 0;
+}
+
 /* "/dev/fd/N", "/proc/self/fd/N", "/proc/thread-self/fd/N", "/dev/stdin" ...: the caller's
  * fd N, which the sandbox (fresh /proc, other pid) cannot name by that path. */
 static int caller_fd_path(const char *path)
@@ -155,7 +169,10 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 	int r = check_file(fd, out);
 	if (r < 0)
 		return r;
-	if (open_path == proc_path) {
+	/* A binary runs from the very file the decision was made on: by its fd, so no rename
+	 * between now and the sandbox's exec can swap it. A script must keep its name (its
+	 * interpreter opens it, and $0 is that name): the sandbox checks dev+ino just before. */
+	if (open_path == proc_path || is_elf(fd)) {
 		out->exec_fd = fd;
 		out->exec_path = "";
 		out->exec_flags = AT_EMPTY_PATH;

@@ -313,6 +313,8 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	    .userns = u->userns,
 	    .masks = masks.v,
 	    .n_masks = masks.n,
+	    .expect_dev = tg.exec_flags & AT_EMPTY_PATH ? 0 : tg.dev,
+	    .expect_ino = tg.exec_flags & AT_EMPTY_PATH ? 0 : tg.ino,
 	};
 	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, rule);
 	/* A rule's rlimits are caps: the command gets the lower of the caller's and the rule's. */

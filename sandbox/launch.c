@@ -137,6 +137,16 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 		if (p->have_rlim[res])
 			setrlimit(res, &p->rlim[res]);
 
+	/* The file the decision was made on, still under this name? A rename in between must
+	 * not swap in another program (and with it the rule's grants). */
+	if (p->expect_ino) {
+		struct stat st;
+		int at = exec_fd == AT_FDCWD ? AT_FDCWD : exec_fd;
+		if (fstatat(at, p->exec_path, &st, p->exec_flags & AT_SYMLINK_NOFOLLOW) < 0 ||
+		    st.st_dev != p->expect_dev || st.st_ino != p->expect_ino)
+			fail(err_fd, STAGE_SETUP,
+			     "the file changed between the decision and the exec", EAGAIN);
+	}
 	/* The mask, exactly, for the same reason: glibc's sigprocmask drops 32 and 33. */
 	uint64_t mask = p->sig_blocked;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof(mask));
@@ -163,6 +173,7 @@ struct plan_wire {
 	uint32_t n_masks;    /* their paths follow envp's strings */
 	uint32_t filter_len; /* BPF instructions, after the groups */
 	uint8_t net_none;
+	uint64_t expect_dev, expect_ino;
 };
 
 #define FDS_PER_MSG 250
@@ -284,6 +295,8 @@ __attribute__((noinline)) static void receive_plan(int sock, int err_fd, struct 
 	    .filter = w->filter_len ? filter : NULL,
 	    .filter_len = (unsigned short)w->filter_len,
 	    .net_none = w->net_none,
+	    .expect_dev = (dev_t)w->expect_dev,
+	    .expect_ino = (ino_t)w->expect_ino,
 	};
 }
 
@@ -512,6 +525,8 @@ static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
 	    .n_masks = (uint32_t)p->n_masks,
 	    .filter_len = p->filter ? p->filter_len : 0,
 	    .net_none = p->net_none,
+	    .expect_dev = p->expect_dev,
+	    .expect_ino = p->expect_ino,
 	};
 	while (p->argv[w.argc])
 		w.argc++;

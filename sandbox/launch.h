@@ -62,6 +62,11 @@ struct rd_launch_plan {
 
 	/* A network namespace of its own, with only lo, up (rule "network": "none"). */
 	bool net_none;
+
+	/* For an exec by path: the file the decision was made on. The command refuses to exec
+	 * anything else under that path (0: no check). */
+	dev_t expect_dev;
+	ino_t expect_ino;
 };
 
 struct rd_sandbox {

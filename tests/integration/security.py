@@ -411,6 +411,34 @@ def test_tiocsti(tmp):
           "tiocsti=errno 1" in out.stdout, out.stdout + out.stderr)
 
 
+def test_exec_race(tmp):
+    """A rule grants a token to /usr/bin/true; another process keeps swapping ./link between
+    true and env. Whatever runs must be the file the rule was decided on."""
+    prof = os.path.join(tmp, "race.json")
+    with open(prof, "w") as f:
+        json.dump({"version": 1, "name": "race", "agent": {"env_allow": ["RD_RACE_TOKEN"]},
+                   "commands": {"default": "allow", "rules": [
+                       {"match": {"path": "/usr/bin/true"}, "action": "allow",
+                        "env_allow": ["RD_RACE_TOKEN"]}]}}, f)
+    swapper = subprocess.Popen(["sh", "-c", "cd %s; while :; do ln -sf /usr/bin/true t.tmp; "
+                                "mv -f t.tmp link; ln -sf /usr/bin/env t.tmp; mv -f t.tmp link; "
+                                "done" % tmp])
+    env = base_env()
+    env["RD_RACE_TOKEN"] = "race-" + CANARY
+    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
+                       if os.environ.get("RUNNERD_CONFIG") else [])
+    try:
+        out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c",
+                                    "cd %s; n=0; for i in $(seq 200); do ./link 2>/dev/null | "
+                                    "grep -q race- && n=$((n+1)); done; echo leaks=$n" % tmp],
+                             env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        swapper.kill()
+        swapper.wait()
+    check("exec race: a file swapped under the decided name never receives the rule's grant",
+          out.stdout.strip() == "leaks=0", out.stdout + out.stderr)
+
+
 def test_runnerd_environ(tmp):
     ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
     p = subprocess.Popen(runnerd_cmd("claude", ["bash", "-c", "touch %s; while [ ! -e %s ]; "
@@ -507,6 +535,7 @@ def main():
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
     for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
+              test_exec_race,
               test_network_timeout, test_rlimits, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
