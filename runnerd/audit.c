@@ -1,6 +1,8 @@
 #include "audit.h"
 
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -16,8 +18,36 @@ int rd_audit_open(struct rd_audit *a, const char *path, struct rd_error *err)
 	return 0;
 }
 
+json_t *rd_json_bytes(const char *s)
+{
+	if (!s)
+		return json_null();
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	/* Not UTF-8: keep every byte, escaping those that are not printable ASCII. */
+	size_t n = strlen(s);
+	char *buf = malloc(4 * n + 1);
+	if (!buf)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			buf[o++] = (char)c;
+		else
+			o += (size_t)sprintf(buf + o, "\\x%02x", c);
+	}
+	buf[o] = '\0';
+	j = json_string(buf);
+	free(buf);
+	return j;
+}
+
 int rd_audit(struct rd_audit *a, const char *event, json_t *fields)
 {
+	if (!fields)
+		return -EINVAL;
 	if (a->fd < 0) {
 		json_decref(fields);
 		return 0;

@@ -14,10 +14,14 @@ struct rd_audit {
 
 int rd_audit_open(struct rd_audit *a, const char *path, struct rd_error *err) _wur_;
 
-/* Append {"ts": ..., "event": name, ...fields}; takes ownership of fields (may be NULL).
- * Returns 0 or -errno; a failed audit write is reported by the caller, which refuses the
- * exec it was about to allow. */
+/* Append {"ts": ..., "event": name, ...fields}; takes ownership of fields. fields NULL (a
+ * json_pack that failed) is an error, never an event with its details missing. Returns 0 or
+ * -errno; the caller refuses the exec it was about to allow. */
 int rd_audit(struct rd_audit *a, const char *event, json_t *fields);
+
+/* A JSON string for bytes that may not be UTF-8 (paths, argv, env names are the caller's):
+ * valid UTF-8 as it is, any other byte as the four characters \xNN. Never NULL but on OOM. */
+json_t *rd_json_bytes(const char *s);
 
 void rd_audit_close(struct rd_audit *a);
 

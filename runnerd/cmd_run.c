@@ -253,12 +253,12 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	}
 	json_t *av = json_array();
 	for (char **a = agent_argv; *a; a++)
-		json_array_append_new(av, json_string(*a) ?: json_string("(not UTF-8)"));
+		json_array_append_new(av, rd_json_bytes(*a));
 	if (rd_audit(&audit, "session_start",
-	             json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:i}", "session", session,
-	                       "profile", prof.name, "config", cfg.path, "config_sha256", cfg_sha,
-	                       "profile_sha256", prof_sha, "agent", agent, "argv", av, "pid",
-	                       getpid())) < 0) {
+	             json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:i}", "session", session,
+	                       "profile", prof.name, "config", rd_json_bytes(cfg.path),
+	                       "config_sha256", cfg_sha, "profile_sha256", prof_sha, "agent",
+	                       rd_json_bytes(agent), "argv", av, "pid", getpid())) < 0) {
 		rd_error_set(&err, EIO, "cannot write the audit log");
 		goto fail;
 	}

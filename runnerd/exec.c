@@ -32,8 +32,9 @@ static void audit_refusal(struct sup *u, uint64_t id, pid_t tid, const char *pat
                           const char *why)
 {
 	rd_audit(u->s->audit, "refused",
-	         json_pack("{s:I, s:i, s:s?, s:s, s:i, s:s}", "id", (json_int_t)id, "tid", tid,
-	                   "path", path, "errno", errno_name(e), "errno_num", e, "reason", why));
+	         json_pack("{s:I, s:i, s:o, s:s, s:i, s:o}", "id", (json_int_t)id, "tid", tid,
+	                   "path", rd_json_bytes(path), "errno", errno_name(e), "errno_num", e,
+	                   "reason", rd_json_bytes(why)));
 }
 
 /* A refusal: the caller's exec fails with e, one audit line says why. */
@@ -61,8 +62,16 @@ static json_t *json_strv(char *const *v, size_t n)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_string(v[i]) ?: json_string("(not UTF-8)"));
+		json_array_append_new(a, rd_json_bytes(v[i]));
 	return a;
+}
+
+static json_t *name_json(const char *entry, size_t len)
+{
+	char *name = strndup(entry, len);
+	json_t *j = name ? rd_json_bytes(name) : NULL;
+	free(name);
+	return j;
 }
 
 static json_t *json_env(const struct rd_env_result *env)
@@ -72,7 +81,7 @@ static json_t *json_env(const struct rd_env_result *env)
 		const struct rd_env_verdict *v = &env->verdicts[i];
 		json_array_append_new(
 		    a, json_pack("{s:o, s:b, s:s}", "name",
-		                 v->name_len ? json_stringn(v->entry, v->name_len) : json_null(),
+		                 v->name_len ? name_json(v->entry, v->name_len) : json_null(),
 		                 "passed", v->passed, "reason", rd_env_reason_str(v->reason)));
 	}
 	return a;
@@ -212,11 +221,12 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		    "exec %llu: the agent's own process exec'd %s: it continues as a sandboxed "
 		    "command, its own execs no longer intercepted",
 		    (unsigned long long)id, path);
-	json_t *ev = json_pack("{s:I, s:i, s:s, s:s?, s:o, s:o, s:o, s:s, s:b}", "id",
-	                       (json_int_t)id, "tid", tid, "path", path, "resolved", tg.resolved,
-	                       "argv", json_strv(strs.argv, strs.argc), "env", json_env(&env),
-	                       "rule", rule ? json_integer((json_int_t)rule->index) : json_null(),
-	                       "action", rd_action_str(action), "caller_is_agent", is_agent);
+	json_t *ev =
+	    json_pack("{s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:s, s:b}", "id", (json_int_t)id, "tid",
+	              tid, "path", rd_json_bytes(path), "resolved", rd_json_bytes(tg.resolved),
+	              "argv", json_strv(strs.argv, strs.argc), "env", json_env(&env), "rule",
+	              rule ? json_integer((json_int_t)rule->index) : json_null(), "action",
+	              rd_action_str(action), "caller_is_agent", is_agent);
 	if (rd_audit(u->s->audit, "exec", ev) < 0) {
 		refuse(u, n->id, id, tid, path, EPERM, "the audit log cannot be written");
 		goto out_env;
@@ -364,9 +374,9 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		if (exec_errno) {
 			/* The command's own exec failed: exactly the caller's errno. */
 			rd_audit(u->s->audit, "exec_failed",
-			         json_pack("{s:I, s:i, s:s, s:i, s:s}", "id", (json_int_t)id, "tid",
+			         json_pack("{s:I, s:i, s:s, s:i, s:o}", "id", (json_int_t)id, "tid",
 			                   tid, "errno", errno_name(exec_errno), "errno_num",
-			                   exec_errno, "reason", err.msg));
+			                   exec_errno, "reason", rd_json_bytes(err.msg)));
 			release(u, tid, n->id, exec_errno);
 		} else {
 			audit_refusal(u, id, tid, path, EPERM, err.msg);

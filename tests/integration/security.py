@@ -14,6 +14,7 @@ binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" l
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -123,8 +124,13 @@ def test_audit_log(tmp):
     with open(noshebang, "w") as f:
         f.write("echo no interpreter line\n")
     os.chmod(noshebang, 0o755)
+    odd = os.path.join(tmp, "odd")
+    os.makedirs(odd)
+    odd_name = os.path.join(odd.encode(), b"bin\xff")
+    shutil.copy("/bin/true", odd_name)
     cmd = runnerd_cmd("claude", ["bash", "-c", "env >/dev/null; sh -c 'exit 3'; %s; "
-                                 "/nonexistent/x 2>/dev/null; true" % noshebang])
+                                 "/nonexistent/x 2>/dev/null; %s/bin$'\\xff'; true"
+                                 % (noshebang, odd)])
     cmd[1:1] = ["--audit", log]
     subprocess.run(cmd, env=base_env(), capture_output=True, timeout=60)
     try:
@@ -156,6 +162,9 @@ def test_audit_log(tmp):
               "reason" in v and "passed" in v for e in execs for v in e["env"]), "")
     text = open(log).read()
     check("audit: no planted value is ever written", CANARY not in text, "")
+    check("audit: a path that is not UTF-8 is logged in full, bytes escaped",
+          any(e.get("path") == odd + "/bin\\xff" for e in execs), repr([e.get("path")
+                                                                    for e in execs]))
 
 
 AGENT_RULES = r"""
