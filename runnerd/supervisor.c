@@ -157,11 +157,16 @@ static void handle_tracee(struct sup *u, pid_t pid, int st)
 		return;
 	}
 	if (!WIFSTOPPED(st)) {
+		/* Reaped: its tid may belong to someone else from now on, never kill it. */
+		c->state = C_ABORTED;
 		rd_sup_cmd_abort(u, c, "the caller died during the handoff");
 		return;
 	}
 	struct rd_error err = {0};
-	if (event == PTRACE_EVENT_STOP && c->state == C_STOPPING && WSTOPSIG(st) == SIGTRAP) {
+	/* Our interrupt's stop, or a group stop taken at the same point (a SIGSTOP can consume
+	 * the interrupt): either way the caller stands just after its exec returned, which the
+	 * register check confirms. */
+	if (event == PTRACE_EVENT_STOP && c->state == C_STOPPING) {
 		if (rd_arch_rewrite_exec(pid, c->ctl_target, c->stub_in_task, c->empty_path,
 		                         c->argv_addr, &err) < 0) {
 			rd_sup_cmd_abort(u, c, err.msg);
@@ -194,6 +199,12 @@ static void reap(struct sup *u)
 			return;
 		/* The agent's own process can be a caller mid-handoff (an agent that is a
 		 * script exec's its interpreter): a stop is a ptrace event, not its end. */
+		if (pid == u->spare.reaper && !WIFSTOPPED(st)) {
+			/* The spare died before use (its setup failed): forget it, pid and all. */
+			rd_sandbox_close(&u->spare);
+			u->spare = RD_SANDBOX_NONE;
+			continue;
+		}
 		if (pid == u->s->agent.pid && !WIFSTOPPED(st)) {
 			u->agent_done = true;
 			u->agent_status = st;

@@ -231,6 +231,12 @@ __attribute__((noinline)) static void receive_plan(int sock, int err_fd, struct 
 	close(head[0]);
 	const struct plan_wire *w = (const void *)blob;
 	const char *end = blob + st.st_size;
+	/* The blob is runnerd's own, but a count that could overflow or an fd that did not come
+	 * stops here rather than anywhere later. */
+	if (w->argc > (1u << 24) || w->envc > (1u << 24) || w->n_masks > (1u << 16) ||
+	    w->n_fds > (1u << 20) || w->n_groups > (1u << 17) || w->filter_len > BPF_MAXINSNS ||
+	    n != 2 + (w->exec_mode == 2))
+		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
 	const int *targets = (const int *)(w + 1);
 	const gid_t *groups = (const gid_t *)(targets + w->n_fds);
 	const char *insns = (const char *)(groups + w->n_groups);
