@@ -129,6 +129,60 @@ void rd_sup_make_spare(struct sup *u)
 	}
 }
 
+/* Masks go over paths. A command may rename a masked directory's parent, or put a symlink
+ * where a masked path was, and the next command's mask would then miss the secret (or cover
+ * something else). So every masked path that exists when the session starts is pinned to its
+ * inode; once one has moved or changed, commands are refused: better no command than one
+ * that sees what it must not. */
+void rd_sup_pin_masks(struct sup *u)
+{
+	struct rd_strv all = {0};
+	const char *home = caller_home(u, getuid());
+	const struct rd_profile *prof = u->s->prof;
+	if (!home || rd_mask_list(u->s->cfg, prof, NULL, home, &all) < 0)
+		return;
+	size_t extra = 0;
+	for (size_t r = 0; r < prof->n_rules; r++)
+		extra += prof->rules[r].mask.n;
+	u->pins = calloc(all.n + extra + 1, sizeof(*u->pins));
+	for (size_t r = 0; u->pins && r <= prof->n_rules; r++) {
+		struct rd_strv list = {0};
+		if (r < prof->n_rules) {
+			struct rd_config none = {0};
+			struct rd_profile bare = {0};
+			if (rd_mask_list(&none, &bare, &prof->rules[r], home, &list) < 0)
+				continue;
+		} else {
+			list = all;
+			all = (struct rd_strv){0};
+		}
+		for (size_t i = 0; i < list.n; i++) {
+			struct stat st;
+			if (stat(list.v[i], &st) < 0)
+				continue;
+			u->pins[u->n_pins++] = (struct pin){
+			    .path = strdup(list.v[i]), .dev = st.st_dev, .ino = st.st_ino};
+		}
+		rd_strv_free(&list);
+	}
+	rd_strv_free(&all);
+}
+
+/* The first pinned mask path that is no longer what it was, or NULL. */
+static const char *mask_tampered(struct sup *u, const struct rd_strv *masks)
+{
+	for (size_t i = 0; i < masks->n; i++)
+		for (size_t k = 0; k < u->n_pins; k++) {
+			if (!u->pins[k].path || strcmp(u->pins[k].path, masks->v[i]) != 0)
+				continue;
+			struct stat st;
+			if (stat(masks->v[i], &st) < 0 || st.st_dev != u->pins[k].dev ||
+			    st.st_ino != u->pins[k].ino)
+				return masks->v[i];
+		}
+	return NULL;
+}
+
 void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 {
 	const struct seccomp_data *d = &n->data;
@@ -286,6 +340,20 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		                   : "the caller's uid has no home directory "
 		                     "in the password database, so ~/ masks "
 		                     "cannot be placed");
+		release(u, tid, n->id, EPERM);
+		goto out_env;
+	}
+	const char *moved = mask_tampered(u, &masks);
+	if (moved) {
+		char why[600];
+		snprintf(why, sizeof(why),
+		         "the masked path %s has moved or changed since the session started; "
+		         "commands are refused until runnerd is restarted",
+		         moved);
+		if (!u->warned_masks)
+			fprintf(stderr, "runnerd: %s\n", why);
+		u->warned_masks = true;
+		audit_refusal(u, id, tid, path, EPERM, why);
 		release(u, tid, n->id, EPERM);
 		goto out_env;
 	}

@@ -58,7 +58,7 @@ struct sup {
 	ino_t stub_ino;
 	struct seccomp_notif *notif;
 	size_t notif_size;
-	bool warned_ptrace, warned_ask;
+	bool warned_ptrace, warned_ask, warned_masks;
 	pid_t sid;
 	bool userns;
 	struct stat root_st;
@@ -67,6 +67,13 @@ struct sup {
 	 * off the exec path. reaper < 0: none. */
 	struct rd_sandbox spare;
 	bool spare_failed;
+	/* Masked paths that existed when the session started, and what they were then. */
+	struct pin {
+		char *path;
+		dev_t dev;
+		ino_t ino;
+	} * pins;
+	size_t n_pins;
 	/* The home directory of the last caller uid seen, for "~/" in masks. */
 	uid_t home_uid;
 	char *home;
@@ -86,5 +93,7 @@ void rd_sup_cmd_abort(struct sup *u, struct cmd *c, const char *why);
 void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n);
 /* exec.c: make the next spare sandbox if there is none. */
 void rd_sup_make_spare(struct sup *u);
+/* exec.c: record the masked paths as they are now (see mask_tampered). */
+void rd_sup_pin_masks(struct sup *u);
 
 #endif

@@ -373,6 +373,7 @@ int rd_supervise(struct rd_session *s)
 		kill(s->agent.pid, SIGKILL);
 		return 125;
 	}
+	rd_sup_pin_masks(&u);
 	reap(&u); /* a SIGCHLD may have come before the signalfd existed */
 	bool listener_open = true;
 	while (!u.agent_done) {
@@ -439,5 +440,8 @@ int rd_supervise(struct rd_session *s)
 	rd_audit(s->audit, "session_end", f);
 	free(u.notif);
 	free(u.home);
+	for (size_t i = 0; i < u.n_pins; i++)
+		free(u.pins[i].path);
+	free(u.pins);
 	return code;
 }

@@ -448,6 +448,28 @@ def test_exec_race(tmp):
           out.stdout.strip() == "leaks=0", out.stdout + out.stderr)
 
 
+def test_mask_moved(tmp):
+    """A command renames the parent of a masked directory: the next command must not read the
+    secret at its new name (it is refused instead)."""
+    inner = os.path.join(tmp, "outer", "inner")
+    os.makedirs(inner)
+    with open(os.path.join(inner, "secret"), "w") as f:
+        f.write(CANARY)
+    prof = os.path.join(tmp, "mm.json")
+    with open(prof, "w") as f:
+        json.dump({"version": 1, "name": "mm", "agent": {"env_allow": []},
+                   "commands": {"default": "allow", "mask": [inner]}}, f)
+    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
+                       if os.environ.get("RUNNERD_CONFIG") else [])
+    script = ("cat %s/secret 2>/dev/null; mv %s/outer %s/outer2; echo mv=$?; "
+              "cat %s/outer2/inner/secret 2>/dev/null; echo after=$?" % (inner, tmp, tmp, tmp))
+    out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script], env=base_env(),
+                         capture_output=True, text=True, timeout=60)
+    check("masks: renaming a masked path's parent never exposes the secret",
+          CANARY not in out.stdout and "mv=0" in out.stdout and "after=126" in out.stdout,
+          out.stdout + out.stderr)
+
+
 def test_runnerd_environ(tmp):
     ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
     p = subprocess.Popen(runnerd_cmd("claude", ["bash", "-c", "touch %s; while [ ! -e %s ]; "
@@ -544,7 +566,7 @@ def main():
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
     for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
-              test_exec_race,
+              test_exec_race, test_mask_moved,
               test_network_timeout, test_rlimits, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
