@@ -1,9 +1,12 @@
 #include "resolve.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 static bool is_target(const struct rd_task *t, int fd)
 {
@@ -119,6 +122,23 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 		return -EINVAL;
 	if (path[0] == '\0')
 		return (flags & AT_EMPTY_PATH) ? exec_caller_fd(t, dirfd, out) : -ENOENT;
+	/* "/proc//self" and "/proc/./self" name what "/proc/self" does: fold them first, so the
+	 * translation below cannot be sidestepped. (The path runs as the caller gave it.) */
+	char norm[RD_TRANSLATED_MAX];
+	if (path[0] == '/') {
+		size_t o = 0;
+		for (const char *p = path; *p && o + 1 < sizeof(norm);) {
+			if (p[0] == '/' &&
+			    (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || !p[2])))) {
+				p += p[1] == '/' ? 1 : 2;
+				continue;
+			}
+			norm[o++] = *p++;
+		}
+		norm[o] = '\0';
+		if (strlen(path) < sizeof(norm))
+			path = norm;
+	}
 	int cfd = caller_fd_path(path);
 	if (cfd >= 0)
 		return exec_caller_fd(t, cfd, out);
@@ -162,7 +182,22 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 	}
 
 	int of = O_PATH | O_CLOEXEC | ((flags & AT_SYMLINK_NOFOLLOW) ? O_NOFOLLOW : 0);
-	int fd = openat(base, open_path, of);
+	/* Outside the /proc paths translated above, no magic link may be crossed (a symlink to
+	 * /proc/self/exe, say): runnerd would follow it as itself, not as the caller. */
+	struct open_how how = {.flags = (uint64_t)of,
+	                       .resolve = open_path == proc_path ? 0 : RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, base, open_path, &how, sizeof(how));
+	if (fd < 0 && errno == ELOOP && open_path != proc_path) {
+		int probe = openat(base, open_path, of);
+		if (probe >= 0) {
+			close(probe);
+			return rd_error_set(err, EPERM,
+			                    "%s leads through a /proc magic link runnerd cannot "
+			                    "resolve as the caller",
+			                    path);
+		}
+		errno = ELOOP;
+	}
 	if (fd < 0)
 		return -errno;
 	out->own_fd = fd;
