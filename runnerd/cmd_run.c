@@ -103,7 +103,15 @@ static int open_stub(struct rd_error *err)
 	struct stat st;
 	if (src < 0 || fstat(src, &st) < 0)
 		return rd_error_set(err, errno, "%s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > (1 << 20))
+	/* The copy is only as good as the file: one that others could have rewritten before
+	 * runnerd started is refused, as before the copy existed. */
+	if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+	    (st.st_uid != 0 && st.st_uid != geteuid()))
+		return rd_error_set(err, EPERM,
+		                    "%s: must be a regular file owned by root or by you and not "
+		                    "writable by others",
+		                    path);
+	if (st.st_size <= 0 || st.st_size > (1 << 20))
 		return rd_error_set(err, EINVAL, "%s: not a plausible stub", path);
 	_cleanup_close_ int mfd = memfd_create("runnerd-stub", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (mfd < 0)

@@ -124,5 +124,15 @@ expect 1 env -i "${planted[@]}" "$rd" explain --config "$tmp/cfg/runner.json" --
 contains "$tmp/err" 'environment has 8 variables, over max_keys 3 \(runner.json env\)'
 contains "$tmp/err" 'the agent would not start: Argument list too long'
 
+# a stub others could have rewritten is refused before anything runs
+mkdir -p "$tmp/inst/bin" "$tmp/inst/etc"
+cp "$rd" "$(dirname "$rd")/runnerd-stub" "$tmp/inst/bin/"
+cp -r "$build/etc/runnerd" "$tmp/inst/etc/"
+chmod o+w "$tmp/inst/bin/runnerd-stub"
+expect 125 "$tmp/inst/bin/runnerd" --profile generic -- true
+contains "$tmp/err" 'runnerd-stub: must be a regular file owned by root or by you and not writable by others'
+chmod o-w "$tmp/inst/bin/runnerd-stub"
+expect 0 "$tmp/inst/bin/runnerd" --profile generic -- true
+
 echo "cli: $pass checks passed, $fail failed"
 [ "$fail" -eq 0 ]
