@@ -11,7 +11,6 @@
 #include "task.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -197,14 +196,14 @@ static void reap(struct sup *u)
 		pid_t pid = waitpid(-1, &st, WNOHANG | __WALL);
 		if (pid <= 0)
 			return;
-		/* The agent's own process can be a caller mid-handoff (an agent that is a
-		 * script exec's its interpreter): a stop is a ptrace event, not its end. */
 		if (pid == u->spare.reaper && !WIFSTOPPED(st)) {
 			/* The spare died before use (its setup failed): forget it, pid and all. */
 			rd_sandbox_close(&u->spare);
 			u->spare = RD_SANDBOX_NONE;
 			continue;
 		}
+		/* The agent's own process can be a caller mid-handoff (an agent that is a
+		 * script exec's its interpreter): a stop is a ptrace event, not its end. */
 		if (pid == u->s->agent.pid && !WIFSTOPPED(st)) {
 			u->agent_done = true;
 			u->agent_status = st;

@@ -131,11 +131,18 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 			fail(err_fd, STAGE_SETUP, "loading the command's seccomp filter", errno);
 	}
 	umask(p->umask);
-	/* The caller's rlimits; one we cannot set (raising a hard limit needs privilege we
-	 * dropped) stays runnerd's, never zero. */
-	for (int res = 0; res < RLIM_NLIMITS; res++)
-		if (p->have_rlim[res])
-			setrlimit(res, &p->rlim[res]);
+	/* The caller's rlimits, with a rule's caps applied. One we cannot set (raising a hard
+	 * limit needs privilege we dropped) stays runnerd's, never zero; but a limit left above
+	 * what was asked would drop a cap, so that stops the command. */
+	for (int res = 0; res < RLIM_NLIMITS; res++) {
+		struct rlimit now;
+		if (!p->have_rlim[res] || setrlimit(res, &p->rlim[res]) == 0)
+			continue;
+		if (getrlimit(res, &now) < 0 || now.rlim_cur > p->rlim[res].rlim_cur ||
+		    now.rlim_max > p->rlim[res].rlim_max)
+			fail(err_fd, STAGE_SETUP, "lowering a resource limit",
+			     errno ? errno : EPERM);
+	}
 
 	/* The file the decision was made on, still under this name? A rename in between must
 	 * not swap in another program (and with it the rule's grants). */
