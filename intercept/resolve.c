@@ -124,6 +124,7 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 		return (flags & AT_EMPTY_PATH) ? exec_caller_fd(t, dirfd, out) : -ENOENT;
 	/* "/proc//self" and "/proc/./self" name what "/proc/self" does: fold them first, so the
 	 * translation below cannot be sidestepped. (The path runs as the caller gave it.) */
+	const char *given = path; /* what the sandbox execs by name: the caller's own string */
 	char norm[RD_TRANSLATED_MAX];
 	if (path[0] == '/') {
 		size_t o = 0;
@@ -222,7 +223,7 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 		out->own_fd = out->exec_fd = steal_fd(&base_fd);
 		out->caller_fd = dirfd;
 	}
-	out->exec_path = path;
+	out->exec_path = given;
 	out->exec_flags = flags & AT_SYMLINK_NOFOLLOW;
 	return 0;
 }

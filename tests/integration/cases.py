@@ -98,6 +98,11 @@ bash("bash_permission_denied",
      'printf "echo hi\\n" > noexec; chmod 644 noexec; ./noexec; echo $?',
      compare=("status", "stdout", "stderr"),
      expect={"stdout": "126\n", "stderr": "bash: line 1: ./noexec: Permission denied\n"})
+# A script runs under the very name its caller gave, "//" and "/./" included: $0 shows it.
+bash("bash_script_name_kept",
+     "printf '#!/bin/sh\\necho \"$0\"\\n' > n.sh; chmod +x n.sh\n"
+     "\"$PWD//n.sh\" | sed \"s|^$PWD|W|\"; \"$PWD/./n.sh\" | sed \"s|^$PWD|W|\"",
+     expect={"stdout": "W//n.sh\nW/./n.sh\n"})
 bash("bash_shebang_script",
      r"""printf '#!/bin/sh\necho "script: [$1] $#"\nexit 4\n' > s.sh; chmod +x s.sh
 ./s.sh "a b" c; echo $?
