@@ -474,8 +474,9 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, struct rd_rule *r)
 {
 	static const char *const rule_keys[] = {
-	    "match",   "action",  "env_allow", "env_deny",     "max_keys", "max_bytes",   "mask",
-	    "seccomp", "network", "timeout_s", "kill_grace_s", "rlimits",  "description", NULL};
+	    "match",        "action",  "env_allow",   "env_deny",      "max_keys",
+	    "max_bytes",    "mask",    "seccomp",     "network",       "timeout_s",
+	    "kill_grace_s", "rlimits", "description", "ask_timeout_s", NULL};
 	static const char *const match_keys[] = {"path", "args", NULL};
 	char mp[512], name[512];
 
@@ -510,6 +511,21 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 	(void)get_size(c, rj, rp, "max_bytes", 1, &r->max_bytes);
 	(void)get_strv(c, rj, rp, "mask", false, RD_MASK_PATH, &r->mask);
 	get_box(c, rj, rp, &r->box);
+	(void)get_string(c, rj, rp, "description", false, &r->description);
+	size_t t = 0;
+	if (get_size(c, rj, rp, "ask_timeout_s", 1, &t) == 0 && t) {
+		char vp[512];
+		sub(vp, sizeof(vp), rp, "ask_timeout_s");
+		if (r->action != RD_ACTION_ASK)
+			ctx_err(c, vp, false,
+			        "\"%s\" applies only to a rule whose action is \"ask\"",
+			        show(vp, name, sizeof(name)));
+		else if (t > 86400)
+			ctx_err(c, vp, false, "\"%s\" must be at most 86400 (a day)",
+			        show(vp, name, sizeof(name)));
+		else
+			r->ask_timeout_s = (unsigned)t;
+	}
 	return 0;
 }
 

@@ -24,6 +24,7 @@ void rd_rule_free(struct rd_rule *r)
 	rd_strv_free(&r->env_allow);
 	rd_strv_free(&r->env_deny);
 	rd_strv_free(&r->mask);
+	free(r->description);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -67,7 +67,9 @@ struct rd_rule {
 	size_t max_bytes;    /* 0 = inherit */
 	struct rd_strv mask; /* more paths to mask for this rule */
 	struct rd_box_opts box;
-	int line, col; /* where the rule starts in its file */
+	unsigned ask_timeout_s; /* action "ask": seconds until no answer denies; 0 = 60 */
+	char *description;      /* NULL if none */
+	int line, col;          /* where the rule starts in its file */
 };
 
 struct rd_profile {
