@@ -11,6 +11,7 @@ struct rd_cli {
 	const char *profile;
 	const char *audit;
 	int verbose;
+	bool prompt; /* --prompt: also ask on /dev/tty */
 };
 
 /* Load the config named by --config or found by the default search; prints errors. */
@@ -22,5 +23,7 @@ void rd_cli_print_error(const struct rd_error *err);
 int rd_cmd_check(struct rd_cli *cli, int argc, char **argv);
 int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv);
 int rd_cmd_run(struct rd_cli *cli, int argc, char **argv);
+/* runnerd pending | approve ID | deny ID: answer the "ask" rules of running sessions. */
+int rd_cmd_answer(struct rd_cli *cli, int argc, char **argv);
 
 #endif

@@ -205,7 +205,13 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	struct rd_error err = {0};
 	struct rd_audit audit = {.fd = -1};
 	struct rd_filter filter = {0};
-	struct rd_session s = {.cfg = &cfg, .prof = &prof, .audit = &audit, .stub_fd = -1};
+	struct rd_session s = {.cfg = &cfg,
+	                       .prof = &prof,
+	                       .audit = &audit,
+	                       .stub_fd = -1,
+	                       .control_fd = -1,
+	                       .tty_fd = -1};
+	char *control_dir = NULL;
 	char **env = NULL;
 	char *agent = NULL;
 	char **agent_argv = NULL;
@@ -237,10 +243,40 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	if (!agent_argv ||
 	    rd_agent_resolve_env_shebang(&agent, &agent_argv, getenv("PATH"), &err) < 0)
 		goto fail;
-	char session[33];
+	char *session = s.session;
 	session_id(session);
 	if (!(env = agent_env(&cfg, &prof, session, &err)))
 		goto fail;
+	/* Approvals, before the scrub (XDG_RUNTIME_DIR) and before the agent: a profile that
+	 * asks and has no way to be answered does not start. */
+	rd_control_dirs(s.control_dirs);
+	const struct rd_rule *asks = NULL;
+	for (size_t i = 0; !asks && i < prof.n_rules; i++)
+		if (prof.rules[i].action == RD_ACTION_ASK)
+			asks = &prof.rules[i];
+	if (asks) {
+		if (!(control_dir = rd_control_dir(&err)) ||
+		    (s.control_fd =
+		         rd_control_listen(control_dir, session, &s.control_path, &err)) < 0) {
+			rd_error_prefix(
+			    &err,
+			    "profile %s asks for approval (commands.rules[%zu]), but no "
+			    "control socket can be made: ",
+			    prof.name, asks->index);
+			goto fail;
+		}
+	}
+	if (cli->prompt) {
+		s.tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		if (s.tty_fd < 0) {
+			rd_error_set(
+			    &err, errno,
+			    "--prompt: cannot open /dev/tty (%s): runnerd has no controlling "
+			    "terminal to ask on",
+			    strerror(errno));
+			goto fail;
+		}
+	}
 	/* Before the scrub: --audit's value lives in the argument block it zeroes. */
 	if (rd_audit_open(&audit, cli->audit ? cli->audit : cfg.audit_path, &err) < 0)
 		goto fail;
@@ -289,6 +325,11 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	if (cli->verbose)
 		fprintf(stderr, "runnerd: session %s, profile %s, agent %s\n", session, prof.name,
 		        agent);
+	if (s.control_path)
+		fprintf(stderr,
+		        "runnerd: commands that need approval wait for \"runnerd approve ID\" "
+		        "(see \"runnerd pending\")%s\n",
+		        s.tty_fd >= 0 ? " or an answer here" : "");
 	int r = rd_agent_start(agent, agent_argv, env, &filter, &s.orig_mask, &s.agent, &err);
 	free_env(env);
 	env = NULL;
@@ -311,6 +352,16 @@ out:
 	if (s.stub_fd >= 0)
 		close(s.stub_fd);
 	rd_audit_close(&audit);
+	if (s.control_path)
+		unlink(s.control_path);
+	free(s.control_path);
+	free(control_dir);
+	if (s.control_fd >= 0)
+		close(s.control_fd);
+	if (s.tty_fd >= 0)
+		close(s.tty_fd);
+	for (size_t i = 0; i < RD_CONTROL_DIRS; i++)
+		free(s.control_dirs[i]);
 	rd_profile_free(&prof);
 	rd_config_free(&cfg);
 	if (s.agent_signal)

@@ -183,23 +183,302 @@ static const char *mask_tampered(struct sup *u, const struct rd_strv *masks)
 	return NULL;
 }
 
+void rd_sup_req_free(struct req *q)
+{
+	if (!q)
+		return;
+	rd_strv_free(&q->masks);
+	rd_env_result_free(&q->env);
+	rd_strings_free(&q->strs);
+	rd_target_free(&q->tg);
+	rd_task_free(&q->t);
+	free(q->map);
+	free(q->path);
+	free(q);
+}
+
+static struct req *req_new(void)
+{
+	struct req *q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->t.pidfd = q->t.cwd_fd = q->t.max_fd = -1;
+	q->tg.own_fd = q->tg.caller_fd = -1;
+	return q;
+}
+
+/* The hidden control directories go on top of the profile's masks: a command that could reach
+ * a control socket, this session's or another's, could answer its own "ask". */
+static int add_control_masks(struct sup *u, struct rd_strv *m)
+{
+	char **v = realloc(m->v, (m->n + RD_CONTROL_DIRS + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	m->v = v;
+	for (size_t i = 0; i < RD_CONTROL_DIRS && u->s->control_dirs[i]; i++)
+		if (!(m->v[m->n] = strdup(u->s->control_dirs[i])))
+			return -ENOMEM;
+		else
+			m->v[++m->n] = NULL;
+	return 0;
+}
+
+/* From the caller's state and the decision to the launch plan. */
+static int build_plan(struct sup *u, struct req *q)
+{
+	struct rd_task *t = &q->t;
+	struct rd_target *tg = &q->tg;
+	q->map = calloc(t->n_fds + 1, sizeof(*q->map));
+	if (!q->map)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n_fds; i++)
+		q->map[i] = (struct rd_fd_map){.fd = t->fds[i].fd, .target = t->fds[i].target};
+	q->box = rd_box_resolve(u->s->cfg, u->s->prof, q->rule);
+	/* A rule's rlimits are caps: the command gets the lower of the caller's and the rule's. */
+	for (int k = 0; k < RD_RLIMITS; k++) {
+		if (!q->box.rlimit[k])
+			continue;
+		int res = rd_rlimit_resources[k];
+		rlim_t cap = (rlim_t)q->box.rlimit[k];
+		if (!t->have_rlim[res])
+			t->rlim[res] = (struct rlimit){RLIM_INFINITY, RLIM_INFINITY};
+		if (t->rlim[res].rlim_cur > cap)
+			t->rlim[res].rlim_cur = cap;
+		if (t->rlim[res].rlim_max > cap)
+			t->rlim[res].rlim_max = cap;
+		t->have_rlim[res] = true;
+	}
+	q->plan = (struct rd_launch_plan){
+	    .exec_fd = tg->exec_fd,
+	    .exec_fd_is_target = tg->exec_fd_is_target,
+	    .exec_path = tg->exec_path,
+	    .exec_flags = tg->exec_flags,
+	    .argv = q->strs.argv,
+	    .envp = q->env.envp,
+	    .fds = q->map,
+	    .n_fds = t->n_fds,
+	    .cwd_fd = t->cwd_fd,
+	    .uid = {t->uid[0], t->uid[1], t->uid[2]},
+	    .gid = {t->gid[0], t->gid[1], t->gid[2]},
+	    .groups = t->groups,
+	    .n_groups = t->n_groups,
+	    .umask = t->umask,
+	    .sig_ignored = t->sig_ignored,
+	    .sig_blocked = t->sig_blocked,
+	    .rlim = t->rlim,
+	    .have_rlim = t->have_rlim,
+	    .pgrp_mode = t->sid == t->tgid    ? RD_PGRP_SESSION
+	                 : t->pgid == t->tgid ? RD_PGRP_OWN
+	                 : t->sid == u->sid   ? RD_PGRP_JOIN
+	                                      : RD_PGRP_OTHER,
+	    .join_pgid = t->pgid,
+	    .userns = u->userns,
+	    .masks = q->masks.v,
+	    .n_masks = q->masks.n,
+	    .expect_dev = tg->exec_flags & AT_EMPTY_PATH ? 0 : tg->dev,
+	    .expect_ino = tg->exec_flags & AT_EMPTY_PATH ? 0 : tg->ino,
+	    .net_none = q->box.network == RD_NET_NONE,
+	};
+	if (q->box.seccomp != RD_SECCOMP_NONE) {
+		q->plan.filter = u->s->cmd_filter.insns;
+		q->plan.filter_len = u->s->cmd_filter.len;
+	}
+	return 0;
+}
+
+int rd_sup_arm_timer(struct sup *u, struct cmd *c, unsigned secs)
+{
+	if (c->timer_fd < 0) {
+		c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (c->timer_fd < 0)
+			return -errno;
+		c->timer_src = (struct src){.type = SRC_TIMER, .cmd = c};
+		rd_sup_watch(u, c->timer_fd, &c->timer_src);
+	}
+	struct itimerspec its = {.it_value = {.tv_sec = secs}};
+	return timerfd_settime(c->timer_fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+/* The caller's stderr as runnerd holds it (a copy from the snapshot), or -1. */
+static int caller_stderr(const struct req *q)
+{
+	for (size_t i = 0; i < q->t.n_fds; i++)
+		if (q->t.fds[i].target == 2)
+			return q->t.fds[i].fd;
+	return -1;
+}
+
+/* The handoff's first steps, for a command already launched (allow) or not yet (ask): the
+ * control socket, then interrupt and answer. The rest is the loop's (handle_tracee). */
+static void begin_handoff(struct sup *u, struct cmd *c, uint64_t notif_id)
+{
+	struct rd_error err = {0};
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		rd_notif_reply(u->listener, notif_id, -EPERM, false);
+		c->state = C_STOPPING;
+		c->next = u->cmds;
+		u->cmds = c;
+		rd_sup_cmd_abort(u, c, "cannot make the stub's control socket");
+		return;
+	}
+	c->ctl_fd = sv[0];
+	c->next = u->cmds;
+	u->cmds = c;
+	c->ctl_src = (struct src){.type = SRC_CTL, .cmd = c};
+	rd_sup_watch(u, c->ctl_fd, &c->ctl_src);
+	if (c->sb.status_fd >= 0) {
+		c->status_src = (struct src){.type = SRC_STATUS, .cmd = c};
+		rd_sup_watch(u, c->sb.status_fd, &c->status_src);
+	}
+	/* Interrupt first, then answer (the control socket's ADDFD answers the call): the stop
+	 * comes as the exec returns, before any signal is dequeued, so the registers there are
+	 * the syscall's. */
+	c->state = C_STOPPING;
+	if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) < 0) {
+		rd_notif_reply(u->listener, notif_id, -EPERM, false);
+		rd_sup_cmd_abort(u, c, "PTRACE_INTERRUPT failed");
+	} else if (rd_handoff_send_ctl(u->listener, notif_id, sv[1], c->ctl_target, &err) < 0) {
+		rd_notif_reply(u->listener, notif_id, -EPERM, false);
+		rd_sup_cmd_abort(u, c, err.msg);
+	}
+	close(sv[1]);
+}
+
+static struct cmd *cmd_new(uint64_t id, const struct req *q, uint64_t path_addr, uint64_t argv_addr,
+                           const struct rlimit *nofile, pid_t tid)
+{
+	struct cmd *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	c->id = id;
+	c->tid = tid;
+	c->tgid = q->t.tgid;
+	c->sb = RD_SANDBOX_NONE;
+	c->ctl_fd = c->timer_fd = -1;
+	c->joined_pgrp = q->plan.pgrp_mode == RD_PGRP_JOIN;
+	c->argv_addr = argv_addr;
+	c->empty_path = path_addr + q->plen;
+	c->kill_grace_s = q->box.kill_grace_s;
+	c->timeout_s = q->box.timeout_s;
+	/* Where the control socket goes in the caller (and the stub finds it). */
+	c->ctl_target = RD_STUB_CONTROL_FD(nofile->rlim_cur);
+	return c;
+}
+
+/* The stub's number in the caller: just below the control fd when that one is free. */
+static int stub_want_fd(const struct cmd *c)
+{
+	char probe[64];
+	snprintf(probe, sizeof(probe), "/proc/%d/fd/%d", c->tid, c->ctl_target - 1);
+	return c->ctl_target > 3 && access(probe, F_OK) < 0 ? c->ctl_target - 1 : -1;
+}
+
+/* action "ask": hand the caller to the stub now, hold the plan, wait for the answer. A vfork
+ * caller (Node, CPython) gets its parent back at once; the loop goes on serving. */
+static void start_ask(struct sup *u, const struct seccomp_notif *n, struct cmd *c, struct req *q)
+{
+	struct rd_error err = {0};
+	if (u->n_pending >= RD_MAX_PENDING) {
+		audit_refusal(u, c->id, c->tid, q->path, EACCES,
+		              "too many approvals are pending already");
+		release(u, c->tid, n->id, EACCES);
+		free(c);
+		rd_sup_req_free(q);
+		return;
+	}
+	unsigned secs = q->rule && q->rule->ask_timeout_s ? q->rule->ask_timeout_s : 60;
+	if (rd_sup_arm_timer(u, c, secs) < 0 ||
+	    rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, stub_want_fd(c),
+	                        &c->stub_in_task, &err) < 0) {
+		audit_refusal(u, c->id, c->tid, q->path, EPERM,
+		              err.msg[0] ? err.msg : "cannot arm the approval's timeout");
+		if (c->timer_fd >= 0)
+			rd_sup_unwatch(u, &c->timer_fd);
+		release(u, c->tid, n->id, EPERM);
+		free(c);
+		rd_sup_req_free(q);
+		return;
+	}
+	c->ask = ASK_PENDING;
+	c->req = q;
+	clock_gettime(CLOCK_MONOTONIC, &c->asked);
+	c->asked_wall = time(NULL);
+	u->n_pending++;
+	rd_audit(u->s->audit, "decision",
+	         json_pack("{s:I, s:I, s:s, s:s, s:i}", "id", (json_int_t)c->id, "rule",
+	                   (json_int_t)q->rule->index, "action", "ask", "state", "pending",
+	                   "ask_timeout_s", (int)secs));
+	rd_sup_log(u, "exec %llu (%s): waiting for approval, %u s", (unsigned long long)c->id,
+	           q->path, secs);
+	begin_handoff(u, c, n->id);
+	rd_control_tty_update(u);
+}
+
+void rd_sup_launch_approved(struct sup *u, struct cmd *c)
+{
+	struct req *q = c->req;
+	struct rd_error err = {0};
+	int exec_errno = 0;
+	const char *moved = mask_tampered(u, &q->masks);
+	int r;
+	if (moved) {
+		rd_error_set(&err, EPERM,
+		             "the masked path %s has moved or changed since the session started",
+		             moved);
+		r = -EPERM;
+	} else {
+		c->sb = u->spare;
+		u->spare = RD_SANDBOX_NONE;
+		r = rd_sandbox_start(&q->plan, &c->sb, &err);
+		if (r == 0)
+			r = rd_sandbox_wait_exec(&c->sb, &exec_errno, &err);
+	}
+	if (r == 0 && c->timeout_s && rd_sup_arm_timer(u, c, c->timeout_s) < 0) {
+		rd_error_set(&err, EPERM, "cannot arm the command's timeout");
+		rd_sandbox_destroy(&c->sb);
+		r = -EPERM;
+	} else if (r == 0 && !c->timeout_s && c->timer_fd >= 0) {
+		rd_sup_unwatch(u, &c->timer_fd);
+	}
+	if (r < 0) {
+		int e = exec_errno ? exec_errno : EPERM;
+		audit_refusal(u, c->id, c->tid, q->path, e, err.msg);
+		char line[RD_STUB_TEXT_MAX];
+		snprintf(line, sizeof(line), "runnerd: %.200s: %.200s\n", q->path,
+		         exec_errno ? strerror(exec_errno) : err.msg);
+		c->sb = RD_SANDBOX_NONE;
+		c->reaped = true;
+		rd_sup_stub_say_exit(u, c, caller_stderr(q), line,
+		                     (exec_errno == ENOENT ? 127 : 126) << 8);
+	} else {
+		clock_gettime(CLOCK_MONOTONIC, &c->start);
+		c->status_src = (struct src){.type = SRC_STATUS, .cmd = c};
+		rd_sup_watch(u, c->sb.status_fd, &c->status_src);
+		rd_sup_make_spare(u);
+	}
+	rd_sup_req_free(q);
+	c->req = NULL;
+	rd_sup_cmd_free_if_done(u, c);
+}
+
 void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 {
 	const struct seccomp_data *d = &n->data;
 	uint64_t id = ++u->next_id;
 	pid_t tid = (pid_t)n->pid;
 	struct rd_error err = {0};
-	/* Declared before the first goto: cleanup attributes must never see garbage. */
-	struct rd_env_result env = {0};
-	struct rd_strings strs = {0};
-	struct rd_target tg = {.own_fd = -1, .caller_fd = -1};
-	_cleanup_free_ struct rd_fd_map *map = NULL;
-	struct rd_strv masks = {0};
+	struct req *q = req_new();
 
+	if (!q) {
+		rd_notif_reply(u->listener, n->id, -ENOMEM, false);
+		return;
+	}
 	if (!rd_arch_native(d)) {
 		refuse(u, n->id, id, tid, NULL, EPERM,
 		       "32-bit (i386 or x32) exec is not supported");
-		return;
+		goto out;
 	}
 	bool at = rd_arch_is_execveat(d);
 	uint64_t path_addr = d->args[at ? 1 : 0], argv_addr = d->args[at ? 2 : 1];
@@ -208,46 +487,40 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	int flags = at ? (int)d->args[4] : 0;
 	struct rd_mem mem = {rd_mem_read_task, (void *)(intptr_t)tid};
 
-	_cleanup_free_ char *path = NULL;
-	size_t plen = 0;
-	int r = rd_read_path(&mem, path_addr, &path, &plen);
+	int r = rd_read_path(&mem, path_addr, &q->path, &q->plen);
 	if (r < 0) {
 		/* EFAULT, ENAMETOOLONG: the caller's own error, as the kernel would say it. */
 		rd_notif_reply(u->listener, n->id, r == -ESRCH ? -ENOENT : r, false);
-		return;
+		goto out;
 	}
-	struct rd_task t;
-	if (rd_task_open(tid, &t, &err) < 0) {
+	const char *path = q->path;
+	if (rd_task_open(tid, &q->t, &err) < 0) {
 		refuse(u, n->id, id, tid, path, EPERM, err.msg);
-		rd_task_free(&t);
-		return;
+		goto out;
 	}
 	if (!same_view(u, tid)) {
 		refuse(u, n->id, id, tid, path, EPERM,
 		       "the caller has its own root or mount namespace, which runnerd does not "
 		       "support");
-		rd_task_free(&t);
-		return;
+		goto out;
 	}
-	r = rd_resolve(&t, dirfd, path, flags, &tg, &err);
+	r = rd_resolve(&q->t, dirfd, path, flags, &q->tg, &err);
 	if (r < 0) {
 		/* A miss such as one PATH entry of an execvp search: answered, not audited. */
 		rd_sup_log(u, "exec %llu (task %d) %s: %s", (unsigned long long)id, tid, path,
 		           errno_name(-r));
 		rd_notif_reply(u->listener, n->id, r, false);
-		rd_target_free(&tg);
-		rd_task_free(&t);
-		return;
+		goto out;
 	}
 
 	struct rlimit stack = {RLIM_INFINITY, RLIM_INFINITY}, nofile = {1024, 1024};
-	prlimit(t.tgid, RLIMIT_STACK, NULL, &stack);
-	prlimit(t.tgid, RLIMIT_NOFILE, NULL, &nofile);
+	prlimit(q->t.tgid, RLIMIT_STACK, NULL, &stack);
+	prlimit(q->t.tgid, RLIMIT_NOFILE, NULL, &nofile);
 	/* The kernel copies the filename first: "/dev/fd/N[/path]" for an fd-relative exec. */
-	size_t fname = (dirfd == AT_FDCWD || path[0] == '/') ? plen + 1 : plen + 1 + 20;
+	size_t fname = (dirfd == AT_FDCWD || path[0] == '/') ? q->plen + 1 : q->plen + 1 + 20;
 	size_t limit = rd_exec_arg_limit(stack.rlim_cur);
 	r = fname < limit
-	        ? rd_read_strings(&mem, argv_addr, envp_addr, 8, limit - fname, &strs, &err)
+	        ? rd_read_strings(&mem, argv_addr, envp_addr, 8, limit - fname, &q->strs, &err)
 	        : -E2BIG;
 	if (r < 0 || ioctl(u->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
 		/* An error of the caller's own making, or the caller is gone: either way, no
@@ -258,17 +531,18 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	}
 
 	/* The decision: the first rule that matches, else commands.default. */
-	struct rd_exec_subject subject = {path, tg.resolved, strs.argv, strs.argc};
-	const struct rd_rule *rule = rd_rule_match(u->s->prof, &subject);
+	struct rd_exec_subject subject = {path, q->tg.resolved, q->strs.argv, q->strs.argc};
+	const struct rd_rule *rule = q->rule = rd_rule_match(u->s->prof, &subject);
 	enum rd_action action = rule ? rule->action : u->s->prof->commands_default;
-	r = rd_env_build(&u->s->cfg->env, u->s->prof, RD_ENV_COMMAND, rule, strs.envp, &env, &err);
+	r = rd_env_build(&u->s->cfg->env, u->s->prof, RD_ENV_COMMAND, rule, q->strs.envp, &q->env,
+	                 &err);
 	if (r < 0) {
 		refuse(u, n->id, id, tid, path, -r, err.msg);
 		goto out;
 	}
 	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
 	 * agent itself over to the sandbox; worth knowing when reading the log. */
-	bool is_agent = t.tgid == u->s->agent.pid;
+	bool is_agent = q->t.tgid == u->s->agent.pid;
 	if (is_agent)
 		rd_sup_log(
 		    u,
@@ -277,39 +551,40 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		    (unsigned long long)id, path);
 	json_t *ev =
 	    json_pack("{s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:s, s:b}", "id", (json_int_t)id, "tid",
-	              tid, "path", rd_json_bytes(path), "resolved", rd_json_bytes(tg.resolved),
-	              "argv", json_strv(strs.argv, strs.argc), "env", json_env(&env), "rule",
-	              rule ? json_integer((json_int_t)rule->index) : json_null(), "action",
+	              tid, "path", rd_json_bytes(path), "resolved", rd_json_bytes(q->tg.resolved),
+	              "argv", json_strv(q->strs.argv, q->strs.argc), "env", json_env(&q->env),
+	              "rule", rule ? json_integer((json_int_t)rule->index) : json_null(), "action",
 	              rd_action_str(action), "caller_is_agent", is_agent);
 	if (rd_audit(u->s->audit, "exec", ev) < 0) {
 		refuse(u, n->id, id, tid, path, EPERM, "the audit log cannot be written");
-		goto out_env;
+		goto out;
 	}
-	if (action != RD_ACTION_ALLOW) {
+	if (action == RD_ACTION_DENY) {
 		char why[160];
 		if (!rule)
 			snprintf(why, sizeof(why), "commands.default is deny");
-		else if (action == RD_ACTION_DENY)
-			snprintf(why, sizeof(why), "commands.rules[%zu] denies it", rule->index);
 		else
-			snprintf(why, sizeof(why),
-			         "commands.rules[%zu] asks for approval, which this version of "
-			         "runnerd cannot obtain: refused",
-			         rule->index);
-		if (action == RD_ACTION_ASK && !u->warned_ask) {
-			fprintf(stderr, "runnerd: %s\n", why);
-			u->warned_ask = true;
-		}
+			snprintf(why, sizeof(why), "commands.rules[%zu] denies it", rule->index);
+		rd_audit(u->s->audit, "decision",
+		         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)id, "rule",
+		                   rule ? json_integer((json_int_t)rule->index) : json_null(),
+		                   "action", "deny"));
 		refuse(u, n->id, id, tid, path, EACCES, why);
-		goto out_env;
+		goto out;
+	}
+	if (action == RD_ACTION_ASK && u->control_fd < 0 && u->tty_fd < 0) {
+		/* Cannot happen with a profile loaded by rd_cmd_run, which opens the control
+		 * socket for every profile with an "ask" rule; fail closed all the same. */
+		refuse(u, n->id, id, tid, path, EACCES, "no way to ask for approval");
+		goto out;
 	}
 	if (u->userns &&
-	    (t.uid[0] != geteuid() || t.uid[1] != geteuid() || t.uid[2] != geteuid() ||
-	     t.gid[0] != getegid() || t.gid[1] != getegid() || t.gid[2] != getegid())) {
+	    (q->t.uid[0] != geteuid() || q->t.uid[1] != geteuid() || q->t.uid[2] != geteuid() ||
+	     q->t.gid[0] != getegid() || q->t.gid[1] != getegid() || q->t.gid[2] != getegid())) {
 		refuse(u, n->id, id, tid, path, EPERM,
 		       "the caller's uid or gid differs from runnerd's, which an unprivileged "
 		       "runnerd cannot reproduce");
-		goto out_env;
+		goto out;
 	}
 
 	/* Seize before anything starts: a task that cannot be traced never starts a command. */
@@ -324,26 +599,27 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 			    strerror(-r));
 		u->warned_ptrace = true;
 		refuse(u, n->id, id, tid, path, EPERM, "the caller cannot be traced");
-		goto out_env;
+		goto out;
 	}
-	if (rd_task_snapshot(&t, &err) < 0) {
+	if (rd_task_snapshot(&q->t, &err) < 0) {
 		audit_refusal(u, id, tid, path, EPERM, err.msg);
 		release(u, tid, n->id, EPERM);
-		goto out_env;
+		goto out;
 	}
-	rd_target_bind(&t, &tg);
+	rd_target_bind(&q->t, &q->tg);
 
-	const char *home = caller_home(u, t.uid[0]);
-	if (!home || rd_mask_list(u->s->cfg, u->s->prof, rule, home, &masks) < 0) {
+	const char *home = caller_home(u, q->t.uid[0]);
+	if (!home || rd_mask_list(u->s->cfg, u->s->prof, rule, home, &q->masks) < 0 ||
+	    add_control_masks(u, &q->masks) < 0) {
 		audit_refusal(u, id, tid, path, EPERM,
 		              home ? "out of memory"
 		                   : "the caller's uid has no home directory "
 		                     "in the password database, so ~/ masks "
 		                     "cannot be placed");
 		release(u, tid, n->id, EPERM);
-		goto out_env;
+		goto out;
 	}
-	const char *moved = mask_tampered(u, &masks);
+	const char *moved = mask_tampered(u, &q->masks);
 	if (moved) {
 		char why[600];
 		snprintf(why, sizeof(why),
@@ -355,84 +631,30 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		u->warned_masks = true;
 		audit_refusal(u, id, tid, path, EPERM, why);
 		release(u, tid, n->id, EPERM);
-		goto out_env;
+		goto out;
 	}
-	map = calloc(t.n_fds + 1, sizeof(*map));
-	if (!map) {
+	struct cmd *c = NULL;
+	if (build_plan(u, q) < 0 || !(c = cmd_new(id, q, path_addr, argv_addr, &nofile, tid))) {
 		release(u, tid, n->id, ENOMEM);
-		goto out_env;
+		goto out;
 	}
-	for (size_t i = 0; i < t.n_fds; i++)
-		map[i] = (struct rd_fd_map){.fd = t.fds[i].fd, .target = t.fds[i].target};
-	struct rd_launch_plan plan = {
-	    .exec_fd = tg.exec_fd,
-	    .exec_fd_is_target = tg.exec_fd_is_target,
-	    .exec_path = tg.exec_path,
-	    .exec_flags = tg.exec_flags,
-	    .argv = strs.argv,
-	    .envp = env.envp,
-	    .fds = map,
-	    .n_fds = t.n_fds,
-	    .cwd_fd = t.cwd_fd,
-	    .uid = {t.uid[0], t.uid[1], t.uid[2]},
-	    .gid = {t.gid[0], t.gid[1], t.gid[2]},
-	    .groups = t.groups,
-	    .n_groups = t.n_groups,
-	    .umask = t.umask,
-	    .sig_ignored = t.sig_ignored,
-	    .sig_blocked = t.sig_blocked,
-	    .rlim = t.rlim,
-	    .have_rlim = t.have_rlim,
-	    .pgrp_mode = t.sid == t.tgid    ? RD_PGRP_SESSION
-	                 : t.pgid == t.tgid ? RD_PGRP_OWN
-	                 : t.sid == u->sid  ? RD_PGRP_JOIN
-	                                    : RD_PGRP_OTHER,
-	    .join_pgid = t.pgid,
-	    .userns = u->userns,
-	    .masks = masks.v,
-	    .n_masks = masks.n,
-	    .expect_dev = tg.exec_flags & AT_EMPTY_PATH ? 0 : tg.dev,
-	    .expect_ino = tg.exec_flags & AT_EMPTY_PATH ? 0 : tg.ino,
-	};
-	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, rule);
-	/* A rule's rlimits are caps: the command gets the lower of the caller's and the rule's. */
-	for (int k = 0; k < RD_RLIMITS; k++) {
-		if (!box.rlimit[k])
-			continue;
-		int res = rd_rlimit_resources[k];
-		rlim_t cap = (rlim_t)box.rlimit[k];
-		if (!t.have_rlim[res])
-			t.rlim[res] = (struct rlimit){RLIM_INFINITY, RLIM_INFINITY};
-		if (t.rlim[res].rlim_cur > cap)
-			t.rlim[res].rlim_cur = cap;
-		if (t.rlim[res].rlim_max > cap)
-			t.rlim[res].rlim_max = cap;
-		t.have_rlim[res] = true;
+	if (action == RD_ACTION_ASK) {
+		start_ask(u, n, c, q);
+		return; /* q is c's, or freed */
 	}
-	plan.net_none = box.network == RD_NET_NONE;
-	if (box.seccomp != RD_SECCOMP_NONE) {
-		plan.filter = u->s->cmd_filter.insns;
-		plan.filter_len = u->s->cmd_filter.len;
-	}
-	struct cmd *c = calloc(1, sizeof(*c));
-	if (!c) {
-		release(u, tid, n->id, ENOMEM);
-		goto out_env;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	rd_audit(u->s->audit, "decision",
+	         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)id, "rule",
+	                   rule ? json_integer((json_int_t)rule->index) : json_null(), "action",
+	                   "allow"));
 	c->sb = u->spare;
 	u->spare = RD_SANDBOX_NONE;
-	r = rd_sandbox_start(&plan, &c->sb, &err);
+	r = rd_sandbox_start(&q->plan, &c->sb, &err);
 	int exec_errno = 0;
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
-	 * the fd itself. Below the control fd when that number is free. If the command's exec
-	 * then fails, the caller keeps this O_CLOEXEC fd until its next exec. */
-	c->ctl_target = RD_STUB_CONTROL_FD(nofile.rlim_cur);
-	char probe[64];
-	snprintf(probe, sizeof(probe), "/proc/%d/fd/%d", tid, c->ctl_target - 1);
-	int want = c->ctl_target > 3 && access(probe, F_OK) < 0 ? c->ctl_target - 1 : -1;
-	if (r == 0 && rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, want, &c->stub_in_task,
-	                                  &err) < 0) {
+	 * the fd itself. If the command's exec then fails, the caller keeps this O_CLOEXEC fd
+	 * until its next exec. */
+	if (r == 0 && rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, stub_want_fd(c),
+	                                  &c->stub_in_task, &err) < 0) {
 		rd_sandbox_destroy(&c->sb);
 		r = -EPERM;
 	}
@@ -453,75 +675,23 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 			release(u, tid, n->id, EPERM);
 		}
 		free(c);
-		goto out_env;
+		goto out;
 	}
-	c->id = id;
-	c->tid = tid;
-	c->tgid = t.tgid;
-	c->joined_pgrp = plan.pgrp_mode == RD_PGRP_JOIN;
-	c->argv_addr = argv_addr;
-	c->empty_path = path_addr + plen;
-	c->ctl_fd = -1;
-
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		audit_refusal(u, id, tid, path, EPERM, strerror(errno));
+	/* timeout_s: SIGTERM to the sandbox's pid 1 at expiry, SIGKILL after the grace. No
+	 * timer, no command: a limit that cannot be kept is not dropped. */
+	if (c->timeout_s && rd_sup_arm_timer(u, c, c->timeout_s) < 0) {
+		if (c->timer_fd >= 0)
+			rd_sup_unwatch(u, &c->timer_fd);
+		audit_refusal(u, id, tid, path, EPERM, "cannot arm the command's timeout");
 		rd_sandbox_destroy(&c->sb);
 		free(c);
 		release(u, tid, n->id, EPERM);
-		goto out_env;
+		goto out;
 	}
-	c->ctl_fd = sv[0];
-	c->timer_fd = -1;
-	c->kill_grace_s = box.kill_grace_s;
-	if (box.timeout_s) {
-		/* timeout_s: SIGTERM to the sandbox's pid 1 at expiry, SIGKILL after the grace. */
-		c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		struct itimerspec its = {.it_value = {.tv_sec = box.timeout_s}};
-		if (c->timer_fd >= 0 && timerfd_settime(c->timer_fd, 0, &its, NULL) == 0) {
-			c->timer_src = (struct src){SRC_TIMER, c};
-			rd_sup_watch(u, c->timer_fd, &c->timer_src);
-		} else {
-			/* No timer, no command: a limit that cannot be kept is not dropped. */
-			if (c->timer_fd >= 0)
-				close(c->timer_fd);
-			c->timer_fd = -1;
-			audit_refusal(u, id, tid, path, EPERM, "cannot arm the command's timeout");
-			close(sv[0]);
-			close(sv[1]);
-			rd_sandbox_destroy(&c->sb);
-			free(c);
-			release(u, tid, n->id, EPERM);
-			goto out_env;
-		}
-	}
-	c->next = u->cmds;
-	u->cmds = c;
-	c->status_src = (struct src){SRC_STATUS, c};
-	c->ctl_src = (struct src){SRC_CTL, c};
-	rd_sup_watch(u, c->sb.status_fd, &c->status_src);
-	rd_sup_watch(u, c->ctl_fd, &c->ctl_src);
-
-	/* Interrupt first, then answer (the control socket's ADDFD answers the call): the stop
-	 * comes as the exec returns, before any signal is dequeued, so the registers there are
-	 * the syscall's. */
-	c->state = C_STOPPING;
-	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
-		rd_notif_reply(u->listener, n->id, -EPERM, false);
-		rd_sup_cmd_abort(u, c, "PTRACE_INTERRUPT failed");
-	} else if (rd_handoff_send_ctl(u->listener, n->id, sv[1], c->ctl_target, &err) < 0) {
-		rd_notif_reply(u->listener, n->id, -EPERM, false);
-		rd_sup_cmd_abort(u, c, err.msg);
-	}
-	close(sv[1]);
+	begin_handoff(u, c, n->id);
 	/* The next command's sandbox, now: this one's command is already running, and what its
 	 * caller waits for is its end, not the rest of this handoff. */
 	rd_sup_make_spare(u);
-out_env:
-	rd_strv_free(&masks);
-	rd_env_result_free(&env);
 out:
-	rd_strings_free(&strs);
-	rd_target_free(&tg);
-	rd_task_free(&t);
+	rd_sup_req_free(q);
 }

@@ -11,7 +11,8 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "Usage: runnerd [--config FILE] --profile NAME [--audit FILE] [-v] -- AGENT [ARGS...]\n"
+	    "Usage: runnerd [--config FILE] --profile NAME [--audit FILE] [--prompt] [-v] -- AGENT "
+	    "[ARGS...]\n"
 	    "       runnerd check [--config FILE] [--profile NAME]\n"
 	    "       runnerd explain [--config FILE] --profile NAME [--json] --agent\n"
 	    "       runnerd explain [--config FILE] --profile NAME [--json] -- CMD [ARGS...]\n"
@@ -23,12 +24,17 @@ static void usage(FILE *f)
 	    "  check      validate runner.json and every profile (or just --profile)\n"
 	    "  explain    show, name by name, what the current environment would become for\n"
 	    "             the agent (--agent) or for a command it runs (-- CMD); never values\n"
+	    "  pending    list the commands waiting for approval (\"ask\" rules) in running\n"
+	    "             sessions [--json]\n"
+	    "  approve ID run the waiting command ID (as pending shows it)\n"
+	    "  deny ID    refuse it: its caller sees exit status 126\n"
 	    "\n"
 	    "Options:\n"
 	    "  -c, --config FILE   runner.json to use (default: ../etc/runnerd/runner.json next\n"
 	    "                      to the runnerd binary, then /etc/runnerd/runner.json)\n"
 	    "  -p, --profile NAME  profile from the config's profiles_dir, or a path to one\n"
 	    "  -a, --audit FILE    append the audit log (JSONL) to FILE\n"
+	    "      --prompt        also ask on /dev/tty when a rule says \"ask\"\n"
 	    "  -v, --verbose       say which files were read and why names were stripped\n"
 	    "  -h, --help          this text\n"
 	    "  -V, --version       print the version\n");
@@ -37,13 +43,10 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"profile", required_argument, NULL, 'p'},
-	    {"audit", required_argument, NULL, 'a'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'}, {"profile", required_argument, NULL, 'p'},
+	    {"audit", required_argument, NULL, 'a'},  {"verbose", no_argument, NULL, 'v'},
+	    {"prompt", no_argument, NULL, 'P'},       {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
 	};
 	struct rd_cli cli = {0};
 	int c;
@@ -62,6 +65,9 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			cli.verbose++;
+			break;
+		case 'P':
+			cli.prompt = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -84,6 +90,9 @@ int main(int argc, char **argv)
 		return rd_cmd_check(&cli, argc - optind, argv + optind);
 	if (!after_dashes && strcmp(word, "explain") == 0)
 		return rd_cmd_explain(&cli, argc - optind, argv + optind);
+	if (!after_dashes && (strcmp(word, "pending") == 0 || strcmp(word, "approve") == 0 ||
+	                      strcmp(word, "deny") == 0))
+		return rd_cmd_answer(&cli, argc - optind, argv + optind);
 	if (!after_dashes) {
 		fprintf(
 		    stderr,

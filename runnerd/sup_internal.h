@@ -3,21 +3,54 @@
 #ifndef RD_SUP_INTERNAL_H
 #define RD_SUP_INTERNAL_H
 
+#include "envpolicy.h"
 #include "launch.h"
+#include "reader.h"
+#include "resolve.h"
 #include "supervisor.h"
+#include "task.h"
 
 #include <linux/seccomp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
-enum src_type { SRC_LISTENER, SRC_SIGNAL, SRC_STATUS, SRC_CTL, SRC_TIMER };
+enum src_type {
+	SRC_LISTENER,
+	SRC_SIGNAL,
+	SRC_STATUS,
+	SRC_CTL,
+	SRC_TIMER,
+	SRC_CONTROL,        /* the control socket: accept */
+	SRC_CONTROL_CLIENT, /* one connection to it */
+	SRC_TTY,            /* --prompt: the operator's answer on /dev/tty */
+};
 
 struct src {
 	enum src_type type;
 	struct cmd *cmd;
+	struct client *client;
 };
+
+/* One exec between its trap and its launch: what was read from the caller, what was decided,
+ * and the plan that follows from it. An "ask" keeps it until the answer. */
+struct req {
+	char *path; /* as the caller passed it */
+	size_t plen;
+	struct rd_task t;
+	struct rd_target tg;
+	struct rd_strings strs;
+	struct rd_env_result env;
+	struct rd_strv masks;
+	struct rd_fd_map *map;
+	const struct rd_rule *rule;
+	struct rd_box_opts box;
+	struct rd_launch_plan plan;
+};
+
+void rd_sup_req_free(struct req *q);
 
 /* One intercepted exec, from the trap to the stub's exit. */
 enum cmd_state {
@@ -45,6 +78,39 @@ struct cmd {
 	bool reaped, status_known, joined_pgrp;
 	int status;
 	struct timespec start;
+	/* An "ask": the caller is handed to the stub at once, the command waits for the answer.
+	 * req is held until then; timer_fd counts ask_timeout_s until then. */
+	enum ask_state { ASK_NONE, ASK_PENDING, ASK_ANSWERED } ask;
+	struct req *req;
+	struct timespec asked; /* CLOCK_MONOTONIC */
+	time_t asked_wall;     /* for the operator */
+	unsigned timeout_s;    /* the command's own, armed once it runs */
+	bool dead;             /* off the list, on sup.dead */
+};
+
+/* How an ask ended. */
+enum ask_answer { ANSWER_APPROVE, ANSWER_DENY, ANSWER_TIMEOUT, ANSWER_WITHDRAWN };
+
+/* Who answered: the control socket's peer, the terminal, or no one. */
+struct answerer {
+	enum { BY_NONE, BY_SOCKET, BY_TTY } via;
+	uid_t uid;
+	pid_t pid;
+	char comm[17];
+};
+
+/* A connection to the control socket: one request, one reply. */
+struct client {
+	int fd;
+	struct ucred cred;
+	struct src src;
+};
+
+/* Answers given, so that a late one gets a clear refusal. A ring of the last ones. */
+#define RD_ANSWERED_KEEP 256
+struct answered {
+	uint64_t id;
+	char what[120];
 };
 
 struct sup {
@@ -53,6 +119,7 @@ struct sup {
 	bool agent_done;
 	int agent_status;
 	struct cmd *cmds;
+	struct cmd *dead; /* freed once the events in hand are handled */
 	uint64_t next_id;
 	dev_t stub_dev;
 	ino_t stub_ino;
@@ -78,6 +145,17 @@ struct sup {
 	uid_t home_uid;
 	char *home;
 	struct src listener_src, signal_src;
+	/* Approvals: the control socket (-1 if the profile has no "ask" rule), the terminal
+	 * (--prompt, else -1), and the ask shown there now (0: none). */
+	int control_fd, tty_fd;
+	char *control_path;
+	struct src control_src, tty_src;
+	uint64_t tty_asking;
+	char tty_line[64];
+	size_t tty_len;
+	size_t n_pending, n_clients;
+	struct answered answered[RD_ANSWERED_KEEP];
+	size_t n_answered;
 };
 
 void rd_sup_log(struct sup *u, const char *fmt, ...) _printf_(2, 3);
@@ -95,5 +173,28 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n);
 void rd_sup_make_spare(struct sup *u);
 /* exec.c: record the masked paths as they are now (see mask_tampered). */
 void rd_sup_pin_masks(struct sup *u);
+/* exec.c: start an approved ask's command; on failure the stub tells the caller why. */
+void rd_sup_launch_approved(struct sup *u, struct cmd *c);
+/* exec.c: arm c->timer_fd for secs (a new timer if it has none); -errno if it cannot be. */
+int rd_sup_arm_timer(struct sup *u, struct cmd *c, unsigned secs);
+
+/* ask.c: the end of an ask, from whichever source: audited, then the command runs or the
+ * stub tells the caller why not. False if it was not pending (already answered). */
+bool rd_sup_ask_answer(struct sup *u, struct cmd *c, enum ask_answer a, const struct answerer *by,
+                       const char *reason);
+/* ask.c: a pending ask's stub got a signal (value), or its caller died (sig 0). */
+void rd_sup_ask_signal(struct sup *u, struct cmd *c, int sig);
+/* ask.c: the stub of c says text (one line) on the caller's stderr and exits with status. */
+void rd_sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status);
+
+/* control.c: the control socket and the terminal prompt. */
+int rd_control_open(struct sup *u, struct rd_error *err);
+void rd_control_accept(struct sup *u);
+void rd_control_client(struct sup *u, struct client *cl);
+void rd_control_tty(struct sup *u);
+/* A new pending ask, or one answered: show the next on the terminal. */
+void rd_control_tty_update(struct sup *u);
+/* The ask shown on the terminal was answered (what: how). */
+void rd_control_tty_done(struct sup *u, const char *what);
 
 #endif

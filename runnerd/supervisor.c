@@ -88,7 +88,12 @@ void rd_sup_cmd_free_if_done(struct sup *u, struct cmd *c)
 			break;
 		}
 	rd_sandbox_close(&c->sb);
-	free(c);
+	rd_sup_req_free(c->req);
+	c->req = NULL;
+	/* Freed after this round of events: one of them may still name it. */
+	c->dead = true;
+	c->next = u->dead;
+	u->dead = c;
 }
 
 /* The caller died or did something other than the planned exec: nothing of its command may
@@ -104,6 +109,9 @@ void rd_sup_cmd_abort(struct sup *u, struct cmd *c, const char *why)
 	rd_audit(
 	    u->s->audit, "handoff_failed",
 	    json_pack("{s:I, s:i, s:s}", "id", (json_int_t)c->id, "tid", c->tid, "reason", why));
+	/* Last: it may free c. */
+	if (c->ask == ASK_PENDING)
+		rd_sup_ask_answer(u, c, ANSWER_WITHDRAWN, NULL, why);
 }
 
 static void handle_notification(struct sup *u)
@@ -268,6 +276,13 @@ static void handle_timer(struct sup *u, struct cmd *c)
 	uint64_t ticks;
 	if (read(c->timer_fd, &ticks, sizeof(ticks)) != sizeof(ticks) || c->status_known)
 		return;
+	if (c->ask == ASK_PENDING) {
+		char why[64];
+		snprintf(why, sizeof(why), "no answer within %u s",
+		         c->req->rule->ask_timeout_s ? c->req->rule->ask_timeout_s : 60);
+		rd_sup_ask_answer(u, c, ANSWER_TIMEOUT, NULL, why);
+		return;
+	}
 	if (!c->timed_out) {
 		c->timed_out = true;
 		rd_sup_log(u, "exec %llu: timeout, SIGTERM", (unsigned long long)c->id);
@@ -287,6 +302,10 @@ static void handle_ctl(struct sup *u, struct cmd *c)
 	ssize_t n = recv(c->ctl_fd, &m, sizeof(m), MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
+	if (n == sizeof(m) && m.type == RD_STUB_SIGNAL && c->ask == ASK_PENDING) {
+		rd_sup_ask_signal(u, c, m.value);
+		return;
+	}
 	if (n == sizeof(m) && m.type == RD_STUB_SIGNAL) {
 		/* A signal from the terminal already reached a command in the caller's process
 		 * group: forwarding it too would deliver it twice. */
@@ -298,6 +317,10 @@ static void handle_ctl(struct sup *u, struct cmd *c)
 	/* EOF or garbage: the stub is gone (the caller was killed, or it exited after EXIT).
 	 * A command whose caller is gone must not run on. */
 	rd_sup_unwatch(u, &c->ctl_fd);
+	if (c->ask == ASK_PENDING) {
+		rd_sup_ask_signal(u, c, 0); /* frees c once it is done */
+		return;
+	}
 	if (!c->status_known) {
 		c->killed = "its caller died";
 		rd_sup_kill_sandbox(c);
@@ -356,11 +379,17 @@ static int setup(struct sup *u, struct rd_session *s)
 	u->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (u->sigfd < 0 || u->epfd < 0)
 		return -errno;
-	u->listener_src = (struct src){SRC_LISTENER, NULL};
-	u->signal_src = (struct src){SRC_SIGNAL, NULL};
+	u->listener_src = (struct src){.type = SRC_LISTENER, .cmd = NULL};
+	u->signal_src = (struct src){.type = SRC_SIGNAL, .cmd = NULL};
 	rd_sup_watch(u, u->listener, &u->listener_src);
 	rd_sup_watch(u, u->sigfd, &u->signal_src);
-	return 0;
+	if (s->tty_fd >= 0) {
+		/* A prompt on a terminal whose foreground runnerd is not in must not stop runnerd
+		 * (the agent was started before this, with its own dispositions). */
+		signal(SIGTTIN, SIG_IGN);
+		signal(SIGTTOU, SIG_IGN);
+	}
+	return rd_control_open(u, NULL);
 }
 
 int rd_supervise(struct rd_session *s)
@@ -391,6 +420,8 @@ int rd_supervise(struct rd_session *s)
 		}
 		for (int i = 0; i < n; i++) {
 			struct src *src = evs[i].data.ptr;
+			if (src->cmd && src->cmd->dead)
+				continue;
 			switch (src->type) {
 			case SRC_LISTENER:
 				if (evs[i].events & EPOLLIN)
@@ -413,11 +444,30 @@ int rd_supervise(struct rd_session *s)
 			case SRC_TIMER:
 				handle_timer(&u, src->cmd);
 				break;
+			case SRC_CONTROL:
+				rd_control_accept(&u);
+				break;
+			case SRC_CONTROL_CLIENT:
+				rd_control_client(&u, src->client);
+				break;
+			case SRC_TTY:
+				rd_control_tty(&u);
+				break;
 			}
 		}
+		while (u.dead) {
+			struct cmd *c = u.dead;
+			u.dead = c->next;
+			free(c);
+		}
 	}
-	/* The agent is gone: so is every command it started. */
-	for (struct cmd *c = u.cmds; c; c = c->next) {
+	/* The agent is gone: so is every command it started, and every ask it waits for. */
+	for (struct cmd *c = u.cmds, *next; c; c = next) {
+		next = c->next;
+		if (c->ask == ASK_PENDING) {
+			rd_sup_ask_answer(&u, c, ANSWER_WITHDRAWN, NULL, "the agent exited");
+			continue;
+		}
 		if (c->status_known)
 			continue;
 		rd_sup_kill_sandbox(c);
@@ -425,6 +475,11 @@ int rd_supervise(struct rd_session *s)
 		         json_pack("{s:I, s:f, s:s, s:s}", "id", (json_int_t)c->id, "duration_ms",
 		                   rd_ms_since(&c->start), "reason", "killed", "killed_because",
 		                   "the agent exited"));
+	}
+	while (u.dead) {
+		struct cmd *c = u.dead;
+		u.dead = c->next;
+		free(c);
 	}
 	if (u.spare.reaper >= 0) {
 		kill(u.spare.reaper, SIGKILL);

@@ -11,6 +11,11 @@
 #include <signal.h>
 #include <stdio.h>
 
+/* Where a control socket may be, at most: see rd_control_dirs. */
+#define RD_CONTROL_DIRS 3
+/* Approvals that may wait at once; one more is refused with EACCES. */
+#define RD_MAX_PENDING 64
+
 struct rd_session {
 	const struct rd_config *cfg;
 	const struct rd_profile *prof;
@@ -21,10 +26,26 @@ struct rd_session {
 	struct rd_agent agent;
 	sigset_t orig_mask; /* what runnerd's own mask was before it blocked its signals */
 	int agent_signal;   /* set by rd_supervise: the signal that killed the agent, or 0 */
+	char session[33];
+	/* Approvals ("ask"): the listening control socket (-1: the profile never asks), its
+	 * path, and /dev/tty for --prompt (-1: not asked). */
+	int control_fd;
+	char *control_path;
+	int tty_fd;
+	/* Every directory where control sockets live: masked in every command's sandbox. */
+	char *control_dirs[RD_CONTROL_DIRS];
 };
 
 /* Run until the agent exits; returns its exit status as a shell reports it (code, or 128 +
  * signal, with the signal in agent_signal). Every command still running then is killed. */
 int rd_supervise(struct rd_session *s);
+
+/* The directory of this user's control sockets: $XDG_RUNTIME_DIR/runnerd, or /run/runnerd as
+ * root. NULL with err set if there is none (not root, XDG_RUNTIME_DIR unset). */
+char *rd_control_dir(struct rd_error *err);
+/* Every directory where this user's control sockets may be, for the masks. */
+void rd_control_dirs(char *out[RD_CONTROL_DIRS]);
+/* Make dir (0700, ours) and listen on dir/session.sock (0600). Returns the fd, path in *path. */
+int rd_control_listen(const char *dir, const char *session, char **path, struct rd_error *err);
 
 #endif

@@ -1,0 +1,256 @@
+/* runnerd pending [--json] | approve ID | deny ID: answer the "ask" rules of the running
+ * sessions of this user, through their control sockets (runnerd/control.c). An ID is
+ * SESSION-N as pending prints it (SESSION: any unique prefix of the session id), or N alone
+ * when one session is running. */
+#include "cli.h"
+#include "supervisor.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define SHOWN_SESSION 8 /* hex digits of the session id in an ID */
+#define MAX_SESSIONS  256
+
+struct session_sock {
+	char id[64]; /* the socket's name without ".sock" */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+/* The live sessions' sockets in dir; stale ones (their runnerd is gone) are skipped. */
+static int list_sessions(const char *dir, struct session_sock *out, size_t max, size_t *n)
+{
+	*n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	struct dirent *e;
+	while ((e = readdir(d)) && *n < max) {
+		size_t len = strlen(e->d_name);
+		if (len < 6 || len - 5 >= sizeof(out->id) || strcmp(e->d_name + len - 5, ".sock"))
+			continue;
+		struct session_sock *s = &out[*n];
+		snprintf(s->id, sizeof(s->id), "%.*s", (int)(len - 5), e->d_name);
+		if ((size_t)snprintf(s->path, sizeof(s->path), "%s/%s", dir, e->d_name) >=
+		    sizeof(s->path))
+			continue;
+		(*n)++;
+	}
+	closedir(d);
+	return 0;
+}
+
+/* One request, one reply; NULL with a message on stderr if the session cannot be asked.
+ * *stale: its runnerd is gone (no one listens). */
+static json_t *ask_session(const struct session_sock *s, json_t *req, bool *stale)
+{
+	*stale = false;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		*stale = errno == ECONNREFUSED || errno == ENOENT;
+		if (!*stale)
+			fprintf(stderr, "runnerd: %s: %s\n", s->path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		json_decref(req);
+		return NULL;
+	}
+	char *text = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	size_t cap = 1 << 20;
+	char *buf = malloc(cap);
+	json_t *rep = NULL;
+	struct pollfd p = {fd, POLLIN, 0};
+	if (text && buf && send(fd, text, strlen(text), MSG_NOSIGNAL) >= 0 &&
+	    poll(&p, 1, 10000) == 1) {
+		ssize_t n = recv(fd, buf, cap, MSG_TRUNC);
+		json_error_t jerr;
+		if (n > 0 && (size_t)n <= cap)
+			rep = json_loadb(buf, (size_t)n, 0, &jerr);
+	}
+	if (!rep)
+		fprintf(stderr, "runnerd: session %s did not answer\n", s->id);
+	free(text);
+	free(buf);
+	close(fd);
+	return rep;
+}
+
+static void print_pending(const char *sid, json_t *list)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(list, i, e)
+	{
+		printf("%.*s-%lld  %3.0fs left  rule %lld  %s\n", SHOWN_SESSION, sid,
+		       (long long)json_integer_value(json_object_get(e, "id")),
+		       json_real_value(json_object_get(e, "expires_in_s")),
+		       (long long)json_integer_value(json_object_get(e, "rule")),
+		       json_string_value(json_object_get(e, "resolved")));
+		printf("    $");
+		size_t k;
+		json_t *a;
+		json_array_foreach(json_object_get(e, "argv"), k, a)
+		{
+			printf(" ");
+			for (const char *c = json_string_value(a); c && *c; c++)
+				putchar((unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c);
+		}
+		if (json_is_true(json_object_get(e, "argv_truncated")))
+			printf(" ...");
+		printf("\n    cwd %s", json_string_value(json_object_get(e, "cwd")));
+		const char *d = json_string_value(json_object_get(e, "description"));
+		if (d)
+			printf("; rule: %s", d);
+		printf("\n");
+	}
+}
+
+static int pending(const char *dir, bool as_json)
+{
+	struct session_sock ss[MAX_SESSIONS];
+	size_t n;
+	if (list_sessions(dir, ss, MAX_SESSIONS, &n) < 0) {
+		fprintf(stderr, "runnerd: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	json_t *all = json_array();
+	size_t waiting = 0;
+	int ret = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool stale;
+		json_t *rep = ask_session(&ss[i], json_pack("{s:s}", "op", "pending"), &stale);
+		if (!rep) {
+			ret = stale ? ret : 1;
+			continue;
+		}
+		if (!json_is_true(json_object_get(rep, "ok"))) {
+			fprintf(stderr, "runnerd: session %s: %s\n", ss[i].id,
+			        json_string_value(json_object_get(rep, "error")) ?: "refused");
+			ret = 1;
+		} else if (as_json) {
+			json_array_append(all, rep);
+		} else {
+			json_t *list = json_object_get(rep, "pending");
+			waiting += json_array_size(list);
+			print_pending(ss[i].id, list);
+		}
+		json_decref(rep);
+	}
+	if (as_json) {
+		char *text = json_dumps(all, JSON_INDENT(2));
+		if (text)
+			puts(text);
+		free(text);
+	} else if (!waiting) {
+		printf("no command is waiting for approval\n");
+	}
+	json_decref(all);
+	return ret;
+}
+
+static int answer(const char *dir, const char *op, const char *id)
+{
+	struct session_sock ss[MAX_SESSIONS];
+	size_t n;
+	if (list_sessions(dir, ss, MAX_SESSIONS, &n) < 0) {
+		fprintf(stderr, "runnerd: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	const char *dash = strrchr(id, '-');
+	const char *num = dash ? dash + 1 : id;
+	char *end;
+	errno = 0;
+	long long v = strtoll(num, &end, 10);
+	if (!*num || *end || errno || v <= 0) {
+		fprintf(stderr,
+		        "runnerd: \"%s\" is not a request ID (SESSION-N, as runnerd pending "
+		        "prints it)\n",
+		        id);
+		return 2;
+	}
+	size_t prefix = dash ? (size_t)(dash - id) : 0;
+	const struct session_sock *match = NULL;
+	size_t matches = 0, live = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (prefix && strncmp(ss[i].id, id, prefix) != 0)
+			continue;
+		/* A stale socket is no session: probe it, so that N alone finds the live one. */
+		bool stale;
+		json_t *r = ask_session(&ss[i], json_pack("{s:s}", "op", "pending"), &stale);
+		json_decref(r);
+		if (stale)
+			continue;
+		live++;
+		match = &ss[i];
+		matches++;
+	}
+	if (matches != 1) {
+		if (matches == 0)
+			fprintf(stderr, "runnerd: no running session %s%.*s in %s\n",
+			        prefix ? "matches " : "found", (int)prefix, id, dir);
+		else
+			fprintf(stderr,
+			        "runnerd: %zu sessions are running%s: name one, as in "
+			        "SESSION-%lld (see runnerd pending)\n",
+			        live, prefix ? " with that prefix" : "", v);
+		return 1;
+	}
+	bool stale;
+	json_t *rep =
+	    ask_session(match, json_pack("{s:s, s:I}", "op", op, "id", (json_int_t)v), &stale);
+	if (!rep)
+		return 1;
+	int ret = 0;
+	if (json_is_true(json_object_get(rep, "ok"))) {
+		printf("%s %.*s-%lld\n", strcmp(op, "approve") == 0 ? "approved" : "denied",
+		       SHOWN_SESSION, match->id, v);
+	} else {
+		fprintf(stderr, "runnerd: %s\n",
+		        json_string_value(json_object_get(rep, "error")) ?: "refused");
+		ret = 1;
+	}
+	json_decref(rep);
+	return ret;
+}
+
+int rd_cmd_answer(struct rd_cli *cli, int argc, char **argv)
+{
+	(void)cli;
+	struct rd_error err = {0};
+	const char *op = argv[0];
+	bool as_json = false;
+	const char *id = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(op, "pending") == 0 && strcmp(argv[i], "--json") == 0)
+			as_json = true;
+		else if (strcmp(op, "pending") != 0 && !id && argv[i][0] != '-')
+			id = argv[i];
+		else {
+			fprintf(stderr, "runnerd %s: unexpected argument \"%s\"\n", op, argv[i]);
+			return 2;
+		}
+	}
+	if (strcmp(op, "pending") != 0 && !id) {
+		fprintf(stderr,
+		        "runnerd %s: which request? (runnerd %s ID; runnerd pending lists "
+		        "them)\n",
+		        op, op);
+		return 2;
+	}
+	char *dir = rd_control_dir(&err);
+	if (!dir) {
+		rd_cli_print_error(&err);
+		return 2;
+	}
+	int r = strcmp(op, "pending") == 0 ? pending(dir, as_json) : answer(dir, op, id);
+	free(dir);
+	return r;
+}
