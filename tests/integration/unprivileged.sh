@@ -30,12 +30,17 @@ cp -a "$src/tests/integration" "$work/src/tests/"
 chmod -R a+rX "$work"
 chmod 755 "$work"
 
+# The user's runtime directory, as a login would make it: where control sockets go.
+mkdir -m 700 "$work/run"
+chown "$user" "$work/run"
 run() {
 	su -s /bin/bash "$user" -c "cd '$work' && env -i PATH=/usr/local/bin:/usr/bin:/bin \
-		HOME='$home' LANG=C.UTF-8 RUNNERD='$work/build/bin/runnerd' \
+		HOME='$home' LANG=C.UTF-8 RUNNERD='$work/build/bin/runnerd' XDG_RUNTIME_DIR='$work/run' \
 		HELPERS='$work/build/tests/integration/helpers' RUNNERD_MUST_WORK=1 $*"
 }
 echo "== as $user (uid $(id -u "$user")): callers"
 run "$py '$work/src/tests/integration/harness.py'" | tail -n 12
 echo "== as $user: security"
 run "$py '$work/src/tests/integration/security.py'" | grep -Ev '^ok ' 
+echo "== as $user: approvals"
+run "$py '$work/src/tests/integration/ask.py'" | grep -Ev '^ok '

@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""Approvals ("ask" rules) on the real kernel, end to end.
+
+An agent (Python, whose subprocess uses vfork) runs commands that a profile sends for approval
+while this script answers them as the operator would, with `runnerd pending`, `runnerd approve`
+and `runnerd deny`, and once on a terminal (--prompt, through a pty). Checked:
+- the caller is handed to the stub at once: the agent runs other commands while one waits;
+- approved -> the command runs, with the caller's stdio and exit status;
+- denied or timed out -> one line on the caller's stderr, exit status 126;
+- one answer wins: a late answer is refused, naming the first;
+- a signal to the waiting caller, or its death, withdraws the ask;
+- the agent itself, and its commands, cannot answer: the socket is refused to them and hidden
+  from the sandbox;
+- the control socket is 0600 in a 0700 directory; the audit has every decision and who made it.
+
+Environment: RUNNERD (binary), RUNNERD_MUST_WORK. As a non-root user, XDG_RUNTIME_DIR must be
+set (the control socket lives there). Prints one line per check and "N passed, M failed" last.
+"""
+import json
+import os
+import pty
+import select
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+RUNNERD = os.environ.get("RUNNERD")
+MUST_WORK = os.environ.get("RUNNERD_MUST_WORK") == "1"
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIG = os.path.join(HERE, "config", "runner.json")
+PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(ok)
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else ": " + detail))
+
+
+def control_dir():
+    if os.geteuid() == 0:
+        return "/run/runnerd"
+    return os.path.join(os.environ["XDG_RUNTIME_DIR"], "runnerd")
+
+
+def env():
+    e = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
+         "LANG": "C.UTF-8"}
+    if "XDG_RUNTIME_DIR" in os.environ:
+        e["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
+    return e
+
+
+def cli(*args):
+    return subprocess.run([RUNNERD] + list(args), env=env(), capture_output=True, text=True,
+                          timeout=30)
+
+
+def pending(session):
+    """The pending asks of one session (by its id), as runnerd pending --json gives them."""
+    p = cli("pending", "--json")
+    if p.returncode != 0:
+        return None
+    for s in json.loads(p.stdout):
+        if s["session"] == session:
+            return s["pending"]
+    return []
+
+
+def wait_for(pred, seconds=15):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    return None
+
+
+def session_of(log):
+    def get():
+        try:
+            for line in open(log):
+                e = json.loads(line)
+                if e["event"] == "session_start":
+                    return e["session"]
+        except (OSError, ValueError):
+            return None
+    return wait_for(get)
+
+
+def waiting(session, argv):
+    """The pending entry whose argv is argv, once it shows."""
+    def get():
+        for e in pending(session) or []:
+            if e["argv"] == argv:
+                return e
+    return wait_for(get)
+
+
+def marker(tmp, name):
+    return wait_for(lambda: os.path.exists(os.path.join(tmp, name)))
+
+
+def write_profile(tmp):
+    path = os.path.join(tmp, "asks.json")
+    with open(path, "w") as f:
+        json.dump({"version": 1, "name": "asks", "agent": {"env_allow": []},
+                   "commands": {"default": "allow", "rules": [
+                       {"description": "arithmetic needs a human",
+                        "match": {"path": "expr", "args": ["**"]}, "action": "ask"},
+                       {"match": {"path": "seq", "args": ["**"]}, "action": "ask",
+                        "ask_timeout_s": 1}]}}, f)
+    return path
+
+
+AGENT = r"""
+import json, os, signal, socket, subprocess, sys, time
+tmp, ctl = sys.argv[1], sys.argv[2]
+out = {}
+def mark(name):
+    open(os.path.join(tmp, name), "w").close()
+def wait(name):
+    while not os.path.exists(os.path.join(tmp, name)):
+        time.sleep(0.02)
+def run(argv):
+    p = subprocess.run(argv, capture_output=True, text=True)
+    return [p.returncode, p.stdout.strip(), p.stderr.strip()]
+
+# 1. Approved, while the agent goes on with other commands.
+p = subprocess.Popen(["expr", "6", "*", "7"], stdout=subprocess.PIPE, text=True)
+out["during"] = run(["echo", "meanwhile"])
+mark("during-done")
+o, _ = p.communicate()
+out["approved"] = [p.returncode, o.strip()]
+
+# 2. Denied.
+out["denied"] = run(["expr", "1", "+", "1"])
+mark("denied-done")
+wait("late-done")
+
+# 3. No answer: ask_timeout_s 1.
+out["timeout"] = run(["seq", "3"])
+
+# 4. A signal to the waiting caller withdraws the ask; the caller dies by it.
+p = subprocess.Popen(["expr", "9"])
+wait("term-now")
+p.terminate()
+out["terminated"] = p.wait()
+
+# 5. The caller killed while waiting.
+p = subprocess.Popen(["expr", "8"])
+wait("kill-now")
+p.kill()
+out["killed"] = p.wait()
+
+# 6. The agent answering its own ask, straight on the socket: refused.
+p = subprocess.Popen(["expr", "5"], stdout=subprocess.PIPE, text=True)
+wait("self-now")
+replies = []
+for name in os.listdir(ctl):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(os.path.join(ctl, name))
+        req = {"op": "approve", "id": int(open(os.path.join(tmp, "self-id")).read())}
+        try:
+            s.send(json.dumps(req).encode())
+        except BrokenPipeError:
+            pass  # refused at once: the reply is already there
+        replies.append(json.loads(s.recv(65536)))
+    except OSError as e:
+        replies.append({"oserror": e.errno})
+out["self"] = replies
+o, _ = p.communicate()
+out["self_result"] = [p.returncode, o.strip()]
+
+# 7. A command looking for the control sockets.
+out["command_sees"] = run(["sh", "-c", "ls -A " + ctl + " | wc -l"])
+print(json.dumps(out))
+sys.stdout.flush()
+"""
+
+
+def test_answers(tmp):
+    prof = write_profile(tmp)
+    agent = os.path.join(tmp, "agent.py")
+    with open(agent, "w") as f:
+        f.write(AGENT)
+    log = os.path.join(tmp, "audit.jsonl")
+    proc = subprocess.Popen([RUNNERD, "--config", CONFIG, "--profile", prof, "--audit", log,
+                             "--", PY, agent, tmp, control_dir()],
+                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        session = session_of(log)
+        check("ask: the session starts", session is not None, "")
+        sock = os.path.join(control_dir(), session + ".sock")
+        st = os.stat(sock) if os.path.exists(sock) else None
+        dst = os.stat(control_dir())
+        check("ask: the control socket is 0600 in a 0700 directory, both runnerd's",
+              st is not None and stat.S_IMODE(st.st_mode) == 0o600 and
+              stat.S_IMODE(dst.st_mode) == 0o700 and st.st_uid == os.geteuid() and
+              dst.st_uid == os.geteuid(), repr(st))
+
+        e = waiting(session, ["expr", "6", "*", "7"])
+        check("ask: the waiting command is listed with its path, cwd and rule",
+              e is not None and e["resolved"].endswith("/expr") and e["rule"] == 0 and
+              e["description"] == "arithmetic needs a human" and e["cwd"] == os.getcwd() and
+              0 < e["expires_in_s"] <= 60, repr(e))
+        check("ask: the caller is handed off at once: the agent runs other commands meanwhile",
+              marker(tmp, "during-done") is not None, "")
+        # The ID as pending prints it.
+        text = cli("pending").stdout
+        sid = "%s-%d" % (session[:8], e["id"]) if e else "?"
+        check("ask: runnerd pending prints SESSION-N and the command line",
+              sid in text and "$ expr 6 * 7" in text, text)
+        a = cli("approve", sid)
+        check("ask: runnerd approve answers", a.returncode == 0 and "approved " + sid in a.stdout,
+              a.stdout + a.stderr)
+
+        d = waiting(session, ["expr", "1", "+", "1"])
+        deny = cli("deny", str(d["id"])) if d else None
+        check("ask: runnerd deny answers (N alone, with one session running)",
+              deny is not None and deny.returncode == 0, deny.stderr if deny else "")
+        marker(tmp, "denied-done")
+        late = cli("approve", "%s-%d" % (session[:8], d["id"])) if d else None
+        check("ask: a late answer is refused, naming the first one",
+              late is not None and late.returncode == 1 and "already answered" in late.stderr
+              and "denied by uid %d" % os.geteuid() in late.stderr,
+              (late.stdout + late.stderr) if late else "")
+        unknown = cli("approve", "%s-%d" % (session[:8], 999))
+        check("ask: an unknown request is refused clearly",
+              unknown.returncode == 1 and "no request 999" in unknown.stderr, unknown.stderr)
+        open(os.path.join(tmp, "late-done"), "w").close()
+
+        t = waiting(session, ["expr", "9"])
+        open(os.path.join(tmp, "term-now"), "w").close()
+        gone = wait_for(lambda: t and not any(x["id"] == t["id"] for x in pending(session) or []))
+        check("ask: a signal to the waiting caller withdraws the ask", gone is not None, "")
+        k = waiting(session, ["expr", "8"])
+        open(os.path.join(tmp, "kill-now"), "w").close()
+        gone = wait_for(lambda: k and not any(x["id"] == k["id"] for x in pending(session) or []))
+        check("ask: the caller's death withdraws the ask", gone is not None, "")
+
+        s = waiting(session, ["expr", "5"])
+        with open(os.path.join(tmp, "self-id"), "w") as f:
+            f.write(str(s["id"] if s else 0))
+        open(os.path.join(tmp, "self-now"), "w").close()
+        # The agent tries on its own first; then the operator denies.
+        time.sleep(0.5)
+        still = pending(session) or []
+        check("ask: the agent's own answer changed nothing",
+              s is not None and any(x["id"] == s["id"] for x in still), repr(still))
+        if s:
+            cli("deny", "%s-%d" % (session[:8], s["id"]))
+        out_text, err_text = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    try:
+        out = json.loads(out_text)
+    except ValueError:
+        check("ask: the agent ran to its end", False, out_text + err_text)
+        return
+    check("ask: an approved command runs with the caller's stdout and status",
+          out["approved"] == [0, "42"], repr(out["approved"]))
+    check("ask: a command not matched by the rule ran while the other waited",
+          out["during"][:2] == [0, "meanwhile"], repr(out["during"]))
+    check("ask: denied -> exit 126 and one line on the caller's stderr",
+          out["denied"][0] == 126 and out["denied"][1] == "" and
+          out["denied"][2].startswith("runnerd: ") and "denied by uid" in out["denied"][2] and
+          "\n" not in out["denied"][2], repr(out["denied"]))
+    check("ask: no answer within ask_timeout_s -> exit 126, the reason is the timeout",
+          out["timeout"][0] == 126 and "no answer within 1 s" in out["timeout"][2],
+          repr(out["timeout"]))
+    check("ask: a caller terminated while waiting dies by its signal",
+          out["terminated"] == -signal.SIGTERM, repr(out["terminated"]))
+    check("ask: a caller killed while waiting is just dead", out["killed"] == -signal.SIGKILL,
+          repr(out["killed"]))
+    check("ask: the agent cannot answer its own ask on the socket",
+          out["self"] and all(not r.get("ok", False) and
+                              "from outside the session" in r.get("error", "")
+                              for r in out["self"]), repr(out["self"]))
+    check("ask: ... and the operator's deny still counts", out["self_result"][0] == 126,
+          repr(out["self_result"]))
+    check("ask: a command sees no control socket (the directory is masked)",
+          out["command_sees"][:2] == [0, "0"], repr(out["command_sees"]))
+
+    events = [json.loads(l) for l in open(log)]
+    dec = {}
+    for ev in events:
+        if ev["event"] == "decision":
+            dec.setdefault(ev["id"], []).append(ev)
+    answers = [d[-1].get("answer") for d in dec.values() if d[0].get("action") == "ask"]
+    check("ask: the audit has a decision for every ask, pending then its answer",
+          sorted(answers) == sorted(["approve", "deny", "timeout", "withdrawn", "withdrawn",
+                                     "deny"]) and
+          all(d[0].get("state") == "pending" for d in dec.values() if d[0]["action"] == "ask"),
+          repr(answers))
+    by = [d[-1] for d in dec.values() if d[-1].get("answer") == "approve"]
+    check("ask: the approval names who answered (uid, pid) and when it was asked",
+          by and by[0]["by"]["via"] == "socket" and by[0]["by"]["uid"] == os.geteuid() and
+          by[0]["by"]["pid"] > 0 and by[0]["asked_at"].endswith("Z") and
+          by[0]["waited_ms"] > 0, repr(by))
+    withdrawn = sorted(d[-1].get("reason", "") for d in dec.values()
+                       if d[-1].get("answer") == "withdrawn")
+    check("ask: withdrawals say why", withdrawn == ["the caller died", "the caller got SIGTERM"],
+          repr(withdrawn))
+    allows = [d for d in dec.values() if d[0].get("action") == "allow"]
+    check("ask: allowed commands get a decision event too", len(allows) >= 2, repr(allows))
+    refused = [ev for ev in events if ev["event"] == "control_refused"]
+    check("ask: the refused connection is audited", len(refused) >= 1 and
+          "outside the session" in refused[0]["reason"], repr(refused))
+    check("ask: the socket is gone when the session ends",
+          not os.path.exists(os.path.join(control_dir(), session + ".sock")), "")
+
+
+def test_prompt(tmp):
+    """--prompt: the ask shows on the terminal; y runs it, anything else denies."""
+    prof = write_profile(tmp)
+    agent = os.path.join(tmp, "prompt_agent.py")
+    with open(agent, "w") as f:
+        f.write("import subprocess\n"
+                "for a in (['expr', '2', '+', '3'], ['expr', '4', '+', '4']):\n"
+                "    p = subprocess.run(a, capture_output=True, text=True)\n"
+                "    print('RESULT', p.returncode, p.stdout.strip(), flush=True)\n")
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(RUNNERD, [RUNNERD, "--config", CONFIG, "--profile", prof, "--prompt", "--",
+                            PY, agent], env())
+    seen = b""
+    answers = [b"y\r", b"nope\r"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if not r:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+        if answers and seen.count(b"[y/N]") > 2 - len(answers):
+            os.write(fd, answers.pop(0))
+    os.waitpid(pid, 0)
+    text = seen.decode(errors="replace")
+    check("prompt: the terminal shows the command and the rule",
+          "$ expr 2 + 3" in text and "arithmetic needs a human" in text, text[-800:])
+    check("prompt: y runs it", "RESULT 0 5" in text, text[-800:])
+    check("prompt: any other answer denies (126)", "RESULT 126" in text and
+          "denied on the terminal" in text, text[-800:])
+
+
+def test_no_control_dir(tmp):
+    """Not root and no XDG_RUNTIME_DIR: a profile that asks does not start."""
+    if os.geteuid() == 0:
+        return
+    prof = write_profile(tmp)
+    e = env()
+    e.pop("XDG_RUNTIME_DIR", None)
+    p = subprocess.run([RUNNERD, "--config", CONFIG, "--profile", prof, "--", "true"], env=e,
+                       capture_output=True, text=True, timeout=30)
+    check("ask: without a place for the control socket, runnerd refuses to start",
+          p.returncode == 125 and "XDG_RUNTIME_DIR is not set" in p.stderr and
+          "commands.rules[0]" in p.stderr, p.stderr)
+
+
+def main():
+    if not RUNNERD or not os.access(RUNNERD, os.X_OK):
+        print("SKIP: RUNNERD is not set to the runnerd binary")
+        return 1 if MUST_WORK else 77
+    if os.geteuid() != 0 and "XDG_RUNTIME_DIR" not in os.environ:
+        print("SKIP: not root and XDG_RUNTIME_DIR is not set: no place for a control socket")
+        return 1 if MUST_WORK else 77
+    for t in (test_answers, test_prompt, test_no_control_dir):
+        with tempfile.TemporaryDirectory(prefix="runnerd-ask.") as tmp:
+            os.chmod(tmp, 0o755)
+            cwd = os.getcwd()
+            os.chdir(tmp)
+            try:
+                t(tmp)
+            finally:
+                os.chdir(cwd)
+    failed = results.count(False)
+    print("%d passed, %d failed" % (results.count(True), failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
