@@ -158,12 +158,6 @@ static int pending(const char *dir, bool as_json)
 
 static int answer(const char *dir, const char *op, const char *id)
 {
-	struct session_sock ss[MAX_SESSIONS];
-	size_t n;
-	if (list_sessions(dir, ss, MAX_SESSIONS, &n) < 0) {
-		fprintf(stderr, "runnerd: %s: %s\n", dir, strerror(errno));
-		return 1;
-	}
 	const char *dash = strrchr(id, '-');
 	const char *num = dash ? dash + 1 : id;
 	char *end;
@@ -175,6 +169,12 @@ static int answer(const char *dir, const char *op, const char *id)
 		        "prints it)\n",
 		        id);
 		return 2;
+	}
+	struct session_sock ss[MAX_SESSIONS];
+	size_t n;
+	if (list_sessions(dir, ss, MAX_SESSIONS, &n) < 0) {
+		fprintf(stderr, "runnerd: %s: %s\n", dir, strerror(errno));
+		return 1;
 	}
 	size_t prefix = dash ? (size_t)(dash - id) : 0;
 	const struct session_sock *match = NULL;

@@ -7,6 +7,7 @@
 
 #include <getopt.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,70 @@ static int cmp_verdict(const void *pa, const void *pb)
 	return (a->name_len > b->name_len) - (a->name_len < b->name_len);
 }
 
+/* The sandbox a command matched by rule (or none) gets: network, seccomp, limits, masks, and
+ * for an ask how long it waits. Masks with "~/" are shown for the running user's home. */
+static json_t *sandbox_json(const struct rd_config *cfg, const struct rd_profile *prof,
+                            const struct rd_rule *rule)
+{
+	struct rd_box_opts b = rd_box_resolve(cfg, prof, rule);
+	json_t *lim = json_object();
+	for (int k = 0; k < RD_RLIMITS; k++)
+		if (b.rlimit[k])
+			json_object_set_new(lim, rd_rlimit_names[k],
+			                    json_integer((json_int_t)b.rlimit[k]));
+	json_t *masks = json_array();
+	struct passwd *pw = getpwuid(getuid());
+	struct rd_strv list = {0};
+	if (pw && pw->pw_dir && rd_mask_list(cfg, prof, rule, pw->pw_dir, &list) == 0)
+		for (size_t i = 0; i < list.n; i++)
+			json_array_append_new(masks, json_string(list.v[i]));
+	rd_strv_free(&list);
+	json_t *o = json_pack(
+	    "{s:s, s:s, s:o, s:i, s:o, s:o}", "network", b.network == RD_NET_NONE ? "none" : "host",
+	    "seccomp", b.seccomp == RD_SECCOMP_NONE ? "none" : "default", "timeout_s",
+	    b.timeout_s ? json_integer(b.timeout_s) : json_null(), "kill_grace_s",
+	    b.kill_grace_s ? (int)b.kill_grace_s : 5, "rlimits", lim, "masks", masks);
+	enum rd_action a = rule ? rule->action : prof->commands_default;
+	if (o && a == RD_ACTION_ASK)
+		json_object_set_new(o, "ask_timeout_s",
+		                    json_integer(rule->ask_timeout_s ? rule->ask_timeout_s : 60));
+	return o;
+}
+
+static void print_sandbox(json_t *sb)
+{
+	json_t *t = json_object_get(sb, "timeout_s");
+	printf("sandbox: network %s, seccomp %s, timeout ",
+	       json_string_value(json_object_get(sb, "network")),
+	       json_string_value(json_object_get(sb, "seccomp")));
+	if (json_is_integer(t))
+		printf("%lld s (then SIGTERM, SIGKILL after %lld s)",
+		       (long long)json_integer_value(t),
+		       (long long)json_integer_value(json_object_get(sb, "kill_grace_s")));
+	else
+		printf("none");
+	printf("\n");
+	const char *k;
+	json_t *v;
+	printf("rlimits:");
+	size_t n = 0;
+	json_object_foreach(json_object_get(sb, "rlimits"), k, v)
+	{
+		printf(" %s %lld", k, (long long)json_integer_value(v));
+		n++;
+	}
+	printf("%s\n", n ? "" : " the caller's");
+	size_t i;
+	json_array_foreach(json_object_get(sb, "masks"), i, v)
+	    printf("mask: %s\n", json_string_value(v));
+	printf("mask: the control socket directories (always)\n");
+	json_t *ask = json_object_get(sb, "ask_timeout_s");
+	if (ask)
+		printf("ask: the caller waits up to %lld s for runnerd approve (no answer: exit "
+		       "126)\n",
+		       (long long)json_integer_value(ask));
+}
+
 static void print_text(const struct rd_profile *prof, const struct rd_config *cfg, bool agent,
                        char **cmd, const struct rd_rule *rule, const struct rd_env_result *res)
 {
@@ -60,6 +125,10 @@ static void print_text(const struct rd_profile *prof, const struct rd_config *cf
 		else
 			printf("rule: none matches -> %s (commands.default)\n",
 			       rd_action_str(prof->commands_default));
+		json_t *sb = sandbox_json(cfg, prof, rule);
+		if ((rule ? rule->action : prof->commands_default) != RD_ACTION_DENY && sb)
+			print_sandbox(sb);
+		json_decref(sb);
 	}
 	size_t passed = 0;
 	for (size_t i = 0; i < res->n_verdicts; i++) {
@@ -99,6 +168,8 @@ static int print_json(const struct rd_profile *prof, const struct rd_config *cfg
 		json_object_set_new(
 		    root, "action",
 		    json_string(rd_action_str(rule ? rule->action : prof->commands_default)));
+		if ((rule ? rule->action : prof->commands_default) != RD_ACTION_DENY)
+			json_object_set_new(root, "sandbox", sandbox_json(cfg, prof, rule));
 	}
 	for (size_t i = 0; i < res->n_verdicts; i++) {
 		const struct rd_env_verdict *v = &res->verdicts[i];

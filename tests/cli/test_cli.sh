@@ -103,6 +103,15 @@ contains "$tmp/out" '^rule: commands.rules\[2\] -> allow$'
 contains "$tmp/out" '^stripped +GITHUB_TOKEN +denied:secret-pattern'
 expect 0 env -i "${planted[@]}" "$rd" explain --profile claude -- ls
 contains "$tmp/out" '^rule: none matches -> allow \(commands.default\)$'
+# ... and the sandbox the command would get: the shipped masks under the caller's home
+contains "$tmp/out" '^sandbox: network host, seccomp default, timeout none$'
+contains "$tmp/out" "^mask: $(getent passwd "$(id -u)" | cut -d: -f6)/.aws$"
+expect 0 env -i "${planted[@]}" "$rd" explain --config "$src/tests/integration/config/runner.json" --profile rules -- rm -rf x
+contains "$tmp/out" '^rule: commands.rules\[2\], path rm -> ask$'
+contains "$tmp/out" '^ask: the caller waits up to 1 s for runnerd approve'
+# runnerd approve needs an ID; a malformed one is refused before any socket is touched
+expect 2 "$rd" approve; contains "$tmp/err" 'which request'
+expect 2 "$rd" deny x-y; contains "$tmp/err" 'is not a request ID'
 
 # --json: machine-readable and the same verdicts; a nameless entry never shows its text
 expect 0 env -i "${planted[@]}" "$rd" explain --json --profile codex --agent
