@@ -6,6 +6,7 @@
 #include "envpolicy.h"
 #include "filter.h"
 #include "launcher.h"
+#include "rules.h"
 #include "sha256.h"
 #include "supervisor.h"
 
@@ -189,6 +190,46 @@ static char **agent_env(const struct rd_config *cfg, const struct rd_profile *pr
 	return out;
 }
 
+/* --prompt reads answers from the terminal, where a command can type with TIOCSTI unless its
+ * seccomp profile refuses that or the kernel allows it only to CAP_SYS_ADMIN. A command under
+ * "seccomp": "none" could then answer an ask: refuse the combination. */
+static int prompt_injectable(const struct rd_config *cfg, const struct rd_profile *prof,
+                             struct rd_error *err)
+{
+	char v = '1';
+	int fd = open("/proc/sys/dev/tty/legacy_tiocsti", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (read(fd, &v, 1) != 1)
+			v = '1';
+		close(fd);
+	}
+	if (v == '0')
+		return 0;
+	for (size_t i = 0; i <= prof->n_rules; i++) {
+		const struct rd_rule *r = i < prof->n_rules ? &prof->rules[i] : NULL;
+		if (r ? r->action == RD_ACTION_DENY : prof->commands_default == RD_ACTION_DENY)
+			continue;
+		if (rd_box_resolve(cfg, prof, r).seccomp != RD_SECCOMP_NONE)
+			continue;
+		if (r)
+			return rd_error_set(
+			    err, EPERM,
+			    "--prompt: commands.rules[%zu] of profile %s runs commands "
+			    "with \"seccomp\": \"none\", which could type an answer "
+			    "into the terminal (TIOCSTI; dev.tty.legacy_tiocsti is not "
+			    "0): answer with runnerd approve instead",
+			    r->index, prof->name);
+		return rd_error_set(
+		    err, EPERM,
+		    "--prompt: profile %s runs commands with \"seccomp\": \"none\", "
+		    "which could type an answer into the terminal (TIOCSTI; "
+		    "dev.tty.legacy_tiocsti is not 0): answer with runnerd approve "
+		    "instead",
+		    prof->name);
+	}
+	return 0;
+}
+
 static void free_env(char **env)
 {
 	for (char **e = env; e && *e; e++) {
@@ -266,6 +307,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 			goto fail;
 		}
 	}
+	if (cli->prompt && prompt_injectable(&cfg, &prof, &err) < 0)
+		goto fail;
 	if (cli->prompt) {
 		s.tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 		if (s.tty_fd < 0) {

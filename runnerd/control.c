@@ -187,21 +187,18 @@ void rd_control_accept(struct sup *u)
 			why =
 			    "it is runnerd, the agent or something they started: an approval must "
 			    "come from outside the session";
-		else if (u->n_clients >= MAX_CLIENTS)
-			why = "too many connections are open";
-		if (why) {
-			reply(fd, error_reply("runnerd refuses this connection: %s", why));
+		if (why)
 			rd_audit(u->s->audit, "control_refused",
 			         json_pack("{s:i, s:i, s:s}", "uid", (int)cr.uid, "pid",
 			                   (int)cr.pid, "reason", why));
-			close(fd);
-			continue;
-		}
-		struct client *cl = calloc(1, sizeof(*cl));
+		struct client *cl = u->n_clients < MAX_CLIENTS ? calloc(1, sizeof(*cl)) : NULL;
 		if (!cl) {
 			close(fd);
 			continue;
 		}
+		/* A refused peer gets its refusal as the reply to its request: closing on it at
+		 * once could reset the connection before it reads why. */
+		cl->refused = why;
 		cl->fd = fd;
 		cl->cred = cr;
 		cl->src = (struct src){.type = SRC_CONTROL_CLIENT, .cmd = NULL};
@@ -284,6 +281,11 @@ void rd_control_client(struct sup *u, struct client *cl)
 	}
 	json_t *out;
 	json_error_t jerr;
+	if (cl->refused) {
+		reply(cl->fd, error_reply("runnerd refuses this connection: %s", cl->refused));
+		drop_client(u, cl);
+		return;
+	}
 	json_t *req =
 	    n > MAX_REQUEST ? NULL : json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
 	const char *op = json_string_value(json_object_get(req, "op"));

@@ -103,6 +103,7 @@ struct answerer {
 struct client {
 	int fd;
 	struct ucred cred;
+	const char *refused; /* why its request will be refused; NULL if it will not */
 	struct src src;
 };
 

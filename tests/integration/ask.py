@@ -357,6 +357,30 @@ def test_prompt(tmp):
           "denied on the terminal" in text, text[-800:])
 
 
+def test_prompt_tiocsti(tmp):
+    """--prompt with a rule whose commands have no seccomp profile: they could type the answer
+    (TIOCSTI), so runnerd refuses to start unless the kernel keeps TIOCSTI from them."""
+    path = os.path.join(tmp, "notiocsti.json")
+    with open(path, "w") as f:
+        json.dump({"version": 1, "name": "notiocsti", "agent": {"env_allow": []},
+                   "commands": {"default": "allow", "rules": [
+                       {"match": {"path": "strace"}, "action": "allow", "seccomp": "none"},
+                       {"match": {"path": "rm"}, "action": "ask"}]}}, f)
+    try:
+        legacy = open("/proc/sys/dev/tty/legacy_tiocsti").read().strip()
+    except OSError:
+        legacy = "1"
+    p = subprocess.run([RUNNERD, "--config", CONFIG, "--profile", path, "--prompt", "--",
+                        "true"], env=env(), capture_output=True, text=True, timeout=30)
+    if legacy == "0":
+        check("prompt: seccomp none is fine where the kernel refuses TIOCSTI",
+              "TIOCSTI" not in p.stderr, p.stderr)
+    else:
+        check("prompt: refused with a rule whose commands could type into the terminal",
+              p.returncode == 125 and "commands.rules[0]" in p.stderr and "TIOCSTI" in
+              p.stderr, p.stderr)
+
+
 def test_no_control_dir(tmp):
     """Not root and no XDG_RUNTIME_DIR: a profile that asks does not start."""
     if os.geteuid() == 0:
@@ -378,7 +402,7 @@ def main():
     if os.geteuid() != 0 and "XDG_RUNTIME_DIR" not in os.environ:
         print("SKIP: not root and XDG_RUNTIME_DIR is not set: no place for a control socket")
         return 1 if MUST_WORK else 77
-    for t in (test_answers, test_prompt, test_no_control_dir):
+    for t in (test_answers, test_prompt, test_prompt_tiocsti, test_no_control_dir):
         with tempfile.TemporaryDirectory(prefix="runnerd-ask.") as tmp:
             os.chmod(tmp, 0o755)
             cwd = os.getcwd()
