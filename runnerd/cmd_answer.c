@@ -83,32 +83,41 @@ static json_t *ask_session(const struct session_sock *s, json_t *req, bool *stal
 	return rep;
 }
 
+/* The caller's bytes, for a terminal: control characters never reach it. */
+static void print_safe(const char *s)
+{
+	for (; s && *s; s++)
+		putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
 static void print_pending(const char *sid, json_t *list)
 {
 	size_t i;
 	json_t *e;
 	json_array_foreach(list, i, e)
 	{
-		printf("%.*s-%lld  %3.0fs left  rule %lld  %s\n", SHOWN_SESSION, sid,
+		printf("%.*s-%lld  %3.0fs left  rule %lld  ", SHOWN_SESSION, sid,
 		       (long long)json_integer_value(json_object_get(e, "id")),
 		       json_real_value(json_object_get(e, "expires_in_s")),
-		       (long long)json_integer_value(json_object_get(e, "rule")),
-		       json_string_value(json_object_get(e, "resolved")));
-		printf("    $");
+		       (long long)json_integer_value(json_object_get(e, "rule")));
+		print_safe(json_string_value(json_object_get(e, "resolved")));
+		printf("\n    $");
 		size_t k;
 		json_t *a;
 		json_array_foreach(json_object_get(e, "argv"), k, a)
 		{
 			printf(" ");
-			for (const char *c = json_string_value(a); c && *c; c++)
-				putchar((unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c);
+			print_safe(json_string_value(a));
 		}
 		if (json_is_true(json_object_get(e, "argv_truncated")))
 			printf(" ...");
-		printf("\n    cwd %s", json_string_value(json_object_get(e, "cwd")));
+		printf("\n    cwd ");
+		print_safe(json_string_value(json_object_get(e, "cwd")));
 		const char *d = json_string_value(json_object_get(e, "description"));
-		if (d)
-			printf("; rule: %s", d);
+		if (d) {
+			printf("; rule: ");
+			print_safe(d);
+		}
 		printf("\n");
 	}
 }

@@ -449,7 +449,7 @@ void rd_sup_launch_approved(struct sup *u, struct cmd *c)
 		snprintf(line, sizeof(line), "runnerd: %.200s: %.200s\n", q->path,
 		         exec_errno ? strerror(exec_errno) : err.msg);
 		c->sb = RD_SANDBOX_NONE;
-		c->reaped = true;
+		c->reaped = c->status_known = true;
 		rd_sup_stub_say_exit(u, c, caller_stderr(q), line,
 		                     (exec_errno == ENOENT ? 127 : 126) << 8);
 	} else {

@@ -43,6 +43,8 @@ def check(name, ok, detail=""):
 def base_env():
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
            "LANG": "C.UTF-8"}
+    if "XDG_RUNTIME_DIR" in os.environ:  # where the rules profile's control socket goes
+        env["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
     env.update(PLANTED)
     return env
 
@@ -501,8 +503,10 @@ try:
     res = "ran"
 except OSError as e:
     res = "errno %d" % e.errno
-with open(os.path.join(tmp, "result"), "w") as f:
+# Written whole, then renamed: the test reads it as soon as it exists.
+with open(os.path.join(tmp, "result.tmp"), "w") as f:
     f.write(res)
+os.rename(os.path.join(tmp, "result.tmp"), os.path.join(tmp, "result"))
 """
 
 
