@@ -319,6 +319,61 @@ def test_answers(tmp):
           not os.path.exists(os.path.join(control_dir(), session + ".sock")), "")
 
 
+NODE_AGENT = r"""
+const { spawn, execFileSync } = require("child_process");
+const fs = require("fs");
+const tmp = process.argv[2];
+let ticks = 0;
+const timer = setInterval(() => {
+  ticks++;
+  if (ticks === 5) fs.writeFileSync(tmp + "/node-ticking", "");
+}, 20);
+const p = spawn("expr", ["3", "+", "4"]);
+let out = "";
+p.stdout.on("data", (d) => (out += d));
+p.on("close", (code) => {
+  clearInterval(timer);
+  console.log(JSON.stringify({ code, out: out.trim(), ticks }));
+});
+"""
+
+
+def test_node(tmp):
+    """Node's child_process (libuv) as the caller: its event loop runs while the ask waits."""
+    node = "/usr/bin/node" if os.access("/usr/bin/node", os.X_OK) else None
+    if not node:
+        check("node: /usr/bin/node is installed (make test installs nodejs)", False, "")
+        return
+    prof = write_profile(tmp)
+    agent = os.path.join(tmp, "agent.js")
+    with open(agent, "w") as f:
+        f.write(NODE_AGENT)
+    log = os.path.join(tmp, "audit.jsonl")
+    proc = subprocess.Popen([RUNNERD, "--config", CONFIG, "--profile", prof, "--audit", log,
+                             "--", node, agent, tmp], env=env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        session = session_of(log)
+        e = waiting(session, ["expr", "3", "+", "4"]) if session else None
+        ticking = marker(tmp, "node-ticking")
+        check("node: the agent's event loop runs while its spawn waits for approval",
+              e is not None and ticking is not None, repr(e))
+        if e:
+            cli("approve", "%s-%d" % (session[:8], e["id"]))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    try:
+        res = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        res = {}
+    check("node: the approved command's output and status reach the agent",
+          res.get("code") == 0 and res.get("out") == "7" and res.get("ticks", 0) >= 5,
+          out + err)
+
+
 def test_prompt(tmp):
     """--prompt: the ask shows on the terminal; y runs it, anything else denies."""
     prof = write_profile(tmp)
@@ -402,7 +457,7 @@ def main():
     if os.geteuid() != 0 and "XDG_RUNTIME_DIR" not in os.environ:
         print("SKIP: not root and XDG_RUNTIME_DIR is not set: no place for a control socket")
         return 1 if MUST_WORK else 77
-    for t in (test_answers, test_prompt, test_prompt_tiocsti, test_no_control_dir):
+    for t in (test_answers, test_node, test_prompt, test_prompt_tiocsti, test_no_control_dir):
         with tempfile.TemporaryDirectory(prefix="runnerd-ask.") as tmp:
             os.chmod(tmp, 0o755)
             cwd = os.getcwd()
