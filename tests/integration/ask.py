@@ -70,6 +70,18 @@ def pending(session):
     return []
 
 
+def full_id(session, n):
+    """A request's ID as runnerd pending prints it."""
+    return "%s-%d" % (session[:8], n)
+
+
+def reap(proc):
+    """A session the test gave up on does not outlive it."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+
+
 def wait_for(pred, seconds=15):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -214,7 +226,7 @@ def test_answers(tmp):
               marker(tmp, "during-done") is not None, "")
         # The ID as pending prints it.
         text = cli("pending").stdout
-        sid = "%s-%d" % (session[:8], e["id"]) if e else "?"
+        sid = full_id(session, e["id"]) if e else "?"
         check("ask: runnerd pending prints SESSION-N and the command line",
               sid in text and "$ expr 6 * 7" in text, text)
         a = cli("approve", sid)
@@ -226,12 +238,12 @@ def test_answers(tmp):
         check("ask: runnerd deny answers (N alone, with one session running)",
               deny is not None and deny.returncode == 0, deny.stderr if deny else "")
         marker(tmp, "denied-done")
-        late = cli("approve", "%s-%d" % (session[:8], d["id"])) if d else None
+        late = cli("approve", full_id(session, d["id"])) if d else None
         check("ask: a late answer is refused, naming the first one",
               late is not None and late.returncode == 1 and "already answered" in late.stderr
               and "denied by uid %d" % os.geteuid() in late.stderr,
               (late.stdout + late.stderr) if late else "")
-        unknown = cli("approve", "%s-%d" % (session[:8], 999))
+        unknown = cli("approve", full_id(session, 999))
         check("ask: an unknown request is refused clearly",
               unknown.returncode == 1 and "no request 999" in unknown.stderr, unknown.stderr)
         open(os.path.join(tmp, "late-done"), "w").close()
@@ -255,12 +267,10 @@ def test_answers(tmp):
         check("ask: the agent's own answer changed nothing",
               s is not None and any(x["id"] == s["id"] for x in still), repr(still))
         if s:
-            cli("deny", "%s-%d" % (session[:8], s["id"]))
+            cli("deny", full_id(session, s["id"]))
         out_text, err_text = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc)
     try:
         out = json.loads(out_text)
     except ValueError:
@@ -359,12 +369,10 @@ def test_node(tmp):
         check("node: the agent's event loop runs while its spawn waits for approval",
               e is not None and ticking is not None, repr(e))
         if e:
-            cli("approve", "%s-%d" % (session[:8], e["id"]))
+            cli("approve", full_id(session, e["id"]))
         out, err = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc)
     try:
         res = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
