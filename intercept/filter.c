@@ -5,10 +5,11 @@
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
-int rd_filter_build(struct rd_filter *f, struct rd_error *err)
+int rd_filter_build(struct rd_filter *f, bool no_tty_inject, struct rd_error *err)
 {
 	static const uint32_t arches[] = {SCMP_ARCH_X86_64, SCMP_ARCH_X32, SCMP_ARCH_X86};
 	memset(f, 0, sizeof(*f));
@@ -26,6 +27,13 @@ int rd_filter_build(struct rd_filter *f, struct rd_error *err)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execve), 0);
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execveat), 0);
+	/* With --prompt, runnerd reads answers from the terminal the agent shares: the agent
+	 * must not be able to type one (TIOCSTI, or TIOCLINUX on a console). 32-bit compare, as
+	 * the kernel reads the request. */
+	static const unsigned long tty_inject[] = {TIOCSTI, TIOCLINUX};
+	for (size_t i = 0; no_tty_inject && r == 0 && i < ARRAY_SIZE(tty_inject); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+		                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, tty_inject[i]));
 	if (r < 0) {
 		seccomp_release(ctx);
 		return rd_error_set(err, -r, "building the exec filter: %s", strerror(-r));

@@ -6,6 +6,7 @@
 #include "error.h"
 
 #include <linux/filter.h>
+#include <stdbool.h>
 
 struct rd_filter {
 	struct sock_filter *insns;
@@ -13,7 +14,7 @@ struct rd_filter {
 };
 
 /* Generate the BPF program with libseccomp (in runnerd, before forking the launcher). */
-int rd_filter_build(struct rd_filter *f, struct rd_error *err) _wur_;
+int rd_filter_build(struct rd_filter *f, bool no_tty_inject, struct rd_error *err) _wur_;
 
 /* Load it in the calling (single-threaded) process with NEW_LISTENER | WAIT_KILLABLE_RECV and
  * no_new_privs. Returns the listener fd or -errno. Async-signal-safe: called in a fork. */

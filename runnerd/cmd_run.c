@@ -330,7 +330,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	}
 	if ((s.stub_fd = open_stub(&err)) < 0)
 		goto fail;
-	if (rd_filter_build(&filter, &err) < 0 || rd_cmdfilter_build(&s.cmd_filter, &err) < 0)
+	if (rd_filter_build(&filter, cli->prompt, &err) < 0 ||
+	    rd_cmdfilter_build(&s.cmd_filter, &err) < 0)
 		goto fail;
 
 	char cfg_sha[65] = "", prof_sha[65] = "";
