@@ -117,12 +117,42 @@ static const char *caller_home(struct sup *u, uid_t uid)
 	return u->home;
 }
 
+/* The preset of the next spare: the masks, network and filter of a command that no rule gives
+ * masks of its own, for the home of the caller seen last (runnerd's own user's at first).
+ * Called only while there is no spare, which is what keeps u->preset unchanged under one.
+ * NULL: a spare without one. A plan that asks for anything else gets a sandbox of its own. */
+static const struct rd_sandbox_preset *spare_preset(struct sup *u)
+{
+	if (u->preset_off || !u->home)
+		return NULL;
+	if (u->preset_home && strcmp(u->preset_home, u->home) == 0)
+		return &u->preset;
+	rd_strv_free(&u->preset_masks);
+	free(u->preset_home);
+	u->preset_home = NULL;
+	if (rd_mask_list(u->s->cfg, u->s->prof, NULL, u->home, &u->preset_masks) < 0)
+		return NULL;
+	if (!(u->preset_home = strdup(u->home)))
+		return NULL;
+	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, NULL);
+	u->preset = (struct rd_sandbox_preset){
+	    .masks = u->preset_masks.v,
+	    .n_masks = u->preset_masks.n,
+	    .net_none = box.network == RD_NET_NONE,
+	};
+	if (box.seccomp != RD_SECCOMP_NONE) {
+		u->preset.filter = u->s->cmd_filter.insns;
+		u->preset.filter_len = u->s->cmd_filter.len;
+	}
+	return &u->preset;
+}
+
 void rd_sup_make_spare(struct sup *u)
 {
 	struct rd_error err = {0};
 	if (u->spare.reaper >= 0 || u->spare_failed)
 		return;
-	if (rd_sandbox_spare(u->userns, &u->spare, &err) < 0) {
+	if (rd_sandbox_spare(u->userns, spare_preset(u), &u->spare, &err) < 0) {
 		/* Each exec then makes its own sandbox; say why once. */
 		fprintf(stderr, "runnerd: %s\n", err.msg);
 		u->spare_failed = true;
@@ -423,6 +453,17 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	c->sb = u->spare;
 	u->spare = RD_SANDBOX_NONE;
 	r = rd_sandbox_start(&plan, &c->sb, &err);
+	if (c->sb.preset_use == RD_PRESET_BROKEN && !u->preset_off) {
+		fprintf(stderr,
+		        "runnerd: the spare sandbox died while setting up masks and the "
+		        "command filter ahead of time; each sandbox now sets them up itself\n");
+		u->preset_off = true;
+	} else if (c->sb.preset_use == RD_PRESET_STALE) {
+		rd_sup_log(u,
+		           "exec %llu: a masked path changed since the spare sandbox was made: "
+		           "a new sandbox for this command",
+		           (unsigned long long)id);
+	}
 	int exec_errno = 0;
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
 	 * the fd itself. Below the control fd when that number is free. If the command's exec
