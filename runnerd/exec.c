@@ -120,13 +120,15 @@ static const char *caller_home(struct sup *u, uid_t uid)
 /* The preset of the next spare: the masks, network and filter of a command that no rule gives
  * masks of its own, for the home of the caller seen last (runnerd's own user's at first).
  * Called only while there is no spare, which is what keeps u->preset unchanged under one.
- * NULL: a spare without one. A plan that asks for anything else gets a sandbox of its own. */
+ * NULL: a plain spare. A plan that does not fit a spare's preset gets a sandbox of its own,
+ * made on the exec path; so after such a plan the next spare is a plain one, which fits any
+ * plan, until a plan would fit the preset again. */
 static const struct rd_sandbox_preset *spare_preset(struct sup *u)
 {
 	if (u->preset_off || !u->home)
 		return NULL;
 	if (u->preset_home && strcmp(u->preset_home, u->home) == 0)
-		return &u->preset;
+		return u->preset_unfit ? NULL : &u->preset;
 	rd_strv_free(&u->preset_masks);
 	free(u->preset_home);
 	u->preset_home = NULL;
@@ -144,7 +146,7 @@ static const struct rd_sandbox_preset *spare_preset(struct sup *u)
 		u->preset.filter = u->s->cmd_filter.insns;
 		u->preset.filter_len = u->s->cmd_filter.len;
 	}
-	return &u->preset;
+	return u->preset_unfit ? NULL : &u->preset;
 }
 
 void rd_sup_make_spare(struct sup *u)
@@ -450,6 +452,8 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		goto out_env;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	if (u->preset_home)
+		u->preset_unfit = !rd_sandbox_preset_fits(&u->preset, &plan);
 	c->sb = u->spare;
 	u->spare = RD_SANDBOX_NONE;
 	r = rd_sandbox_start(&plan, &c->sb, &err);

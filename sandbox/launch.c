@@ -428,8 +428,7 @@ static bool same_strings(char *const *a, char *const *b, size_t n)
 	return true;
 }
 
-/* The plan asks for exactly what the preset put in place. */
-static bool preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p)
+bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p)
 {
 	if (p->net_none != pre->net_none || p->n_masks != pre->n_masks ||
 	    !same_strings(p->masks, pre->masks, p->n_masks))
@@ -484,7 +483,7 @@ static _Noreturn void reaper_main(int go_fd, int plan_fd, int err_fd, int status
 	if (preset) {
 		/* runnerd sends a plan here only if it fits; a plan that did not would run without
 		 * what it asks for. Already in place: nothing of it to do again. */
-		if (!preset_fits(preset, &plan))
+		if (!rd_sandbox_preset_fits(preset, &plan))
 			fail(err_fd, STAGE_SETUP,
 			     "the plan does not fit the sandbox made ahead of time", EPROTO);
 		plan.n_masks = 0;
@@ -747,7 +746,7 @@ int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *sb, stru
 	int r;
 	enum rd_preset_use use = RD_PRESET_NONE;
 	if (sb->reaper >= 0 && sb->preset) {
-		use = preset_fits(sb->preset, p) ? preset_check(sb) : RD_PRESET_UNFIT;
+		use = rd_sandbox_preset_fits(sb->preset, p) ? preset_check(sb) : RD_PRESET_UNFIT;
 		if (use != RD_PRESET_USED)
 			rd_sandbox_destroy(sb);
 	}

@@ -116,6 +116,10 @@ struct rd_sandbox {
 int rd_sandbox_spare(bool userns, const struct rd_sandbox_preset *preset, struct rd_sandbox *out,
                      struct rd_error *err) _wur_;
 
+/* The plan asks for exactly what the preset puts in place: the same masks in the same order,
+ * the same network and the same filter. */
+bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p);
+
 /* Hand the plan to the spare sb (one is made on the spot if sb->reaper < 0); the command is on
  * its way. A spare with a preset is used only if the plan asks for exactly its masks (same
  * list, same order), network and filter, and every masked path still looks, from inside the
