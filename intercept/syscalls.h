@@ -4,6 +4,7 @@
 #define RD_SYSCALLS_H
 
 #include <linux/filter.h>
+#include <linux/openat2.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -58,6 +59,11 @@ static inline int rd_execveat(int dirfd, const char *path, char *const argv[], c
                               int flags)
 {
 	return (int)syscall(__NR_execveat, dirfd, path, argv, envp, flags);
+}
+
+static inline int rd_openat2(int dirfd, const char *path, struct open_how *how)
+{
+	return (int)syscall(__NR_openat2, dirfd, path, how, sizeof(*how));
 }
 
 static inline int rd_tgkill(pid_t tgid, pid_t tid, int sig)

@@ -117,12 +117,68 @@ static const char *caller_home(struct sup *u, uid_t uid)
 	return u->home;
 }
 
+/* The hidden control directories go on top of the profile's masks: a command that could reach
+ * a control socket, this session's or another's, could answer its own "ask". */
+static int add_control_masks(struct sup *u, struct rd_strv *m)
+{
+	char **v = realloc(m->v, (m->n + RD_CONTROL_DIRS + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	m->v = v;
+	for (size_t i = 0; i < RD_CONTROL_DIRS && u->s->control_dirs[i]; i++)
+		if (!(m->v[m->n] = strdup(u->s->control_dirs[i])))
+			return -ENOMEM;
+		else
+			m->v[++m->n] = NULL;
+	return 0;
+}
+
+/* Every mask of a command matched by rule (NULL: none), for a caller whose home is home. */
+static int command_masks(struct sup *u, const struct rd_rule *rule, const char *home,
+                         struct rd_strv *out)
+{
+	int r = rd_mask_list(u->s->cfg, u->s->prof, rule, home, out);
+	return r < 0 ? r : add_control_masks(u, out);
+}
+
+/* The preset of the next spare: the masks, network and filter of a command that no rule gives
+ * masks of its own, for the home of the caller seen last (runnerd's own user's at first).
+ * Called only while there is no spare, which is what keeps u->preset unchanged under one.
+ * NULL: a plain spare. A plan that does not fit a spare's preset gets a sandbox of its own,
+ * made on the exec path; so after such a plan the next spare is a plain one, which fits any
+ * plan, until a plan would fit the preset again. */
+static const struct rd_sandbox_preset *spare_preset(struct sup *u)
+{
+	if (u->preset_off || !u->home)
+		return NULL;
+	if (u->preset_home && strcmp(u->preset_home, u->home) == 0)
+		return u->preset_unfit ? NULL : &u->preset;
+	rd_strv_free(&u->preset_masks);
+	free(u->preset_home);
+	u->preset_home = NULL;
+	if (command_masks(u, NULL, u->home, &u->preset_masks) < 0)
+		return NULL;
+	if (!(u->preset_home = strdup(u->home)))
+		return NULL;
+	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, NULL);
+	u->preset = (struct rd_sandbox_preset){
+	    .masks = u->preset_masks.v,
+	    .n_masks = u->preset_masks.n,
+	    .net_none = box.network == RD_NET_NONE,
+	};
+	if (box.seccomp != RD_SECCOMP_NONE) {
+		u->preset.filter = u->s->cmd_filter.insns;
+		u->preset.filter_len = u->s->cmd_filter.len;
+	}
+	return u->preset_unfit ? NULL : &u->preset;
+}
+
 void rd_sup_make_spare(struct sup *u)
 {
 	struct rd_error err = {0};
 	if (u->spare.reaper >= 0 || u->spare_failed)
 		return;
-	if (rd_sandbox_spare(u->userns, &u->spare, &err) < 0) {
+	if (rd_sandbox_spare(u->userns, spare_preset(u), &u->spare, &err) < 0) {
 		/* Each exec then makes its own sandbox; say why once. */
 		fprintf(stderr, "runnerd: %s\n", err.msg);
 		u->spare_failed = true;
@@ -207,22 +263,6 @@ static struct req *req_new(void)
 	return q;
 }
 
-/* The hidden control directories go on top of the profile's masks: a command that could reach
- * a control socket, this session's or another's, could answer its own "ask". */
-static int add_control_masks(struct sup *u, struct rd_strv *m)
-{
-	char **v = realloc(m->v, (m->n + RD_CONTROL_DIRS + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	m->v = v;
-	for (size_t i = 0; i < RD_CONTROL_DIRS && u->s->control_dirs[i]; i++)
-		if (!(m->v[m->n] = strdup(u->s->control_dirs[i])))
-			return -ENOMEM;
-		else
-			m->v[++m->n] = NULL;
-	return 0;
-}
-
 /* From the caller's state and the decision to the launch plan. */
 static int build_plan(struct sup *u, struct req *q)
 {
@@ -297,6 +337,30 @@ int rd_sup_arm_timer(struct sup *u, struct cmd *c, unsigned secs)
 	}
 	struct itimerspec its = {.it_value = {.tv_sec = secs}};
 	return timerfd_settime(c->timer_fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+/* The plan's sandbox: the spare, if its preset fits the plan (rd_sandbox_start checks, and
+ * makes a new one otherwise). */
+static int start_sandbox(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan,
+                         struct rd_error *err)
+{
+	if (u->preset_home)
+		u->preset_unfit = !rd_sandbox_preset_fits(&u->preset, plan);
+	c->sb = u->spare;
+	u->spare = RD_SANDBOX_NONE;
+	int r = rd_sandbox_start(plan, &c->sb, err);
+	if (c->sb.preset_use == RD_PRESET_BROKEN && !u->preset_off) {
+		fprintf(stderr,
+		        "runnerd: the spare sandbox died while setting up masks and the "
+		        "command filter ahead of time; each sandbox now sets them up itself\n");
+		u->preset_off = true;
+	} else if (c->sb.preset_use == RD_PRESET_STALE) {
+		rd_sup_log(u,
+		           "exec %llu: a masked path changed since the spare sandbox was made: "
+		           "a new sandbox for this command",
+		           (unsigned long long)c->id);
+	}
+	return r;
 }
 
 /* The caller's stderr as runnerd holds it (a copy from the snapshot), or -1. */
@@ -429,9 +493,7 @@ void rd_sup_launch_approved(struct sup *u, struct cmd *c)
 		             moved);
 		r = -EPERM;
 	} else {
-		c->sb = u->spare;
-		u->spare = RD_SANDBOX_NONE;
-		r = rd_sandbox_start(&q->plan, &c->sb, &err);
+		r = start_sandbox(u, c, &q->plan, &err);
 		if (r == 0)
 			r = rd_sandbox_wait_exec(&c->sb, &exec_errno, &err);
 	}
@@ -609,8 +671,7 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	rd_target_bind(&q->t, &q->tg);
 
 	const char *home = caller_home(u, q->t.uid[0]);
-	if (!home || rd_mask_list(u->s->cfg, u->s->prof, rule, home, &q->masks) < 0 ||
-	    add_control_masks(u, &q->masks) < 0) {
+	if (!home || command_masks(u, rule, home, &q->masks) < 0) {
 		audit_refusal(u, id, tid, path, EPERM,
 		              home ? "out of memory"
 		                   : "the caller's uid has no home directory "
@@ -646,9 +707,7 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)id, "rule",
 	                   rule ? json_integer((json_int_t)rule->index) : json_null(), "action",
 	                   "allow"));
-	c->sb = u->spare;
-	u->spare = RD_SANDBOX_NONE;
-	r = rd_sandbox_start(&q->plan, &c->sb, &err);
+	r = start_sandbox(u, c, &q->plan, &err);
 	int exec_errno = 0;
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
 	 * the fd itself. If the command's exec then fails, the caller keeps this O_CLOEXEC fd

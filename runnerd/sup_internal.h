@@ -135,6 +135,14 @@ struct sup {
 	 * off the exec path. reaper < 0: none. */
 	struct rd_sandbox spare;
 	bool spare_failed;
+	/* What spares put in place ahead of time: the masks (for preset_home), network and filter
+	 * of a command no rule gives its own. preset_off: a spare died applying it, so spares
+	 * are made without one from then on. preset_unfit: the last plan asked for something
+	 * else, so the next spare is a plain one, which any plan can use. */
+	struct rd_sandbox_preset preset;
+	struct rd_strv preset_masks;
+	char *preset_home;
+	bool preset_off, preset_unfit;
 	/* Masked paths that existed when the session started, and what they were then. */
 	struct pin {
 		char *path;

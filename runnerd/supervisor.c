@@ -205,7 +205,16 @@ static void reap(struct sup *u)
 		if (pid <= 0)
 			return;
 		if (pid == u->spare.reaper && !WIFSTOPPED(st)) {
-			/* The spare died before use (its setup failed): forget it, pid and all. */
+			/* The spare died before use (its setup failed): forget it, pid and all. If
+			 * it had a preset, the next ones go without: the same failure would repeat.
+			 */
+			if (u->spare.preset && !u->preset_off) {
+				fprintf(stderr,
+				        "runnerd: the spare sandbox died while setting up masks "
+				        "and the command filter ahead of time; each sandbox now "
+				        "sets them up itself\n");
+				u->preset_off = true;
+			}
 			rd_sandbox_close(&u->spare);
 			u->spare = RD_SANDBOX_NONE;
 			continue;
@@ -494,6 +503,8 @@ int rd_supervise(struct rd_session *s)
 	rd_audit(s->audit, "session_end", f);
 	free(u.notif);
 	free(u.home);
+	free(u.preset_home);
+	rd_strv_free(&u.preset_masks);
 	for (size_t i = 0; i < u.n_pins; i++)
 		free(u.pins[i].path);
 	free(u.pins);

@@ -315,10 +315,10 @@ __attribute__((noinline)) static void receive_plan(int sock, int err_fd, struct 
 
 /* Secret stores out of sight, in this mount namespace only. A mask that cannot be put in
  * place stops the command: it never runs with a secret it was meant not to see. */
-static void apply_masks(const struct rd_launch_plan *p, int err_fd)
+static void apply_masks(char *const *masks, size_t n_masks, int err_fd)
 {
-	for (size_t i = 0; i < p->n_masks; i++) {
-		const char *path = p->masks[i];
+	for (size_t i = 0; i < n_masks; i++) {
+		const char *path = masks[i];
 		struct stat st;
 		if (stat(path, &st) < 0) {
 			if (errno == ENOENT || errno == ENOTDIR)
@@ -354,11 +354,97 @@ static void no_network(int err_fd)
 	close(s);
 }
 
+/* What a reaper with a preset reports once it is all in place: for each mask path, what the
+ * path leads to in the sandbox's view with every mask placed (absent: nothing there). Its root
+ * (O_PATH) comes with it, so that runnerd can look again, from inside, when the plan comes. */
+struct preset_seen {
+	uint64_t dev, ino;
+	uint32_t absent;
+};
+
+#define PRESET_MAX_MASKS 1024
+
+static int preset_send(int sock, const struct preset_seen *seen, uint32_t n, int root)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov[2] = {{.iov_base = &n, .iov_len = sizeof(n)},
+	                       {.iov_base = (void *)seen, .iov_len = sizeof(*seen) * n}};
+	struct msghdr mh = {
+	    .msg_iov = iov, .msg_iovlen = 2, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &root, sizeof(int));
+	size_t want = sizeof(n) + sizeof(*seen) * n;
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)want ? 0 : -1;
+}
+
+/* In a spare's reaper, before any plan: the masks and network most commands get, then
+ * no_new_privs and the command filter on the reaper itself, which the command inherits. The
+ * filter refuses mount, unshare and clone into new namespaces, so it comes after everything
+ * that needs them; what the reaper does afterwards (vfork, set*id, capset, prctl, prlimit,
+ * setsid, setpgid, dup2, execveat, sigwaitinfo, wait4, kill) it allows. */
+static void apply_preset(const struct rd_sandbox_preset *pre, int plan_fd, int err_fd)
+{
+	apply_masks(pre->masks, pre->n_masks, err_fd);
+	if (pre->net_none)
+		no_network(err_fd);
+	struct preset_seen *seen = calloc(pre->n_masks + 1, sizeof(*seen));
+	if (!seen)
+		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
+	for (size_t i = 0; i < pre->n_masks; i++) {
+		struct stat st;
+		if (stat(pre->masks[i], &st) == 0)
+			seen[i] = (struct preset_seen){.dev = st.st_dev, .ino = st.st_ino};
+		else if (errno == ENOENT || errno == ENOTDIR)
+			seen[i].absent = 1;
+		else
+			fail(err_fd, STAGE_SETUP, pre->masks[i], errno);
+	}
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		fail(err_fd, STAGE_SETUP, "opening the sandbox's root", errno);
+	if (pre->filter) {
+		struct sock_fprog prog = {.len = pre->filter_len,
+		                          .filter = (struct sock_filter *)pre->filter};
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			fail(err_fd, STAGE_SETUP, "setting no_new_privs", errno);
+		if (rd_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+			fail(err_fd, STAGE_SETUP, "loading the command's seccomp filter", errno);
+	}
+	/* Sent last: a report means every step above went through. */
+	if (preset_send(plan_fd, seen, (uint32_t)pre->n_masks, root) < 0)
+		fail(err_fd, STAGE_SETUP, "reporting the preset", errno);
+	close(root);
+	free(seen);
+}
+
+static bool same_strings(char *const *a, char *const *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return true;
+}
+
+bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p)
+{
+	if (p->net_none != pre->net_none || p->n_masks != pre->n_masks ||
+	    !same_strings(p->masks, pre->masks, p->n_masks))
+		return false;
+	if (!p->filter || !pre->filter)
+		return !p->filter && !pre->filter;
+	return p->filter_len == pre->filter_len &&
+	       memcmp(p->filter, pre->filter, sizeof(*p->filter) * p->filter_len) == 0;
+}
+
 /* pid 1 of the sandbox. Made ahead of time (a spare, while runnerd is idle): it holds nothing
  * of runnerd's, sets up the namespace, then waits for a plan. It forks the command, forwards
  * every signal runnerd sends it, reaps whatever the command leaves behind, and reports the
  * command's wait status. When it exits, the kernel kills everything left in the namespace. */
-static _Noreturn void reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd)
+static _Noreturn void reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
+                                  const struct rd_sandbox_preset *preset)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* Nothing of runnerd's stays open here: the listener, other commands' sockets and fds.
@@ -388,12 +474,24 @@ static _Noreturn void reaper_main(int go_fd, int plan_fd, int err_fd, int status
 	/* A fresh /proc of the new pid namespace: no ancestor's environ to read. */
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		fail(err_fd, STAGE_SETUP, "mounting /proc", errno);
+	if (preset)
+		apply_preset(preset, plan_fd, err_fd);
 
 	struct rd_launch_plan plan;
 	receive_plan(plan_fd, err_fd, &plan);
 	close(plan_fd);
+	if (preset) {
+		/* runnerd sends a plan here only if it fits; a plan that did not would run without
+		 * what it asks for. Already in place: nothing of it to do again. */
+		if (!rd_sandbox_preset_fits(preset, &plan))
+			fail(err_fd, STAGE_SETUP,
+			     "the plan does not fit the sandbox made ahead of time", EPROTO);
+		plan.n_masks = 0;
+		plan.net_none = false;
+		plan.filter = NULL;
+	}
 	const struct rd_launch_plan *p = &plan;
-	apply_masks(p, err_fd);
+	apply_masks(p->masks, p->n_masks, err_fd);
 	if (p->net_none)
 		no_network(err_fd);
 	if (p->pgrp_mode == RD_PGRP_OTHER && setsid() < 0)
@@ -448,11 +546,13 @@ static int write_file(pid_t pid, const char *name, const char *text)
 	return n == (ssize_t)strlen(text) ? 0 : (n < 0 ? -errno : -EIO);
 }
 
-int rd_sandbox_spare(bool userns, struct rd_sandbox *out, struct rd_error *err)
+int rd_sandbox_spare(bool userns, const struct rd_sandbox_preset *preset, struct rd_sandbox *out,
+                     struct rd_error *err)
 {
 	int go[2], ep[2], sp[2], pl[2];
-	out->reaper = -1;
-	out->reaper_pidfd = out->status_fd = out->setup_fd = out->plan_fd = -1;
+	*out = RD_SANDBOX_NONE;
+	if (preset && preset->n_masks > PRESET_MAX_MASKS)
+		preset = NULL;
 	if (pipe2(go, O_CLOEXEC) < 0)
 		return rd_error_set(err, errno, "pipe: %s", strerror(errno));
 	if (pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0 ||
@@ -471,7 +571,7 @@ int rd_sandbox_spare(bool userns, struct rd_sandbox *out, struct rd_error *err)
 	};
 	long pid = rd_clone3(&ca, sizeof(ca));
 	if (pid == 0)
-		reaper_main(go[0], pl[1], ep[1], sp[1]);
+		reaper_main(go[0], pl[1], ep[1], sp[1], preset);
 	int saved = errno;
 	close(go[0]);
 	close(ep[1]);
@@ -490,6 +590,7 @@ int rd_sandbox_spare(bool userns, struct rd_sandbox *out, struct rd_error *err)
 	out->status_fd = sp[0];
 	out->setup_fd = ep[0];
 	out->plan_fd = pl[0];
+	out->preset = preset;
 
 	int r = 0;
 	if (userns) {
@@ -590,12 +691,70 @@ static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
 	return r < 0 ? r : steal_fd(&fd);
 }
 
+/* The preset's report, and each masked path looked up again from inside the spare: it must
+ * lead to what it led to once the masks were placed, or still to nothing. A path replaced since
+ * (a new file there, a symlink turned elsewhere, a mount lost with an unlinked dentry) or one
+ * that appeared where nothing was makes the spare stale. openat2 with RESOLVE_IN_ROOT resolves
+ * absolute symlinks against the spare's root, as the command would. */
+static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
+{
+	const struct rd_sandbox_preset *pre = sb->preset;
+	size_t want = sizeof(uint32_t) + sizeof(struct preset_seen) * pre->n_masks;
+	_cleanup_free_ char *buf = malloc(want + 1);
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {.iov_base = buf, .iov_len = want + 1};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	if (!buf)
+		return RD_PRESET_BROKEN;
+	ssize_t n;
+	do
+		n = recvmsg(sb->plan_fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(sizeof(int)))
+		return RD_PRESET_BROKEN;
+	_cleanup_close_ int root = -1;
+	memcpy(&root, CMSG_DATA(c), sizeof(int));
+	uint32_t count;
+	memcpy(&count, buf, sizeof(count));
+	if ((size_t)n != want || count != pre->n_masks || (mh.msg_flags & MSG_CTRUNC))
+		return RD_PRESET_BROKEN;
+	for (size_t i = 0; i < pre->n_masks; i++) {
+		struct preset_seen then;
+		memcpy(&then, buf + sizeof(count) + sizeof(then) * i, sizeof(then));
+		const char *rel = pre->masks[i] + strspn(pre->masks[i], "/");
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+		                       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+		_cleanup_close_ int fd = rd_openat2(root, *rel ? rel : ".", &how);
+		struct stat st;
+		if (fd < 0) {
+			if (!then.absent || (errno != ENOENT && errno != ENOTDIR))
+				return RD_PRESET_STALE;
+		} else if (then.absent || fstat(fd, &st) < 0 || st.st_dev != then.dev ||
+		           st.st_ino != then.ino) {
+			return RD_PRESET_STALE;
+		}
+	}
+	return RD_PRESET_USED;
+}
+
 int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *sb, struct rd_error *err)
 {
 	_cleanup_close_ int mfd = -1;
 	int r;
-	if (sb->reaper < 0 && (r = rd_sandbox_spare(p->userns, sb, err)) < 0)
+	enum rd_preset_use use = RD_PRESET_NONE;
+	if (sb->reaper >= 0 && sb->preset) {
+		use = rd_sandbox_preset_fits(sb->preset, p) ? preset_check(sb) : RD_PRESET_UNFIT;
+		if (use != RD_PRESET_USED)
+			rd_sandbox_destroy(sb);
+	}
+	if (sb->reaper < 0 && (r = rd_sandbox_spare(p->userns, NULL, sb, err)) < 0)
 		return r;
+	/* The caller may change the preset from now on. */
+	sb->preset = NULL;
+	sb->preset_use = use;
 	/* Join the caller's process group when it shares runnerd's session, so terminal job
 	 * control sees the command where it would have been. */
 	if (p->pgrp_mode == RD_PGRP_JOIN && setpgid(sb->reaper, p->join_pgid) < 0) {
@@ -667,6 +826,7 @@ void rd_sandbox_destroy(struct rd_sandbox *s)
 	}
 	rd_sandbox_close(s);
 	s->reaper = -1;
+	s->preset = NULL;
 }
 
 void rd_sandbox_close(struct rd_sandbox *s)

@@ -69,24 +69,63 @@ struct rd_launch_plan {
 	ino_t expect_ino;
 };
 
+/* What a spare sandbox can put in place before it knows its plan: the masks, the network and
+ * the seccomp filter most commands get. The filter goes on the reaper itself, after its own
+ * mounts, and the command inherits it: nothing is compiled on the exec path. */
+struct rd_sandbox_preset {
+	char *const *masks; /* as in rd_launch_plan, same order */
+	size_t n_masks;
+	const struct sock_filter *filter; /* NULL: none */
+	unsigned short filter_len;
+	bool net_none;
+};
+
+/* What became of a spare's preset when its plan came. */
+enum rd_preset_use {
+	RD_PRESET_NONE,   /* the spare had none */
+	RD_PRESET_USED,   /* the plan asked for exactly that, and it was still in place */
+	RD_PRESET_UNFIT,  /* the plan asks for other masks, network or filter */
+	RD_PRESET_STALE,  /* a masked path changed since the spare was made */
+	RD_PRESET_BROKEN, /* the spare died or said nothing: its preset could not be applied */
+};
+
 struct rd_sandbox {
 	pid_t reaper; /* pid 1 of the sandbox, as runnerd sees it */
 	int reaper_pidfd;
 	int status_fd; /* the reaper writes the command's wait status (int) here, then exits */
 	int setup_fd;  /* EOF once the command exec'd; a message if anything failed */
 	int plan_fd;   /* where the plan goes; -1 once sent */
+	/* The spare's preset (the caller's memory, unchanged until the plan is sent), or NULL. */
+	const struct rd_sandbox_preset *preset;
+	enum rd_preset_use preset_use; /* set by rd_sandbox_start */
 };
 
 #define RD_SANDBOX_NONE                                                                            \
-	((struct rd_sandbox){                                                                      \
-	    .reaper = -1, .reaper_pidfd = -1, .status_fd = -1, .setup_fd = -1, .plan_fd = -1})
+	((struct rd_sandbox){.reaper = -1,                                                         \
+	                     .reaper_pidfd = -1,                                                   \
+	                     .status_fd = -1,                                                      \
+	                     .setup_fd = -1,                                                       \
+	                     .plan_fd = -1,                                                        \
+	                     .preset = NULL,                                                       \
+	                     .preset_use = RD_PRESET_NONE})
 
 /* A sandbox made ahead of time: pid 1 of fresh namespaces (user namespace too when userns),
- * /proc mounted, waiting for a plan. runnerd makes one while idle, off the exec path. */
-int rd_sandbox_spare(bool userns, struct rd_sandbox *out, struct rd_error *err) _wur_;
+ * /proc mounted, waiting for a plan. runnerd makes one while idle, off the exec path. With a
+ * preset (may be NULL), the reaper also applies it before it waits; preset must stay unchanged
+ * until the spare is started or destroyed. */
+int rd_sandbox_spare(bool userns, const struct rd_sandbox_preset *preset, struct rd_sandbox *out,
+                     struct rd_error *err) _wur_;
+
+/* The plan asks for exactly what the preset puts in place: the same masks in the same order,
+ * the same network and the same filter. */
+bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p);
 
 /* Hand the plan to the spare sb (one is made on the spot if sb->reaper < 0); the command is on
- * its way. Returns 0 or -errno (setup failed; sb is then closed). */
+ * its way. A spare with a preset is used only if the plan asks for exactly its masks (same
+ * list, same order), network and filter, and every masked path still looks, from inside the
+ * spare, as it did once the masks were placed; otherwise it is destroyed and a sandbox is made
+ * for this plan (sb->preset_use says which). Returns 0 or -errno (setup failed; sb is then
+ * closed). */
 int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *sb,
                      struct rd_error *err) _wur_;
 

@@ -435,7 +435,7 @@ def test_exec_race(tmp):
                         "env_allow": ["RD_RACE_TOKEN"]}]}}, f)
     swapper = subprocess.Popen(["sh", "-c", "cd %s; while :; do ln -sf /usr/bin/true t.tmp; "
                                 "mv -f t.tmp link; ln -sf /usr/bin/env t.tmp; mv -f t.tmp link; "
-                                "done" % tmp])
+                                "done" % tmp], start_new_session=True, stderr=subprocess.DEVNULL)
     env = base_env()
     env["RD_RACE_TOKEN"] = "race-" + CANARY
     cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
@@ -446,7 +446,8 @@ def test_exec_race(tmp):
                                     "grep -q race- && n=$((n+1)); done; echo leaks=$n" % tmp],
                              env=env, capture_output=True, text=True, timeout=120)
     finally:
-        swapper.kill()
+        # The whole group: an ln or mv left running would write into tmp as it is removed.
+        os.killpg(swapper.pid, signal.SIGKILL)
         swapper.wait()
     check("exec race: a file swapped under the decided name never receives the rule's grant",
           out.stdout.strip() == "leaks=0", out.stdout + out.stderr)
@@ -472,6 +473,75 @@ def test_mask_moved(tmp):
     check("masks: renaming a masked path's parent never exposes the secret",
           CANARY not in out.stdout and "mv=0" in out.stdout and "after=126" in out.stdout,
           out.stdout + out.stderr)
+
+
+AGENT_LATE_SECRETS = r"""
+import json, os, subprocess, sys, time
+secret, store, canary = sys.argv[1], sys.argv[2], sys.argv[3]
+def cat(path):
+    return subprocess.run(["cat", path], capture_output=True, text=True).stdout
+def ls(path):
+    return subprocess.run(["ls", "-A", path], capture_output=True, text=True).stdout.split()
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+def settle():
+    # One command, then time for the next sandbox to be made with the paths as they are now.
+    subprocess.run(["true"])
+    time.sleep(0.3)
+out = {}
+settle()
+write(secret, "late-" + canary)
+out["file"] = cat(secret)
+settle()
+os.makedirs(store)
+write(os.path.join(store, "key"), canary)
+out["dir"] = ls(store)
+settle()
+write(secret + ".new", "new-" + canary)
+os.rename(secret + ".new", secret)
+out["file_replaced"] = cat(secret)
+settle()
+os.rename(store, store + ".old")
+os.makedirs(store)
+write(os.path.join(store, "key2"), canary)
+out["dir_replaced"] = ls(store)
+print(json.dumps(out))
+"""
+
+
+def test_mask_late_secrets(tmp):
+    """Sandboxes are made ahead of time with the usual masks in place. A secret that appears at
+    a masked path after that, or a masked path replaced by another file or directory (paths
+    that did not exist at the session's start, so not pinned), must still be hidden from the
+    next command."""
+    os.chmod(tmp, 0o755)
+    secret, store = os.path.join(tmp, "auth.json"), os.path.join(tmp, "store")
+    agent = os.path.join(tmp, "agent.py")
+    with open(agent, "w") as f:
+        f.write(AGENT_LATE_SECRETS)
+    prof = os.path.join(tmp, "late.json")
+    with open(prof, "w") as f:
+        json.dump({"version": 1, "name": "late", "agent": {"env_allow": []},
+                   "commands": {"default": "allow", "mask": [secret, store]}}, f)
+    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
+                       if os.environ.get("RUNNERD_CONFIG") else [])
+    out = subprocess.run(cmd + ["--profile", prof, "--", sys.executable, agent, secret, store,
+                                CANARY], env=base_env(), capture_output=True, text=True,
+                         timeout=60)
+    try:
+        got = json.loads(out.stdout)
+    except ValueError:
+        check("masks: late secrets: the agent ran", False, out.stdout + out.stderr)
+        return
+    check("masks: a file that appears at a masked path later reads empty",
+          got["file"] == "", repr(got))
+    check("masks: a directory that appears at a masked path later is empty",
+          got["dir"] == [], repr(got))
+    check("masks: a masked file replaced by another (rename over it) reads empty",
+          got["file_replaced"] == "", repr(got))
+    check("masks: a masked directory moved away and made anew is empty",
+          got["dir_replaced"] == [], repr(got))
 
 
 def test_runnerd_environ(tmp):
@@ -572,7 +642,7 @@ def main():
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
     for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
-              test_exec_race, test_mask_moved,
+              test_exec_race, test_mask_moved, test_mask_late_secrets,
               test_network_timeout, test_rlimits, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
