@@ -88,11 +88,13 @@ static void describe(char *out, size_t size, enum ask_answer a, const struct ans
 	}
 }
 
-bool rd_sup_ask_answer(struct sup *u, struct cmd *c, enum ask_answer a, const struct answerer *by,
-                       const char *reason)
+int rd_sup_ask_answer(struct sup *u, struct cmd *c, enum ask_answer a, const struct answerer *by,
+                      const char *reason)
 {
 	if (c->ask != ASK_PENDING)
-		return false;
+		return 0;
+	enum ask_answer given = a;
+	uint64_t id = c->id;
 	c->ask = ASK_ANSWERED;
 	u->n_pending--;
 	char what[120];
@@ -119,7 +121,13 @@ bool rd_sup_ask_answer(struct sup *u, struct cmd *c, enum ask_answer a, const st
 		rd_control_tty_done(u, what);
 	const char *path = c->req->path;
 	if (a == ANSWER_APPROVE) {
-		rd_sup_launch_approved(u, c); /* may free c */
+		if (rd_sup_launch_approved(u, c) < 0) { /* may free c */
+			snprintf(
+			    what, sizeof(what),
+			    "approved, but the command could not start (the audit log says why)");
+			remember(u, id, what);
+			given = ANSWER_DENY;
+		}
 	} else {
 		if (a != ANSWER_WITHDRAWN) {
 			char line[RD_STUB_TEXT_MAX];
@@ -136,7 +144,7 @@ bool rd_sup_ask_answer(struct sup *u, struct cmd *c, enum ask_answer a, const st
 		rd_sup_cmd_free_if_done(u, c); /* may free c */
 	}
 	rd_control_tty_update(u);
-	return true;
+	return given == a ? 1 : -1;
 }
 
 /* Signals whose default action does not end a process. */

@@ -83,11 +83,18 @@ static json_t *ask_session(const struct session_sock *s, json_t *req, bool *stal
 	return rep;
 }
 
-/* The caller's bytes, for a terminal: control characters never reach it. */
+/* The caller's bytes, for a terminal: nothing but printable ASCII reaches it. */
 static void print_safe(const char *s)
 {
-	for (; s && *s; s++)
-		putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+	/* Not only C0: C1 controls (a CSI or an OSC in UTF-8) and bidi overrides are bytes
+	 * above 0x7f, so every byte outside printable ASCII is shown as \xNN. */
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			putchar(c);
+		else
+			printf("\\x%02x", c);
+	}
 }
 
 static void print_pending(const char *sid, json_t *list)
@@ -159,7 +166,8 @@ static int pending(const char *dir, bool as_json)
 			puts(text);
 		free(text);
 	} else if (!waiting) {
-		printf("no command is waiting for approval\n");
+		printf(ret ? "no command is waiting for approval in the sessions that answered\n"
+		           : "no command is waiting for approval\n");
 	}
 	json_decref(all);
 	return ret;

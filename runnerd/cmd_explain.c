@@ -56,7 +56,7 @@ static json_t *sandbox_json(const struct rd_config *cfg, const struct rd_profile
 	json_t *masks = json_array();
 	struct passwd *pw = getpwuid(getuid());
 	struct rd_strv list = {0};
-	if (pw && pw->pw_dir && rd_mask_list(cfg, prof, rule, pw->pw_dir, &list) == 0)
+	if (pw && pw->pw_dir && rd_mask_list(cfg, prof, rule, pw->pw_dir, getuid(), &list) == 0)
 		for (size_t i = 0; i < list.n; i++)
 			json_array_append_new(masks, json_string(list.v[i]));
 	rd_strv_free(&list);

@@ -291,6 +291,12 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	/* Approvals, before the scrub (XDG_RUNTIME_DIR) and before the agent: a profile that
 	 * asks and has no way to be answered does not start. */
 	rd_control_dirs(s.control_dirs);
+	/* Each exists from now on, so that its mask is in place for every command, and pinned:
+	 * a command started before another session makes one must not find it unmasked. */
+	for (size_t i = 0; i < RD_CONTROL_DIRS && s.control_dirs[i]; i++)
+		if (mkdir(s.control_dirs[i], 0700) < 0 && errno != EEXIST && errno != ENOENT &&
+		    errno != EACCES && cli->verbose)
+			fprintf(stderr, "runnerd: %s: %s\n", s.control_dirs[i], strerror(errno));
 	const struct rd_rule *asks = NULL;
 	for (size_t i = 0; !asks && i < prof.n_rules; i++)
 		if (prof.rules[i].action == RD_ACTION_ASK)

@@ -14,11 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#define MAX_CLIENTS 16
-#define MAX_REQUEST 4096
+#define MAX_CLIENTS   16
+#define MAX_REFUSED   8  /* refused peers waiting to read why, counted apart */
+#define CLIENT_IDLE_S 2  /* a connection that sends nothing for this long is dropped */
+#define AUDIT_REFUSED 20 /* control_refused events per session; then one saying so */
+#define MAX_REQUEST   4096
 
 char *rd_control_dir(struct rd_error *err)
 {
@@ -104,6 +108,23 @@ int rd_control_listen(const char *dir, const char *session, char **path, struct 
 	return fd;
 }
 
+/* Does pid live in namespaces other than runnerd's? Every sandbox has its own pid and mount
+ * namespaces (and user namespace, unprivileged), whichever session made it. */
+static bool other_namespaces(pid_t pid)
+{
+	static const char *const kinds[] = {"pid", "mnt", "user"};
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		char p[64], q[64];
+		struct stat a, b;
+		snprintf(p, sizeof(p), "/proc/%d/ns/%s", pid, kinds[i]);
+		snprintf(q, sizeof(q), "/proc/self/ns/%s", kinds[i]);
+		if (stat(p, &a) < 0 || stat(q, &b) < 0 || a.st_ino != b.st_ino ||
+		    a.st_dev != b.st_dev)
+			return true;
+	}
+	return false;
+}
+
 /* Is pid runnerd itself or one of its descendants (the agent, its processes, a sandbox)? */
 static bool ours(pid_t pid)
 {
@@ -141,13 +162,21 @@ static void comm_of(pid_t pid, char out[17])
 	char *nl = strchr(out, '\n');
 	if (nl)
 		*nl = 0;
+	/* The process names itself: what reaches a terminal is printable ASCII. */
+	for (char *c = out; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+			*c = '?';
 }
 
 static void reply(int fd, json_t *j)
 {
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	if (text)
-		send(fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (text && send(fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* Too big, or no room: an answer that says so rather than silence. */
+		static const char failed[] = "{\"ok\":false,\"error\":\"the reply could not be "
+		                             "sent (too large?)\"}";
+		send(fd, failed, sizeof(failed) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
 	free(text);
 	json_decref(j);
 }
@@ -166,14 +195,79 @@ static json_t *error_reply(const char *fmt, ...)
 static void drop_client(struct sup *u, struct client *cl)
 {
 	rd_sup_unwatch(u, &cl->fd);
-	free(cl);
-	u->n_clients--;
+	for (struct client **pp = &u->clients; *pp; pp = &(*pp)->next)
+		if (*pp == cl) {
+			*pp = cl->next;
+			break;
+		}
+	if (cl->refused)
+		u->n_refused--;
+	else
+		u->n_clients--;
+	/* Freed after this round of events: one of them may still name it. */
+	cl->dead = true;
+	cl->next = u->dead_clients;
+	u->dead_clients = cl;
+}
+
+void rd_control_reap(struct sup *u)
+{
+	while (u->dead_clients) {
+		struct client *cl = u->dead_clients;
+		u->dead_clients = cl->next;
+		free(cl);
+	}
+}
+
+static void arm_client_timer(struct sup *u, bool on)
+{
+	if (u->client_timer < 0 || u->client_timer_armed == on)
+		return;
+	struct itimerspec its = {0};
+	if (on)
+		its.it_value.tv_sec = its.it_interval.tv_sec = 1;
+	timerfd_settime(u->client_timer, 0, &its, NULL);
+	u->client_timer_armed = on;
+}
+
+void rd_control_tick(struct sup *u)
+{
+	uint64_t ticks;
+	if (read(u->client_timer, &ticks, sizeof(ticks)) != sizeof(ticks))
+		return;
+	for (struct client *cl = u->clients, *next; cl; cl = next) {
+		next = cl->next;
+		if (rd_ms_since(&cl->since) < CLIENT_IDLE_S * 1000.0)
+			continue;
+		if (cl->refused)
+			reply(cl->fd,
+			      error_reply("runnerd refuses this connection: %s", cl->refused));
+		else
+			reply(cl->fd, error_reply("no request within %d s", CLIENT_IDLE_S));
+		drop_client(u, cl);
+	}
+	if (u->control_paused) {
+		/* Out of fds a moment ago: listen again (it pauses again if still out). */
+		u->control_paused = false;
+		rd_sup_watch(u, u->control_fd, &u->control_src);
+	}
+	if (!u->clients && !u->control_paused)
+		arm_client_timer(u, false);
 }
 
 void rd_control_accept(struct sup *u)
 {
 	for (;;) {
 		int fd = accept4(u->control_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0 &&
+		    (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+			/* The connection stays queued and the listener readable: stop watching it
+			 * for a second rather than spin. */
+			epoll_ctl(u->epfd, EPOLL_CTL_DEL, u->control_fd, NULL);
+			u->control_paused = true;
+			arm_client_timer(u, true);
+			return;
+		}
 		if (fd < 0)
 			return;
 		struct ucred cr = {0};
@@ -187,15 +281,25 @@ void rd_control_accept(struct sup *u)
 			why =
 			    "it is runnerd, the agent or something they started: an approval must "
 			    "come from outside the session";
-		if (why)
-			rd_audit(u->s->audit, "control_refused",
-			         json_pack("{s:i, s:i, s:s}", "uid", (int)cr.uid, "pid",
-			                   (int)cr.pid, "reason", why));
-		struct client *cl = u->n_clients < MAX_CLIENTS ? calloc(1, sizeof(*cl)) : NULL;
+		else if (other_namespaces(cr.pid))
+			why = "it runs in other namespaces than runnerd (a sandbox, of this "
+			      "session or "
+			      "another): an approval must come from outside any sandbox";
+		if (why && ++u->n_control_refused <= AUDIT_REFUSED + 1) {
+			json_t *ev = json_pack("{s:i, s:i, s:s}", "uid", (int)cr.uid, "pid",
+			                       (int)cr.pid, "reason", why);
+			if (ev && u->n_control_refused > AUDIT_REFUSED)
+				json_object_set_new(ev, "further_refusals",
+				                    json_string("not logged in this session"));
+			rd_audit(u->s->audit, "control_refused", ev);
+		}
+		bool room = why ? u->n_refused < MAX_REFUSED : u->n_clients < MAX_CLIENTS;
+		struct client *cl = room ? calloc(1, sizeof(*cl)) : NULL;
 		if (!cl) {
 			close(fd);
 			continue;
 		}
+		clock_gettime(CLOCK_MONOTONIC, &cl->since);
 		/* A refused peer gets its refusal as the reply to its request: closing on it at
 		 * once could reset the connection before it reads why. */
 		cl->refused = why;
@@ -203,9 +307,24 @@ void rd_control_accept(struct sup *u)
 		cl->cred = cr;
 		cl->src = (struct src){.type = SRC_CONTROL_CLIENT, .cmd = NULL};
 		cl->src.client = cl;
-		u->n_clients++;
+		if (why)
+			u->n_refused++;
+		else
+			u->n_clients++;
+		cl->next = u->clients;
+		u->clients = cl;
 		rd_sup_watch(u, fd, &cl->src);
+		arm_client_timer(u, true);
 	}
+}
+
+/* The caller's bytes, at most max of them, for a reply; *cut says whether some were left. */
+static json_t *bounded(const char *s, size_t max, bool *cut)
+{
+	size_t len = strlen(s);
+	_cleanup_free_ char *part = strndup(s, len > max ? max : len);
+	*cut = *cut || len > max;
+	return part ? rd_json_bytes(part) : json_null();
 }
 
 static json_t *pending_json(struct sup *u)
@@ -217,11 +336,14 @@ static json_t *pending_json(struct sup *u)
 		if (c->ask != ASK_PENDING)
 			continue;
 		const struct req *q = c->req;
+		/* Bounded: at most 2 KiB of argv in all, each string cut at 512 bytes, so that one
+		 * caller's argv cannot make the reply too large to send. */
 		json_t *argv = json_array();
 		size_t bytes = 0;
+		bool cut = false, long_path = false;
 		for (size_t i = 0; i < q->strs.argc && bytes < 2048; i++) {
-			bytes += strlen(q->strs.argv[i]) + 1;
-			json_array_append_new(argv, rd_json_bytes(q->strs.argv[i]));
+			bytes += strnlen(q->strs.argv[i], 512) + 1;
+			json_array_append_new(argv, bounded(q->strs.argv[i], 512, &cut));
 		}
 		char cwd[4096] = "", link[64];
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", q->t.cwd_fd);
@@ -229,19 +351,35 @@ static json_t *pending_json(struct sup *u)
 		cwd[n > 0 ? n : 0] = 0;
 		unsigned secs = q->rule->ask_timeout_s ? q->rule->ask_timeout_s : 60;
 		double waited = rd_ms_since(&c->asked) / 1000.0;
-		json_t *e = json_pack(
-		    "{s:I, s:i, s:o, s:o, s:o, s:b, s:o, s:I, s:I, s:f, s:f}", "id",
-		    (json_int_t)c->id, "tid", (int)c->tid, "path", rd_json_bytes(q->path),
-		    "resolved", rd_json_bytes(q->tg.resolved), "argv", argv, "argv_truncated",
-		    json_array_size(argv) < q->strs.argc, "cwd", rd_json_bytes(cwd), "rule",
-		    (json_int_t)q->rule->index, "asked_at", (json_int_t)c->asked_wall, "waited_s",
-		    waited, "expires_in_s", secs - waited > 0 ? secs - waited : 0.0);
+		json_t *e =
+		    json_pack("{s:I, s:i, s:o, s:o, s:o, s:b, s:o, s:I, s:I, s:f, s:f}", "id",
+		              (json_int_t)c->id, "tid", (int)c->tid, "path",
+		              bounded(q->path, 1024, &long_path), "resolved",
+		              bounded(q->tg.resolved, 1024, &long_path), "argv", argv,
+		              "argv_truncated", cut || json_array_size(argv) < q->strs.argc, "cwd",
+		              bounded(cwd, 1024, &long_path), "rule", (json_int_t)q->rule->index,
+		              "asked_at", (json_int_t)c->asked_wall, "waited_s", waited,
+		              "expires_in_s", secs - waited > 0 ? secs - waited : 0.0);
+		if (e && long_path)
+			json_object_set_new(e, "paths_truncated", json_true());
 		if (e && q->rule->description)
 			json_object_set_new(e, "description", json_string(q->rule->description));
 		if (e)
 			json_array_append_new(list, e);
 	}
 	return list;
+}
+
+/* How request id was answered, if it is still remembered. */
+static const char *answered_what(struct sup *u, uint64_t id)
+{
+	size_t keep = u->n_answered < RD_ANSWERED_KEEP ? u->n_answered : RD_ANSWERED_KEEP;
+	for (size_t k = 0; k < keep; k++) { /* newest first */
+		const struct answered *a = &u->answered[(u->n_answered - 1 - k) % RD_ANSWERED_KEEP];
+		if (a->id == id)
+			return a->what;
+	}
+	return NULL;
 }
 
 static json_t *answer(struct sup *u, const struct client *cl, json_t *req, bool approve)
@@ -255,16 +393,16 @@ static json_t *answer(struct sup *u, const struct client *cl, json_t *req, bool 
 			continue;
 		struct answerer by = {.via = BY_SOCKET, .uid = cl->cred.uid, .pid = cl->cred.pid};
 		comm_of(cl->cred.pid, by.comm);
-		rd_sup_ask_answer(u, c, approve ? ANSWER_APPROVE : ANSWER_DENY, &by, NULL);
+		if (rd_sup_ask_answer(u, c, approve ? ANSWER_APPROVE : ANSWER_DENY, &by, NULL) < 0)
+			return error_reply("request %llu: %s", (unsigned long long)id,
+			                   answered_what(u, id));
 		return json_pack("{s:b, s:I, s:s}", "ok", true, "id", (json_int_t)id, "answer",
 		                 approve ? "approve" : "deny");
 	}
-	size_t keep = u->n_answered < RD_ANSWERED_KEEP ? u->n_answered : RD_ANSWERED_KEEP;
-	for (size_t i = 0; i < keep; i++)
-		if (u->answered[i].id == id)
-			return error_reply("request %llu was already answered (%s); this answer is "
-			                   "refused",
-			                   (unsigned long long)id, u->answered[i].what);
+	const char *what = answered_what(u, id);
+	if (what)
+		return error_reply("request %llu was already answered (%s); this answer is refused",
+		                   (unsigned long long)id, what);
 	return error_reply("no request %llu waits for an answer in this session",
 	                   (unsigned long long)id);
 }
@@ -339,6 +477,25 @@ void rd_control_tty_done(struct sup *u, const char *what)
 	tty_watch(u, false);
 }
 
+/* Append the caller's bytes to text for a terminal: printable ASCII as it is, a run of more
+ * than three spaces as its count (padding must not push the rest out of sight), anything
+ * else as \xNN, so that nothing the caller chose is ever interpreted by the terminal. */
+static size_t show_bytes(char *text, size_t n, size_t cap, const char *s)
+{
+	while (*s && n + 24 < cap) {
+		size_t run = strspn(s, " ");
+		if (run > 3) {
+			n += (size_t)snprintf(text + n, cap - n, "<%zu spaces>", run);
+			s += run;
+			continue;
+		}
+		unsigned char ch = (unsigned char)*s++;
+		n += (size_t)(ch >= 0x20 && ch < 0x7f ? snprintf(text + n, cap - n, "%c", ch)
+		                                      : snprintf(text + n, cap - n, "\\x%02x", ch));
+	}
+	return n;
+}
+
 void rd_control_tty_update(struct sup *u)
 {
 	if (u->tty_fd < 0 || u->tty_asking)
@@ -351,22 +508,37 @@ void rd_control_tty_update(struct sup *u)
 		return;
 	const struct req *q = oldest->req;
 	char text[2048];
-	int n = snprintf(
-	    text, sizeof(text), "\r\nrunnerd: run this command? (#%llu, rule %zu%s%s)\r\n  $",
-	    (unsigned long long)oldest->id, q->rule->index, q->rule->description ? ": " : "",
-	    q->rule->description ? q->rule->description : "");
-	for (size_t i = 0; i < q->strs.argc && n > 0 && (size_t)n < sizeof(text) - 64; i++) {
-		/* The caller's bytes, shown, never interpreted by the terminal. */
-		n += snprintf(text + n, sizeof(text) - (size_t)n, " ");
-		for (const char *p = q->strs.argv[i]; *p && (size_t)n < sizeof(text) - 64; p++)
-			n += isprint((unsigned char)*p)
-			         ? snprintf(text + n, sizeof(text) - (size_t)n, "%c", *p)
-			         : snprintf(text + n, sizeof(text) - (size_t)n, "\\x%02x",
-			                    (unsigned char)*p);
+	size_t cap = sizeof(text) - 200; /* room for the tail below */
+	int h = snprintf(text, cap, "\r\nrunnerd: run this command? (#%llu, rule %zu%s%s)\r\n  $",
+	                 (unsigned long long)oldest->id, q->rule->index,
+	                 q->rule->description ? ": " : "",
+	                 q->rule->description ? q->rule->description : "");
+	size_t n = h > 0 && (size_t)h < cap ? (size_t)h : 0;
+	size_t i = 0, shown = 0, total = 0;
+	for (size_t k = 0; k < q->strs.argc; k++)
+		total += strlen(q->strs.argv[k]) + 1;
+	for (; i < q->strs.argc && n + 32 < cap; i++) {
+		const char *a = q->strs.argv[i];
+		n += (size_t)snprintf(text + n, cap - n, " ");
+		size_t before = n;
+		n = show_bytes(text, n, cap, a);
+		/* All of this argument, or the prompt is cut here. */
+		if (n + 24 >= cap && strlen(a) > 0 && n - before < strlen(a))
+			break;
+		shown += strlen(a) + 1;
 	}
+	/* A command line cut short could hide its end: it can be denied here, not approved. */
+	u->tty_truncated = shown < total;
 	unsigned secs = q->rule->ask_timeout_s ? q->rule->ask_timeout_s : 60;
-	snprintf(text + n, sizeof(text) - (size_t)n, "\r\n  [y/N] (no answer in %u s denies) ",
-	         secs);
+	if (u->tty_truncated)
+		snprintf(
+		    text + n, sizeof(text) - n,
+		    " ... (%zu more bytes not shown)\r\n  too long to check here: approve with "
+		    "runnerd approve, or deny [N] (no answer in %u s denies) ",
+		    total - shown, secs);
+	else
+		snprintf(text + n, sizeof(text) - n, "\r\n  [y/N] (no answer in %u s denies) ",
+		         secs);
 	tty_write(u, text);
 	u->tty_asking = oldest->id;
 	u->tty_len = 0;
@@ -398,10 +570,17 @@ void rd_control_tty(struct sup *u)
 			continue;
 		}
 		u->tty_line[u->tty_len] = 0;
+		u->tty_len = 0;
 		char *w = u->tty_line;
 		while (*w == ' ')
 			w++;
 		bool yes = strcmp(w, "y") == 0 || strcmp(w, "Y") == 0 || strcmp(w, "yes") == 0;
+		if (yes && u->tty_truncated) {
+			tty_write(u,
+			          "\r\nrunnerd: not all of it was shown: approve it with runnerd "
+			          "approve, or deny it here [N] ");
+			return;
+		}
 		uint64_t id = u->tty_asking;
 		for (struct cmd *c = u->cmds; c; c = c->next)
 			if (c->id == id && c->ask == ASK_PENDING) {
@@ -410,6 +589,9 @@ void rd_control_tty(struct sup *u)
 				                  NULL);
 				break;
 			}
+		/* One line answers one prompt: what was typed with it, before the next prompt
+		 * showed, answers nothing. */
+		return;
 	}
 }
 
@@ -424,5 +606,13 @@ int rd_control_open(struct sup *u, struct rd_error *err)
 	}
 	if (u->tty_fd >= 0)
 		u->tty_src = (struct src){.type = SRC_TTY, .cmd = NULL};
+	u->client_timer = -1;
+	if (u->control_fd >= 0) {
+		u->client_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (u->client_timer < 0)
+			return -errno;
+		u->client_timer_src = (struct src){.type = SRC_CLIENT_TIMER, .cmd = NULL};
+		rd_sup_watch(u, u->client_timer, &u->client_timer_src);
+	}
 	return 0;
 }

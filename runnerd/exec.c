@@ -137,7 +137,7 @@ static int add_control_masks(struct sup *u, struct rd_strv *m)
 static int command_masks(struct sup *u, const struct rd_rule *rule, const char *home,
                          struct rd_strv *out)
 {
-	int r = rd_mask_list(u->s->cfg, u->s->prof, rule, home, out);
+	int r = rd_mask_list(u->s->cfg, u->s->prof, rule, home, u->home_uid, out);
 	return r < 0 ? r : add_control_masks(u, out);
 }
 
@@ -195,7 +195,7 @@ void rd_sup_pin_masks(struct sup *u)
 	struct rd_strv all = {0};
 	const char *home = caller_home(u, getuid());
 	const struct rd_profile *prof = u->s->prof;
-	if (!home || rd_mask_list(u->s->cfg, prof, NULL, home, &all) < 0)
+	if (!home || command_masks(u, NULL, home, &all) < 0)
 		return;
 	size_t extra = 0;
 	for (size_t r = 0; r < prof->n_rules; r++)
@@ -206,7 +206,7 @@ void rd_sup_pin_masks(struct sup *u)
 		if (r < prof->n_rules) {
 			struct rd_config none = {0};
 			struct rd_profile bare = {0};
-			if (rd_mask_list(&none, &bare, &prof->rules[r], home, &list) < 0)
+			if (rd_mask_list(&none, &bare, &prof->rules[r], home, getuid(), &list) < 0)
 				continue;
 		} else {
 			list = all;
@@ -480,7 +480,7 @@ static void start_ask(struct sup *u, const struct seccomp_notif *n, struct cmd *
 	rd_control_tty_update(u);
 }
 
-void rd_sup_launch_approved(struct sup *u, struct cmd *c)
+int rd_sup_launch_approved(struct sup *u, struct cmd *c)
 {
 	struct req *q = c->req;
 	struct rd_error err = {0};
@@ -523,6 +523,7 @@ void rd_sup_launch_approved(struct sup *u, struct cmd *c)
 	rd_sup_req_free(q);
 	c->req = NULL;
 	rd_sup_cmd_free_if_done(u, c);
+	return r < 0 ? -1 : 0;
 }
 
 void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)

@@ -26,6 +26,7 @@ enum src_type {
 	SRC_CONTROL,        /* the control socket: accept */
 	SRC_CONTROL_CLIENT, /* one connection to it */
 	SRC_TTY,            /* --prompt: the operator's answer on /dev/tty */
+	SRC_CLIENT_TIMER,   /* idle connections, and a listener paused for lack of fds */
 };
 
 struct src {
@@ -101,9 +102,12 @@ struct answerer {
 
 /* A connection to the control socket: one request, one reply. */
 struct client {
+	struct client *next;
 	int fd;
 	struct ucred cred;
-	const char *refused; /* why its request will be refused; NULL if it will not */
+	const char *refused;   /* why its request will be refused; NULL if it will not */
+	struct timespec since; /* CLOCK_MONOTONIC: dropped if it says nothing for long */
+	bool dead;             /* off the list, on sup.dead_clients */
 	struct src src;
 };
 
@@ -160,9 +164,15 @@ struct sup {
 	char *control_path;
 	struct src control_src, tty_src;
 	uint64_t tty_asking;
+	bool tty_truncated; /* the ask shown was cut short: it can only be denied there */
 	char tty_line[64];
 	size_t tty_len;
-	size_t n_pending, n_clients;
+	size_t n_pending, n_clients, n_refused;
+	struct client *clients, *dead_clients;
+	int client_timer;
+	struct src client_timer_src;
+	bool client_timer_armed, control_paused;
+	unsigned long n_control_refused;
 	struct answered answered[RD_ANSWERED_KEEP];
 	size_t n_answered;
 };
@@ -182,15 +192,16 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n);
 void rd_sup_make_spare(struct sup *u);
 /* exec.c: record the masked paths as they are now (see mask_tampered). */
 void rd_sup_pin_masks(struct sup *u);
-/* exec.c: start an approved ask's command; on failure the stub tells the caller why. */
-void rd_sup_launch_approved(struct sup *u, struct cmd *c);
+/* exec.c: start an approved ask's command; on failure (-1) the stub tells the caller why. */
+int rd_sup_launch_approved(struct sup *u, struct cmd *c);
 /* exec.c: arm c->timer_fd for secs (a new timer if it has none); -errno if it cannot be. */
 int rd_sup_arm_timer(struct sup *u, struct cmd *c, unsigned secs);
 
 /* ask.c: the end of an ask, from whichever source: audited, then the command runs or the
- * stub tells the caller why not. False if it was not pending (already answered). */
-bool rd_sup_ask_answer(struct sup *u, struct cmd *c, enum ask_answer a, const struct answerer *by,
-                       const char *reason);
+ * stub tells the caller why not. 1: done as given; -1: an approval that did not run the
+ * command (the audit could not be written, or the launch failed); 0: it was not pending. */
+int rd_sup_ask_answer(struct sup *u, struct cmd *c, enum ask_answer a, const struct answerer *by,
+                      const char *reason);
 /* ask.c: a pending ask's stub got a signal (value), or its caller died (sig 0). */
 void rd_sup_ask_signal(struct sup *u, struct cmd *c, int sig);
 /* ask.c: the stub of c says text (one line) on the caller's stderr and exits with status. */
@@ -200,6 +211,9 @@ void rd_sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *
 int rd_control_open(struct sup *u, struct rd_error *err);
 void rd_control_accept(struct sup *u);
 void rd_control_client(struct sup *u, struct client *cl);
+void rd_control_tick(struct sup *u);
+/* Free the connections dropped during this round of events. */
+void rd_control_reap(struct sup *u);
 void rd_control_tty(struct sup *u);
 /* A new pending ask, or one answered: show the next on the terminal. */
 void rd_control_tty_update(struct sup *u);

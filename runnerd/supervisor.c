@@ -76,6 +76,8 @@ void rd_sup_kill_sandbox(struct cmd *c)
 
 void rd_sup_cmd_free_if_done(struct sup *u, struct cmd *c)
 {
+	if (c->dead)
+		return;
 	if (c->status_known && c->timer_fd >= 0)
 		rd_sup_unwatch(u, &c->timer_fd);
 	if (!c->reaped || c->status_known == false || c->ctl_fd >= 0 || c->sb.status_fd >= 0)
@@ -109,9 +111,12 @@ void rd_sup_cmd_abort(struct sup *u, struct cmd *c, const char *why)
 	rd_audit(
 	    u->s->audit, "handoff_failed",
 	    json_pack("{s:I, s:i, s:s}", "id", (json_int_t)c->id, "tid", c->tid, "reason", why));
-	/* Last: it may free c. */
+	/* Last: each may free c (on the dead list: it stays readable until the round ends). The
+	 * stub's end may have been seen already, and then nothing else would free it. */
 	if (c->ask == ASK_PENDING)
 		rd_sup_ask_answer(u, c, ANSWER_WITHDRAWN, NULL, why);
+	else
+		rd_sup_cmd_free_if_done(u, c);
 }
 
 static void handle_notification(struct sup *u)
@@ -429,7 +434,7 @@ int rd_supervise(struct rd_session *s)
 		}
 		for (int i = 0; i < n; i++) {
 			struct src *src = evs[i].data.ptr;
-			if (src->cmd && src->cmd->dead)
+			if ((src->cmd && src->cmd->dead) || (src->client && src->client->dead))
 				continue;
 			switch (src->type) {
 			case SRC_LISTENER:
@@ -462,6 +467,9 @@ int rd_supervise(struct rd_session *s)
 			case SRC_TTY:
 				rd_control_tty(&u);
 				break;
+			case SRC_CLIENT_TIMER:
+				rd_control_tick(&u);
+				break;
 			}
 		}
 		while (u.dead) {
@@ -469,6 +477,7 @@ int rd_supervise(struct rd_session *s)
 			u.dead = c->next;
 			free(c);
 		}
+		rd_control_reap(&u);
 	}
 	/* The agent is gone: so is every command it started, and every ask it waits for. */
 	for (struct cmd *c = u.cmds, *next; c; c = next) {

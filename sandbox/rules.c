@@ -55,13 +55,40 @@ const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct 
 	return NULL;
 }
 
-static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const char *home)
+/* path with "{uid}" replaced by uid; NULL on OOM. */
+static char *expand_uid(const char *path, uid_t uid)
+{
+	char num[16];
+	int nl = snprintf(num, sizeof(num), "%u", (unsigned)uid);
+	size_t n = 0;
+	for (const char *p = path; (p = strstr(p, "{uid}")); p += 5)
+		n++;
+	char *out = malloc(strlen(path) + n * (size_t)nl + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (const char *p = path; *p;) {
+		if (strncmp(p, "{uid}", 5) == 0) {
+			memcpy(o, num, (size_t)nl);
+			o += nl;
+			p += 5;
+		} else {
+			*o++ = *p++;
+		}
+	}
+	*o = 0;
+	return out;
+}
+
+static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const char *home, uid_t uid)
 {
 	char *full = NULL;
-	if (strncmp(path, "~/", 2) == 0) {
-		if (asprintf(&full, "%s/%s", home, path + 2) < 0)
+	_cleanup_free_ char *p = expand_uid(path, uid);
+	if (!p)
+		return -ENOMEM;
+	if (strncmp(p, "~/", 2) == 0) {
+		if (asprintf(&full, "%s/%s", home, p + 2) < 0)
 			return -ENOMEM;
-	} else if (!(full = strdup(path))) {
+	} else if (!(full = strdup(p))) {
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < out->n; i++)
@@ -93,18 +120,18 @@ static bool listed(const struct rd_strv *l, const char *s)
 }
 
 int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
-                 const struct rd_rule *rule, const char *home, struct rd_strv *out)
+                 const struct rd_rule *rule, const char *home, uid_t uid, struct rd_strv *out)
 {
 	size_t cap = 0;
 	int r = 0;
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; r == 0 && i < cfg->mask.n; i++)
 		if (!listed(&prof->commands_unmask, cfg->mask.v[i]))
-			r = add_mask(out, &cap, cfg->mask.v[i], home);
+			r = add_mask(out, &cap, cfg->mask.v[i], home, uid);
 	for (size_t i = 0; r == 0 && i < prof->commands_mask.n; i++)
-		r = add_mask(out, &cap, prof->commands_mask.v[i], home);
+		r = add_mask(out, &cap, prof->commands_mask.v[i], home, uid);
 	for (size_t i = 0; r == 0 && rule && i < rule->mask.n; i++)
-		r = add_mask(out, &cap, rule->mask.v[i], home);
+		r = add_mask(out, &cap, rule->mask.v[i], home, uid);
 	if (r < 0)
 		rd_strv_free(out);
 	return r;

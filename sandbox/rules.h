@@ -5,6 +5,7 @@
 #include "policy.h"
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* What is known of the exec: the path as the caller passed it, where it resolved to (after
  * symlinks, in the caller's view; NULL if unknown), and argv. */
@@ -30,10 +31,10 @@ const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct 
 
 /* The paths masked for a command: sandbox.mask less the profile's commands.unmask, plus
  * commands.mask, plus the rule's mask, each once, with "~/" replaced by home (the caller's home
- * from the password database, never its HOME variable, which the caller sets). Returns 0 or
- * -ENOMEM; out's strings are newly allocated. */
+ * from the password database, never its HOME variable, which the caller sets) and every
+ * "{uid}" by the caller's uid. Returns 0 or -ENOMEM; out's strings are newly allocated. */
 int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
-                 const struct rd_rule *rule, const char *home, struct rd_strv *out);
+                 const struct rd_rule *rule, const char *home, uid_t uid, struct rd_strv *out);
 
 /* The sandbox settings for a command: each from the rule if it sets it, else the profile's
  * commands, else runner.json's sandbox, else the defaults (seccomp default, host network, no

@@ -21,6 +21,7 @@ import os
 import pty
 import select
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -382,21 +383,38 @@ def test_node(tmp):
           out + err)
 
 
+PROMPT_AGENT = r"""
+import fcntl, subprocess, termios
+# The agent typing its own answer: refused (EPERM) under --prompt.
+try:
+    with open("/dev/tty", "rb") as t:
+        fcntl.ioctl(t, termios.TIOCSTI, b"y")
+    print("TIOCSTI accepted", flush=True)
+except OSError as e:
+    print("TIOCSTI errno", e.errno, flush=True)
+for a in (["expr", "2", "+", "3"], ["expr", "4", "+", "4"],
+          ["expr", "\x1b[2J" + "a" * 3000 + "; touch pwned"]):
+    p = subprocess.run(a, capture_output=True, text=True)
+    print("RESULT", p.returncode, p.stdout.strip()[:20], flush=True)
+"""
+
+
 def test_prompt(tmp):
-    """--prompt: the ask shows on the terminal; y runs it, anything else denies."""
+    """--prompt: the ask shows on the terminal; y runs it, anything else denies; a command line
+    too long to show whole can only be denied there; the agent cannot type the answer."""
     prof = write_profile(tmp)
     agent = os.path.join(tmp, "prompt_agent.py")
     with open(agent, "w") as f:
-        f.write("import subprocess\n"
-                "for a in (['expr', '2', '+', '3'], ['expr', '4', '+', '4']):\n"
-                "    p = subprocess.run(a, capture_output=True, text=True)\n"
-                "    print('RESULT', p.returncode, p.stdout.strip(), flush=True)\n")
+        f.write(PROMPT_AGENT)
     pid, fd = pty.fork()
     if pid == 0:
         os.execve(RUNNERD, [RUNNERD, "--config", CONFIG, "--profile", prof, "--prompt", "--",
                             PY, agent], env())
     seen = b""
-    answers = [b"y\r", b"nope\r"]
+    # (what must have shown, how many times, what the operator types then)
+    script = [(b"[y/N]", 1, b"y\r"), (b"[y/N]", 2, b"nope\r"),
+              (b"too long to check here", 1, b"y\r"),
+              (b"not all of it was shown", 1, b"n\r")]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         r, _, _ = select.select([fd], [], [], 0.5)
@@ -409,15 +427,102 @@ def test_prompt(tmp):
         if not chunk:
             break
         seen += chunk
-        if answers and seen.count(b"[y/N]") > 2 - len(answers):
-            os.write(fd, answers.pop(0))
+        if script and seen.count(script[0][0]) >= script[0][1]:
+            os.write(fd, script.pop(0)[2])
     os.waitpid(pid, 0)
     text = seen.decode(errors="replace")
+    check("prompt: the agent cannot type into the terminal (TIOCSTI gets EPERM)",
+          "TIOCSTI errno 1" in text, text[:400])
     check("prompt: the terminal shows the command and the rule",
           "$ expr 2 + 3" in text and "arithmetic needs a human" in text, text[-800:])
     check("prompt: y runs it", "RESULT 0 5" in text, text[-800:])
     check("prompt: any other answer denies (126)", "RESULT 126" in text and
           "denied on the terminal" in text, text[-800:])
+    check("prompt: a command line too long to show whole cannot be approved there",
+          "more bytes not shown" in text and "not all of it was shown" in text and
+          text.count("RESULT 126") == 2 and not os.path.exists(os.path.join(tmp, "pwned")),
+          text[-600:])
+    check("prompt: the caller's bytes never reach the terminal raw", "\x1b[2J" not in text
+          and "\\x1b[2J" in text, repr(text[-300:]))
+
+
+HARDEN_AGENT = r"""
+import os, socket, subprocess, sys, time
+tmp, ctl = sys.argv[1], sys.argv[2]
+# Hold 30 connections to every control socket: the agent's are refused, and must not crowd
+# out the operator's.
+held = []
+for name in os.listdir(ctl):
+    for _ in range(30):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            s.connect(os.path.join(ctl, name))
+            held.append(s)
+        except OSError:
+            pass
+odd = subprocess.Popen(["expr", "]52;c;QUFB‮odd"])
+big = subprocess.Popen(["expr", "x" * 120000])
+open(os.path.join(tmp, "asked"), "w").close()
+print("RESULTS", odd.wait(), big.wait(), flush=True)
+"""
+
+
+def test_control_hardening(tmp):
+    """The control socket under pressure: the agent's refused connections, an idle client,
+    a caller's argv full of terminal controls or too big to list, a peer in other namespaces."""
+    prof = write_profile(tmp)
+    agent = os.path.join(tmp, "harden.py")
+    with open(agent, "w") as f:
+        f.write(HARDEN_AGENT)
+    log = os.path.join(tmp, "audit.jsonl")
+    proc = subprocess.Popen([RUNNERD, "--config", CONFIG, "--profile", prof, "--audit", log,
+                             "--", PY, agent, tmp, control_dir()], env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        session = session_of(log)
+        marker(tmp, "asked")
+        both = wait_for(lambda: len(pending(session) or []) == 2)
+        check("hardening: the operator lists asks while the agent holds 30 connections",
+              both is not None, repr(pending(session)))
+        text = cli("pending")
+        check("hardening: pending prints no terminal control from the caller's argv",
+              "\x1b" not in text.stdout and "\u202e" not in text.stdout and
+              "\\x1b]52" in text.stdout and "\\xe2\\x80\\xae" in text.stdout,
+              repr(text.stdout))
+        entries = pending(session) or []
+        big = [e for e in entries if e["argv"][0] == "expr" and e["argv"][1].startswith("xxx")]
+        check("hardening: a 120 KB argument is listed cut short, and says so",
+              big and len(big[0]["argv"][1]) == 512 and big[0]["argv_truncated"],
+              repr([len(a) for e in entries for a in e["argv"]]))
+        idle = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        idle.connect(os.path.join(control_dir(), session + ".sock"))
+        idle.settimeout(10)
+        t0 = time.monotonic()
+        try:
+            got = json.loads(idle.recv(65536))
+        except (OSError, ValueError) as e:
+            got = {"error": repr(e)}
+        check("hardening: a connection that sends nothing is answered and dropped in seconds",
+              "no request within" in got.get("error", "") and time.monotonic() - t0 < 5,
+              repr(got))
+        idle.close()
+        if entries:
+            # Unmapped, it is no uid runnerd knows inside: point it at the directory.
+            ns_env = dict(env(), XDG_RUNTIME_DIR=os.path.dirname(control_dir()))
+            ns = subprocess.run(["unshare", "--user", "--pid", "--fork", RUNNERD, "approve",
+                                 full_id(session, entries[0]["id"])], env=ns_env,
+                                capture_output=True, text=True, timeout=30)
+            check("hardening: a peer in other namespaces (as every sandbox is) is refused",
+                  ns.returncode == 1 and "other namespaces" in ns.stderr, ns.stderr)
+        for e in entries:
+            cli("deny", full_id(session, e["id"]))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        reap(proc)
+    check("hardening: both asks end denied", "RESULTS 126 126" in out, out + err)
+    refused = [json.loads(l) for l in open(log) if '"control_refused"' in l]
+    check("hardening: refused connections are audited, a bounded number of times",
+          0 < len(refused) <= 21, str(len(refused)))
 
 
 def test_prompt_tiocsti(tmp):
@@ -465,7 +570,8 @@ def main():
     if os.geteuid() != 0 and "XDG_RUNTIME_DIR" not in os.environ:
         print("SKIP: not root and XDG_RUNTIME_DIR is not set: no place for a control socket")
         return 1 if MUST_WORK else 77
-    for t in (test_answers, test_node, test_prompt, test_prompt_tiocsti, test_no_control_dir):
+    for t in (test_answers, test_node, test_prompt, test_control_hardening, test_prompt_tiocsti,
+              test_no_control_dir):
         with tempfile.TemporaryDirectory(prefix="runnerd-ask.") as tmp:
             os.chmod(tmp, 0o755)
             cwd = os.getcwd()

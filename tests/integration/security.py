@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -424,6 +425,41 @@ def test_tiocsti(tmp):
           "tiocsti=errno 1" in out.stdout, out.stdout + out.stderr)
 
 
+def test_deputies(tmp):
+    """Same-user services that run what they are asked outside any sandbox (a tmux server, the
+    user's systemd and D-Bus) are masked by the shipped runner.json: a command finds no socket
+    to ask them with."""
+    uid = os.getuid()
+    tdir = "/tmp/tmux-%d" % uid
+    made = not os.path.exists(tdir)
+    if made:
+        os.mkdir(tdir, 0o700)
+    path = os.path.join(tdir, "runnerd-test%s" % RUN)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(path)
+        server.listen(1)
+        probe = ("import socket\n"
+                 "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+                 "try:\n"
+                 "    s.connect(%r); print('deputy=reached')\n"
+                 "except OSError as e:\n"
+                 "    print('deputy=errno', e.errno)\n" % path)
+        agent = ("import subprocess, sys; subprocess.run([sys.executable, '-c', %r]); "
+                 "subprocess.run(['sh', '-c', 'echo entries=$(ls -A %s | wc -l)'])"
+                 % (probe, tdir))
+        out = subprocess.run(runnerd_cmd("generic", [sys.executable, "-c", agent]),
+                             env=base_env(), capture_output=True, text=True, timeout=60)
+        check("deputies: a command cannot reach a socket in /tmp/tmux-UID",
+              "deputy=errno" in out.stdout and "entries=0" in out.stdout,
+              out.stdout + out.stderr)
+    finally:
+        server.close()
+        os.unlink(path)
+        if made:
+            os.rmdir(tdir)
+
+
 def test_exec_race(tmp):
     """A rule grants a token to /usr/bin/true; another process keeps swapping ./link between
     true and env. Whatever runs must be the file the rule was decided on."""
@@ -642,6 +678,7 @@ def main():
         print("SKIP: RUNNERD is not set to the runnerd binary")
         sys.exit(1 if MUST_WORK else 77)
     for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
+              test_deputies,
               test_exec_race, test_mask_moved, test_mask_late_secrets,
               test_network_timeout, test_rlimits, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits):

@@ -109,22 +109,25 @@ static void test_args(void **state)
 static void test_masks(void **state)
 {
 	(void)state;
-	struct rd_config cfg = {.mask = {V("~/.aws", "~/.ssh", "/etc/shadow-like"), 3}};
+	struct rd_config cfg = {.mask = {V("~/.aws", "~/.ssh", "/etc/shadow-like",
+	                                   "/tmp/tmux-{uid}", "/r/{uid}/{uid}x"),
+	                                 5}};
 	struct rd_profile p = {.commands_mask = {V("~/.config/x", "~/.aws"), 2},
 	                       .commands_unmask = {V("~/.ssh"), 1}};
 	struct rd_rule r = {.mask = {V("/srv/keys"), 1}};
 	struct rd_strv out;
-	assert_int_equal(rd_mask_list(&cfg, &p, &r, "/home/dev", &out), 0);
-	const char *want[] = {"/home/dev/.aws", "/etc/shadow-like", "/home/dev/.config/x",
-	                      "/srv/keys"};
+	assert_int_equal(rd_mask_list(&cfg, &p, &r, "/home/dev", 1000, &out), 0);
+	const char *want[] = {"/home/dev/.aws", "/etc/shadow-like",    "/tmp/tmux-1000",
+	                      "/r/1000/1000x",  "/home/dev/.config/x", "/srv/keys"};
 	assert_int_equal(out.n, ARRAY_SIZE(want)); /* ~/.ssh kept visible, ~/.aws once */
 	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
 		assert_string_equal(out.v[i], want[i]);
 	assert_null(out.v[out.n]);
 	rd_strv_free(&out);
-	assert_int_equal(rd_mask_list(&cfg, &p, NULL, "/root", &out), 0);
-	assert_int_equal(out.n, 3);
+	assert_int_equal(rd_mask_list(&cfg, &p, NULL, "/root", 0, &out), 0);
+	assert_int_equal(out.n, 5);
 	assert_string_equal(out.v[0], "/root/.aws");
+	assert_string_equal(out.v[2], "/tmp/tmux-0");
 	rd_strv_free(&out);
 }
 
