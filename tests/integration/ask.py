@@ -83,6 +83,21 @@ def reap(proc):
         proc.communicate()
 
 
+def start_session(tmp, prof, name, source, agent_argv):
+    """Write the agent's source to tmp/name, start runnerd on it with an audit log; returns
+    the process and the log's path. agent_argv: the agent's command line, "AGENT" for its
+    file."""
+    agent = os.path.join(tmp, name)
+    with open(agent, "w") as f:
+        f.write(source)
+    log = os.path.join(tmp, "audit.jsonl")
+    argv = [agent if a == "AGENT" else a for a in agent_argv]
+    proc = subprocess.Popen([RUNNERD, "--config", CONFIG, "--profile", prof, "--audit", log,
+                             "--"] + argv, env=env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    return proc, log
+
+
 def wait_for(pred, seconds=15):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -199,14 +214,7 @@ sys.stdout.flush()
 
 def test_answers(tmp):
     prof = write_profile(tmp)
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT)
-    log = os.path.join(tmp, "audit.jsonl")
-    proc = subprocess.Popen([RUNNERD, "--config", CONFIG, "--profile", prof, "--audit", log,
-                             "--", PY, agent, tmp, control_dir()],
-                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc, log = start_session(tmp, prof, "agent.py", AGENT, [PY, "AGENT", tmp, control_dir()])
     try:
         session = session_of(log)
         check("ask: the session starts", session is not None, "")
@@ -356,13 +364,7 @@ def test_node(tmp):
         check("node: /usr/bin/node is installed (make test installs nodejs)", False, "")
         return
     prof = write_profile(tmp)
-    agent = os.path.join(tmp, "agent.js")
-    with open(agent, "w") as f:
-        f.write(NODE_AGENT)
-    log = os.path.join(tmp, "audit.jsonl")
-    proc = subprocess.Popen([RUNNERD, "--config", CONFIG, "--profile", prof, "--audit", log,
-                             "--", node, agent, tmp], env=env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc, log = start_session(tmp, prof, "agent.js", NODE_AGENT, [node, "AGENT", tmp])
     try:
         session = session_of(log)
         e = waiting(session, ["expr", "3", "+", "4"]) if session else None
@@ -471,13 +473,8 @@ def test_control_hardening(tmp):
     """The control socket under pressure: the agent's refused connections, an idle client,
     a caller's argv full of terminal controls or too big to list, a peer in other namespaces."""
     prof = write_profile(tmp)
-    agent = os.path.join(tmp, "harden.py")
-    with open(agent, "w") as f:
-        f.write(HARDEN_AGENT)
-    log = os.path.join(tmp, "audit.jsonl")
-    proc = subprocess.Popen([RUNNERD, "--config", CONFIG, "--profile", prof, "--audit", log,
-                             "--", PY, agent, tmp, control_dir()], env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, log = start_session(tmp, prof, "harden.py", HARDEN_AGENT,
+                              [PY, "AGENT", tmp, control_dir()])
     try:
         session = session_of(log)
         marker(tmp, "asked")
