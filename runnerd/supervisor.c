@@ -417,7 +417,9 @@ static int setup(struct sup *u, struct rd_session *s)
 	/* Last, while runnerd's memory is as small as it will be. Without it, runnerd forks each
 	 * sandbox itself, as it does once the zygote is lost. */
 	struct rd_error err = {0};
-	if (rd_zygote_start(&u->zygote, &err) < 0) {
+	if (s->zygote_fd < 0) {
+		u->warned_zygote = true; /* said at startup */
+	} else if (rd_zygote_start(&u->zygote, s->zygote_fd, &err) < 0) {
 		fprintf(stderr, "runnerd: %s; runnerd forks each sandbox itself\n", err.msg);
 		u->warned_zygote = true;
 	} else {

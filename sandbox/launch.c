@@ -1,22 +1,16 @@
+/* runnerd's side of a sandbox: a spare made ahead of time (through the zygote, or by a clone of
+ * runnerd), its preset checked, the plan handed over, the command's exec waited for. */
 #include "../intercept/syscalls.h"
 #include "launch_internal.h"
 
 #include <fcntl.h>
-#include <grp.h>
-#include <net/if.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/capability.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 

@@ -6,6 +6,7 @@
 #include "launch.h"
 #include "zygote.h"
 
+#include <linux/filter.h>
 #include <stdint.h>
 #include <sys/resource.h>
 
@@ -59,6 +60,32 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 
 /* The child's ends of a sandbox's pipes and socket, in the order rd_reaper_main takes them. */
 enum { RD_REAPER_GO, RD_REAPER_PLAN, RD_REAPER_ERR, RD_REAPER_STATUS, RD_REAPER_NFDS };
+
+/* A request: clone one reaper. The child's four fds come with it (SCM_RIGHTS, in the order of
+ * RD_REAPER_*), and a preset's filter and mask paths follow this header. */
+struct zygote_req {
+	uint32_t userns;
+	uint32_t preset; /* ZP_* */
+	uint32_t net_none;
+	uint32_t n_masks;
+	uint32_t filter_len;
+	uint32_t pad; /* the filter that follows stays 8-aligned */
+};
+
+enum {
+	ZP_NONE, /* no preset */
+	ZP_NEW,  /* this one, in the message: keep it */
+	ZP_LAST, /* the one kept from an earlier request */
+};
+
+/* The answer: the reaper's pid, or err; its pidfd comes with it (SCM_RIGHTS). */
+struct zygote_reply {
+	int32_t pid;
+	int32_t err;
+};
+
+/* Largest request; a larger preset is not sent (the sandbox is then forked by runnerd). */
+#define ZYGOTE_MAX_MSG (64 * 1024)
 
 /* Ask the zygote to clone a reaper, runnerd's child (CLONE_PARENT), in new pid and mount
  * namespaces (and a user namespace with userns), running rd_reaper_main on fds (sent, not

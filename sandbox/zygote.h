@@ -1,8 +1,9 @@
-/* The zygote: one small helper process, forked from runnerd once when the session starts, that
- * clones every sandbox's reaper on runnerd's behalf. A fork copies the page tables of the
- * process that forks and write-protects its private memory, so that both then take
- * copy-on-write faults. runnerd is large, busy and grows during a session; the zygote stays as
- * it was forked, and between two clones it only waits on its socket.
+/* The zygote: one small static program (runnerd-zygote), started by runnerd once per session,
+ * that clones every sandbox's reaper on runnerd's behalf. A clone copies the address space of
+ * the process that clones (about 1 us per mapping), write-protects its private memory, so that
+ * both then take copy-on-write faults, and the child tears its copy down when it exits. runnerd
+ * is dynamically linked, with about 40 mappings, and busy; the zygote has a handful of mappings
+ * and, between two clones, only waits on its socket.
  *
  * The reaper is cloned with CLONE_PARENT: its parent is runnerd, as if runnerd had forked it.
  * So runnerd still reaps it (SIGCHLD, waitpid), can setpgid it, and the reaper's PDEATHSIG
@@ -28,9 +29,10 @@ struct rd_zygote {
 
 #define RD_ZYGOTE_NONE ((struct rd_zygote){.pid = -1, .fd = -1})
 
-/* Fork the zygote. It keeps no fd but its end of the socket, is not dumpable, dies with
- * runnerd (PDEATHSIG) and does nothing but answer runnerd's requests. */
-int rd_zygote_start(struct rd_zygote *z, struct rd_error *err) _wur_;
+/* Start the zygote: fork, and exec the program exe_fd (runnerd-zygote) with its end of the
+ * socket at fd 3, no other fd and an empty environment. It is not dumpable, dies with runnerd
+ * (PDEATHSIG) and does nothing but answer runnerd's requests. */
+int rd_zygote_start(struct rd_zygote *z, int exe_fd, struct rd_error *err) _wur_;
 
 /* The zygote is gone (runnerd reaped it, or a request failed): close runnerd's end, kill it if
  * it still runs (runnerd's loop reaps it), and mark it lost. */
