@@ -38,7 +38,10 @@ int rd_zygote_start(struct rd_zygote *z, int exe_fd, struct rd_error *err)
 			_exit(0); /* runnerd died before PDEATHSIG was armed */
 		/* The socket at fd 3; everything else of runnerd's closed by the exec. */
 		int exe = fcntl(exe_fd, F_DUPFD_CLOEXEC, 4);
-		if (exe < 0 || dup2(sv[1], 3) < 0)
+		if (exe < 0)
+			_exit(127);
+		/* dup2 onto itself would keep FD_CLOEXEC, and the exec would close it. */
+		if (sv[1] == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(sv[1], 3) < 0)
 			_exit(127);
 		rd_close_range(4, ~0U, CLOSE_RANGE_CLOEXEC);
 		char *argv[] = {"runnerd-zygote", NULL}, *envp[] = {NULL};
