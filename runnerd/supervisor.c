@@ -525,10 +525,10 @@ int rd_supervise(struct rd_session *s)
 		u.dead = c->next;
 		free(c);
 	}
-	if (u.spare.reaper >= 0) {
+	/* A spare still asked of the zygote exits without its go (runnerd's end closes here). */
+	if (u.spare.reaper >= 0)
 		kill(u.spare.reaper, SIGKILL);
-		rd_sandbox_close(&u.spare);
-	}
+	rd_sandbox_close(&u.spare);
 	rd_zygote_stop(&u.zygote);
 	int st = u.agent_status;
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
