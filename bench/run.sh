@@ -324,7 +324,7 @@ if [ "$rd_rc" = 0 ]; then
 	echo "  runnerd: runnerd VmRSS peak $pk_top_rss KiB, VmHWM $pk_top_hwm KiB," \
 		"Pss peak $pk_top_pss KiB ($samples samples)"
 	echo "           agent (execbench) VmRSS peak $pk_agent_rss KiB"
-	echo "           $pk_side_n sandbox reapers (pid 1 of each sandbox, forks of runnerd):" \
+	echo "           $pk_side_n other children of runnerd (each sandbox's pid-1 reaper, the spare, the zygote):" \
 		"$pk_side_rss KiB RSS, $pk_side_pss KiB Pss" \
 		"($(per "$pk_side_rss" "$pk_side_n") / $(per "$pk_side_pss" "$pk_side_n") KiB each)"
 	echo "           $pk_kid_n stubs (the agent's children): $pk_kid_rss KiB RSS," \

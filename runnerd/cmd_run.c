@@ -67,7 +67,8 @@ static int scrub_environ(void)
 	return 0;
 }
 
-static char *stub_path(void)
+/* A helper program of runnerd's (name): next to the binary, or in ../libexec/runnerd/. */
+static char *helper_path(const char *name)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -77,9 +78,9 @@ static char *stub_path(void)
 	char *slash = strrchr(exe, '/');
 	*slash = '\0';
 	char *cand = NULL;
-	static const char *const rel[] = {"runnerd-stub", "../libexec/runnerd/runnerd-stub"};
+	static const char *const rel[] = {"", "../libexec/runnerd/"};
 	for (size_t i = 0; i < ARRAY_SIZE(rel); i++) {
-		if (asprintf(&cand, "%s/%s", exe, rel[i]) < 0)
+		if (asprintf(&cand, "%s/%s%s", exe, rel[i], name) < 0)
 			return NULL;
 		if (access(cand, F_OK) == 0)
 			return cand;
@@ -95,7 +96,7 @@ static char *stub_path(void)
  * is open for writing), and that is what runnerd injects and checks at each exec event. */
 static int open_stub(struct rd_error *err)
 {
-	_cleanup_free_ char *path = stub_path();
+	_cleanup_free_ char *path = helper_path("runnerd-stub");
 	if (!path)
 		return rd_error_set(err, ENOENT,
 		                    "runnerd-stub not found next to the runnerd binary (nor in "
@@ -133,6 +134,29 @@ static int open_stub(struct rd_error *err)
 	if (ro < 0)
 		return rd_error_set(err, errno, "reopening the stub: %s", strerror(errno));
 	return ro;
+}
+
+/* runnerd-zygote, which clones the sandboxes' reapers (sandbox/zygote.h): -1 if it is not
+ * there, and then runnerd forks each sandbox itself; refused, like the stub, if others could
+ * have rewritten it. It runs outside any sandbox, with runnerd's credentials. */
+static int open_zygote(struct rd_error *err)
+{
+	_cleanup_free_ char *path = helper_path("runnerd-zygote");
+	if (!path)
+		return rd_error_set(err, ENOENT,
+		                    "runnerd-zygote not found next to the runnerd binary (nor in "
+		                    "../libexec/runnerd/)");
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return rd_error_set(err, errno, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+	    (st.st_uid != 0 && st.st_uid != geteuid()))
+		return rd_error_set(err, EPERM,
+		                    "%s: must be a regular file owned by root or by you and not "
+		                    "writable by others",
+		                    path);
+	return steal_fd(&fd);
 }
 
 /* The agent died by a signal: so does runnerd, so that whoever started runnerd sees what it
@@ -250,6 +274,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	                       .prof = &prof,
 	                       .audit = &audit,
 	                       .stub_fd = -1,
+	                       .zygote_fd = -1,
 	                       .control_fd = -1,
 	                       .tty_fd = -1};
 	char *control_dir = NULL;
@@ -336,6 +361,10 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	}
 	if ((s.stub_fd = open_stub(&err)) < 0)
 		goto fail;
+	if ((s.zygote_fd = open_zygote(&err)) < 0) {
+		fprintf(stderr, "runnerd: %s; runnerd forks each sandbox itself\n", err.msg);
+		rd_error_clear(&err);
+	}
 	if (rd_filter_build(&filter, cli->prompt, &err) < 0 ||
 	    rd_cmdfilter_build(&s.cmd_filter, &err) < 0)
 		goto fail;
@@ -401,6 +430,8 @@ out:
 	rd_bpf_free(&s.cmd_filter);
 	if (s.stub_fd >= 0)
 		close(s.stub_fd);
+	if (s.zygote_fd >= 0)
+		close(s.zygote_fd);
 	rd_audit_close(&audit);
 	if (s.control_path)
 		unlink(s.control_path);

@@ -173,16 +173,55 @@ static const struct rd_sandbox_preset *spare_preset(struct sup *u)
 	return u->preset_unfit ? NULL : &u->preset;
 }
 
+void rd_sup_zygote_check(struct sup *u)
+{
+	if (!u->zygote.lost || u->warned_zygote)
+		return;
+	u->warned_zygote = true;
+	fprintf(stderr, "runnerd: the zygote process is gone; runnerd forks each sandbox itself "
+	                "from now on\n");
+}
+
+/* A spare could not be made: each exec then makes its own sandbox; say why once. A lost
+ * zygote is not such a failure: the next spare is made without it. */
+static void spare_failed(struct sup *u, const struct rd_error *err)
+{
+	if (u->zygote.lost && !u->warned_zygote) {
+		rd_sup_zygote_check(u);
+		return;
+	}
+	fprintf(stderr, "runnerd: %s\n", err->msg);
+	u->spare_failed = true;
+}
+
 void rd_sup_make_spare(struct sup *u)
 {
 	struct rd_error err = {0};
-	if (u->spare.reaper >= 0 || u->spare_failed)
+	if (u->spare.reaper >= 0 || u->spare.pending || u->spare_failed)
 		return;
-	if (rd_sandbox_spare(u->userns, spare_preset(u), &u->spare, &err) < 0) {
-		/* Each exec then makes its own sandbox; say why once. */
-		fprintf(stderr, "runnerd: %s\n", err.msg);
-		u->spare_failed = true;
+	int r = rd_sandbox_spare_begin(&u->zygote, u->userns, spare_preset(u), &u->spare, &err);
+	rd_sup_zygote_check(u);
+	if (r < 0)
+		spare_failed(u, &err);
+}
+
+void rd_sup_spare_ready(struct sup *u)
+{
+	struct rd_error err = {0};
+	char b;
+	/* The answer may have been taken already, by an exec that needed the spare. */
+	if (u->zygote.fd < 0 || (recv(u->zygote.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+	                         (errno == EAGAIN || errno == EINTR)))
+		return;
+	if (!u->spare.pending) {
+		/* Nothing asked: the zygote is gone (EOF), or says what it must not. */
+		rd_zygote_lost(&u->zygote);
+		rd_sup_zygote_check(u);
+		return;
 	}
+	if (rd_sandbox_spare_finish(&u->zygote, &u->spare, &err) < 0)
+		spare_failed(u, &err);
+	rd_sup_zygote_check(u);
 }
 
 /* Masks go over paths. A command may rename a masked directory's parent, or put a symlink
@@ -348,7 +387,8 @@ static int start_sandbox(struct sup *u, struct cmd *c, const struct rd_launch_pl
 		u->preset_unfit = !rd_sandbox_preset_fits(&u->preset, plan);
 	c->sb = u->spare;
 	u->spare = RD_SANDBOX_NONE;
-	int r = rd_sandbox_start(plan, &c->sb, err);
+	int r = rd_sandbox_start(&u->zygote, plan, &c->sb, err);
+	rd_sup_zygote_check(u);
 	if (c->sb.preset_use == RD_PRESET_BROKEN && !u->preset_off) {
 		fprintf(stderr,
 		        "runnerd: the spare sandbox died while setting up masks and the "

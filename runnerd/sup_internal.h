@@ -27,6 +27,7 @@ enum src_type {
 	SRC_CONTROL_CLIENT, /* one connection to it */
 	SRC_TTY,            /* --prompt: the operator's answer on /dev/tty */
 	SRC_CLIENT_TIMER,   /* idle connections, and a listener paused for lack of fds */
+	SRC_ZYGOTE,         /* the zygote's answer: a spare sandbox cloned */
 };
 
 struct src {
@@ -139,6 +140,11 @@ struct sup {
 	 * off the exec path. reaper < 0: none. */
 	struct rd_sandbox spare;
 	bool spare_failed;
+	/* Clones every reaper, so that runnerd does not fork per exec (sandbox/zygote.h). Once
+	 * lost, runnerd clones them itself again. */
+	struct rd_zygote zygote;
+	bool warned_zygote;
+	struct src zygote_src;
 	/* What spares put in place ahead of time: the masks (for preset_home), network and filter
 	 * of a command no rule gives its own. preset_off: a spare died applying it, so spares
 	 * are made without one from then on. preset_unfit: the last plan asked for something
@@ -190,6 +196,10 @@ void rd_sup_cmd_abort(struct sup *u, struct cmd *c, const char *why);
 void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n);
 /* exec.c: make the next spare sandbox if there is none. */
 void rd_sup_make_spare(struct sup *u);
+/* exec.c: the zygote answered (or its socket closed): the spare asked of it is ready. */
+void rd_sup_spare_ready(struct sup *u);
+/* exec.c: say once that the zygote is gone, if it is, and stop watching its socket. */
+void rd_sup_zygote_check(struct sup *u);
 /* exec.c: record the masked paths as they are now (see mask_tampered). */
 void rd_sup_pin_masks(struct sup *u);
 /* exec.c: start an approved ask's command; on failure (-1) the stub tells the caller why. */

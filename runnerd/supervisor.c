@@ -209,6 +209,13 @@ static void reap(struct sup *u)
 		pid_t pid = waitpid(-1, &st, WNOHANG | __WALL);
 		if (pid <= 0)
 			return;
+		if (pid == u->zygote.pid && !WIFSTOPPED(st)) {
+			/* Its reapers are runnerd's children: they live on, watched as before. */
+			u->zygote.pid = -1;
+			rd_zygote_lost(&u->zygote);
+			rd_sup_zygote_check(u);
+			continue;
+		}
 		if (pid == u->spare.reaper && !WIFSTOPPED(st)) {
 			/* The spare died before use (its setup failed): forget it, pid and all. If
 			 * it had a preset, the next ones go without: the same failure would repeat.
@@ -362,6 +369,7 @@ static int setup(struct sup *u, struct rd_session *s)
 	u->s = s;
 	u->listener = s->agent.listener;
 	u->spare = RD_SANDBOX_NONE;
+	u->zygote = RD_ZYGOTE_NONE;
 	u->sid = getsid(0);
 	u->userns = geteuid() != 0;
 	struct stat st;
@@ -403,7 +411,22 @@ static int setup(struct sup *u, struct rd_session *s)
 		signal(SIGTTIN, SIG_IGN);
 		signal(SIGTTOU, SIG_IGN);
 	}
-	return rd_control_open(u, NULL);
+	int r = rd_control_open(u, NULL);
+	if (r < 0)
+		return r;
+	/* Last, while runnerd's memory is as small as it will be. Without it, runnerd forks each
+	 * sandbox itself, as it does once the zygote is lost. */
+	struct rd_error err = {0};
+	if (s->zygote_fd < 0) {
+		u->warned_zygote = true; /* said at startup */
+	} else if (rd_zygote_start(&u->zygote, s->zygote_fd, &err) < 0) {
+		fprintf(stderr, "runnerd: %s; runnerd forks each sandbox itself\n", err.msg);
+		u->warned_zygote = true;
+	} else {
+		u->zygote_src = (struct src){.type = SRC_ZYGOTE, .cmd = NULL};
+		rd_sup_watch(u, u->zygote.fd, &u->zygote_src);
+	}
+	return 0;
 }
 
 int rd_supervise(struct rd_session *s)
@@ -420,7 +443,7 @@ int rd_supervise(struct rd_session *s)
 	bool listener_open = true;
 	while (!u.agent_done) {
 		struct epoll_event evs[32];
-		bool want_spare = u.spare.reaper < 0 && !u.spare_failed;
+		bool want_spare = u.spare.reaper < 0 && !u.spare.pending && !u.spare_failed;
 		int n = epoll_wait(u.epfd, evs, 32, want_spare ? 0 : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -470,6 +493,9 @@ int rd_supervise(struct rd_session *s)
 			case SRC_CLIENT_TIMER:
 				rd_control_tick(&u);
 				break;
+			case SRC_ZYGOTE:
+				rd_sup_spare_ready(&u);
+				break;
 			}
 		}
 		while (u.dead) {
@@ -499,10 +525,11 @@ int rd_supervise(struct rd_session *s)
 		u.dead = c->next;
 		free(c);
 	}
-	if (u.spare.reaper >= 0) {
+	/* A spare still asked of the zygote exits without its go (runnerd's end closes here). */
+	if (u.spare.reaper >= 0)
 		kill(u.spare.reaper, SIGKILL);
-		rd_sandbox_close(&u.spare);
-	}
+	rd_sandbox_close(&u.spare);
+	rd_zygote_stop(&u.zygote);
 	int st = u.agent_status;
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	s->agent_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;

@@ -22,6 +22,7 @@ struct rd_session {
 	struct rd_audit *audit;
 	int verbose;
 	int stub_fd;              /* O_RDONLY of runnerd-stub, injected into every caller */
+	int zygote_fd;            /* O_RDONLY of runnerd-zygote; -1: runnerd forks sandboxes */
 	struct rd_bpf cmd_filter; /* the commands' seccomp profile ("default") */
 	struct rd_agent agent;
 	sigset_t orig_mask; /* what runnerd's own mask was before it blocked its signals */

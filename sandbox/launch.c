@@ -1,208 +1,18 @@
-#include "launch.h"
+/* runnerd's side of a sandbox: a spare made ahead of time (through the zygote, or by a clone of
+ * runnerd), its preset checked, the plan handed over, the command's exec waited for. */
 #include "../intercept/syscalls.h"
+#include "launch_internal.h"
 
 #include <fcntl.h>
-#include <grp.h>
-#include <net/if.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/capability.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-
-enum { STAGE_SETUP = 1, STAGE_EXEC = 2 };
-
-/* What a child of the launch tells runnerd when it cannot go on; nothing on success (the
- * pipe is CLOEXEC: EOF means the command's exec went through). */
-struct setup_msg {
-	int stage;
-	int err;
-	char what[120];
-};
-
-static _Noreturn void fail(int fd, int stage, const char *what, int e)
-{
-	struct setup_msg m = {.stage = stage, .err = e};
-	snprintf(m.what, sizeof(m.what), "%s", what);
-	ssize_t r = write(fd, &m, sizeof(m));
-	(void)r;
-	_exit(stage == STAGE_EXEC ? 127 : 126);
-}
-
-/* The kernel's struct sigaction on x86_64 and arm64 (not glibc's). */
-struct k_sigaction {
-	void (*handler)(int);
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
-
-/* All capabilities gone for good: bounding set (needs CAP_SETPCAP, so first), ambient, then
- * the process sets. The command is the caller's user with no privilege at all. */
-static int drop_caps_bounding(void)
-{
-	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++)
-		if (cap_drop_bound(c) < 0 && errno != EINVAL)
-			return -errno;
-	if (cap_reset_ambient() < 0)
-		return -errno;
-	return 0;
-}
-
-/* Runs in a vfork child of the reaper (shared memory, separate fd table, signal handlers,
- * cwd and credentials): no allocation, no glibc state; what it needs was prepared by the
- * reaper. Raw set*id syscalls: glibc's wrappers would broadcast to threads it believes the
- * (shared) process has. */
-static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi, cap_t empty)
-{
-	/* Dispositions as after the caller's exec: what it ignored stays ignored. Raw
-	 * rt_sigaction: glibc refuses its two internal signals (32, 33), whose dispositions the
-	 * caller may still have inherited as ignored. SIG_IGN and SIG_DFL need no restorer. */
-	for (int sig = 1; sig <= 64; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP)
-			continue;
-		struct k_sigaction ksa = {.handler = SIG_DFL};
-		if (p->sig_ignored & (1ULL << (sig - 1)))
-			ksa.handler = SIG_IGN;
-		syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof(uint64_t));
-	}
-
-	/* The caller's fds at their numbers. Everything we still need moves above the highest
-	 * target first, so that no dup2 can clobber it, then every low fd is closed. */
-	int top = 3;
-	for (size_t i = 0; i < p->n_fds; i++)
-		if (p->fds[i].target + 1 > top)
-			top = p->fds[i].target + 1;
-	int e = fcntl(err_fd, F_DUPFD_CLOEXEC, top);
-	if (e < 0)
-		fail(err_fd, STAGE_SETUP, "moving fds", errno);
-	err_fd = e;
-	for (size_t i = 0; i < p->n_fds; i++)
-		if ((hi[i] = fcntl(p->fds[i].fd, F_DUPFD_CLOEXEC, top)) < 0)
-			fail(err_fd, STAGE_SETUP, "moving the caller's fds", errno);
-	int cwd = fcntl(p->cwd_fd, F_DUPFD_CLOEXEC, top);
-	int exec_fd = p->exec_fd;
-	if (exec_fd != AT_FDCWD && !p->exec_fd_is_target)
-		exec_fd = fcntl(p->exec_fd, F_DUPFD_CLOEXEC, top);
-	if (cwd < 0 || (exec_fd < 0 && exec_fd != AT_FDCWD))
-		fail(err_fd, STAGE_SETUP, "moving fds", errno);
-	rd_close_range(0, (unsigned)top - 1, 0);
-	/* Anything of runnerd's above: closed at exec whatever it was opened with. */
-	rd_close_range((unsigned)top, ~0U, CLOSE_RANGE_CLOEXEC);
-	for (size_t i = 0; i < p->n_fds; i++)
-		if (dup2(hi[i], p->fds[i].target) < 0)
-			fail(err_fd, STAGE_SETUP, "placing the caller's fds", errno);
-	if (fchdir(cwd) < 0)
-		fail(err_fd, STAGE_SETUP, "entering the caller's cwd", errno);
-	if (p->pgrp_mode == RD_PGRP_SESSION && setsid() < 0)
-		fail(err_fd, STAGE_SETUP, "setsid", errno);
-	if (p->pgrp_mode == RD_PGRP_OWN && setpgid(0, 0) < 0)
-		fail(err_fd, STAGE_SETUP, "setpgid", errno);
-
-	int r = drop_caps_bounding();
-	if (r < 0)
-		fail(err_fd, STAGE_SETUP, "dropping the capability bounding set", -r);
-	/* In a user namespace setgroups is denied (we wrote "deny" to map the gid without
-	 * privilege); the caller's groups are runnerd's, which the command inherits. */
-	if (!p->userns && syscall(SYS_setgroups, p->n_groups, p->groups) < 0)
-		fail(err_fd, STAGE_SETUP, "setting the caller's groups", errno);
-	if (syscall(SYS_setresgid, p->gid[0], p->gid[1], p->gid[2]) < 0)
-		fail(err_fd, STAGE_SETUP, "setting the caller's gids", errno);
-	if (syscall(SYS_setresuid, p->uid[0], p->uid[1], p->uid[2]) < 0)
-		fail(err_fd, STAGE_SETUP, "setting the caller's uids", errno);
-	if (cap_set_proc(empty) < 0)
-		fail(err_fd, STAGE_SETUP, "dropping capabilities", errno);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		fail(err_fd, STAGE_SETUP, "setting no_new_privs", errno);
-	if (p->filter) {
-		struct sock_fprog prog = {.len = p->filter_len,
-		                          .filter = (struct sock_filter *)p->filter};
-		if (rd_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-			fail(err_fd, STAGE_SETUP, "loading the command's seccomp filter", errno);
-	}
-	umask(p->umask);
-	/* The caller's rlimits, with a rule's caps applied. One we cannot set (raising a hard
-	 * limit needs privilege we dropped) stays runnerd's, never zero; but a limit left above
-	 * what was asked would drop a cap, so that stops the command. */
-	for (int res = 0; res < RLIM_NLIMITS; res++) {
-		struct rlimit now;
-		if (!p->have_rlim[res] || setrlimit(res, &p->rlim[res]) == 0)
-			continue;
-		if (getrlimit(res, &now) < 0 || now.rlim_cur > p->rlim[res].rlim_cur ||
-		    now.rlim_max > p->rlim[res].rlim_max)
-			fail(err_fd, STAGE_SETUP, "lowering a resource limit",
-			     errno ? errno : EPERM);
-	}
-
-	/* The file the decision was made on, still under this name? A rename in between must
-	 * not swap in another program (and with it the rule's grants). */
-	if (p->expect_ino) {
-		struct stat st;
-		int at = exec_fd == AT_FDCWD ? AT_FDCWD : exec_fd;
-		if (fstatat(at, p->exec_path, &st, p->exec_flags & AT_SYMLINK_NOFOLLOW) < 0 ||
-		    st.st_dev != p->expect_dev || st.st_ino != p->expect_ino)
-			fail(err_fd, STAGE_SETUP,
-			     "the file changed between the decision and the exec", EAGAIN);
-	}
-	/* The mask, exactly, for the same reason: glibc's sigprocmask drops 32 and 33. */
-	uint64_t mask = p->sig_blocked;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof(mask));
-	rd_execveat(exec_fd, p->exec_path, p->argv, p->envp, p->exec_flags);
-	fail(err_fd, STAGE_EXEC, "exec", errno);
-}
-
-/* The plan as it crosses from runnerd to a waiting reaper: this header, then the fd targets,
- * the groups, and the exec path, argv and envp strings, each NUL-terminated, in one memfd.
- * The fds themselves follow over the socket (SCM_RIGHTS): cwd, the exec fd if runnerd's own,
- * then the caller's in order. */
-struct plan_wire {
-	int exec_mode; /* 0: AT_FDCWD, 1: a target number (exec_fd), 2: runnerd's fd (passed) */
-	int exec_fd;
-	int exec_flags;
-	uint32_t argc, envc, n_fds, n_groups;
-	uint32_t uid[3], gid[3];
-	uint32_t umask;
-	uint64_t sig_ignored, sig_blocked;
-	struct rlimit rlim[RLIM_NLIMITS];
-	uint8_t have_rlim[RLIM_NLIMITS];
-	int pgrp_mode;
-	uint8_t userns;
-	uint32_t n_masks;    /* their paths follow envp's strings */
-	uint32_t filter_len; /* BPF instructions, after the groups */
-	uint8_t net_none;
-	uint64_t expect_dev, expect_ino;
-};
-
-#define FDS_PER_MSG 250
-
-/* Receive up to want fds in one packet; returns how many came, or -1. */
-static int recv_fds(int sock, int *fds, int want)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)];
-	uint32_t count = 0;
-	struct iovec iov = {.iov_base = &count, .iov_len = sizeof(count)};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	if (recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) != sizeof(count) || (int)count > want)
-		return -1;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	if (count == 0)
-		return 0;
-	if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int) * count))
-		return -1;
-	memcpy(fds, CMSG_DATA(c), sizeof(int) * count);
-	return (int)count;
-}
 
 static int send_fds(int sock, const int *fds, uint32_t count)
 {
@@ -221,320 +31,6 @@ static int send_fds(int sock, const int *fds, uint32_t count)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) == sizeof(count) ? 0 : -errno;
 }
 
-/* In the reaper: the plan runnerd sent, rebuilt with pointers into the mapped memfd. Not
- * inlined: its locals must not live in reaper_main\'s frame, which the vfork child shares. */
-__attribute__((noinline)) static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
-{
-	int head[3];
-	int n = recv_fds(sock, head, 3);
-	if (n < 2)
-		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
-	struct stat st;
-	if (fstat(head[0], &st) < 0 || (size_t)st.st_size < sizeof(struct plan_wire))
-		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
-	const char *blob = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, head[0], 0);
-	if (blob == MAP_FAILED)
-		fail(err_fd, STAGE_SETUP, "mapping the plan", errno);
-	close(head[0]);
-	const struct plan_wire *w = (const void *)blob;
-	const char *end = blob + st.st_size;
-	/* The blob is runnerd's own, but a count that could overflow or an fd that did not come
-	 * stops here rather than anywhere later. */
-	if (w->argc > (1u << 24) || w->envc > (1u << 24) || w->n_masks > (1u << 16) ||
-	    w->n_fds > (1u << 20) || w->n_groups > (1u << 17) || w->filter_len > BPF_MAXINSNS ||
-	    n != 2 + (w->exec_mode == 2))
-		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
-	const int *targets = (const int *)(w + 1);
-	const gid_t *groups = (const gid_t *)(targets + w->n_fds);
-	const char *insns = (const char *)(groups + w->n_groups);
-	const char *str = insns + sizeof(struct sock_filter) * w->filter_len;
-	char **argv = calloc(w->argc + 1, sizeof(char *));
-	char **envp = calloc(w->envc + 1, sizeof(char *));
-	char **masks = calloc(w->n_masks + 1, sizeof(char *));
-	struct rd_fd_map *fds = calloc(w->n_fds + 1, sizeof(*fds));
-	/* Copied out: the blob gives it no alignment of its own. */
-	struct sock_filter *filter = calloc(w->filter_len + 1, sizeof(*filter));
-	if (filter && (const char *)str <= end)
-		memcpy(filter, insns, sizeof(*filter) * w->filter_len);
-	bool *have = calloc(RLIM_NLIMITS, sizeof(bool));
-	if (!argv || !envp || !masks || !fds || !filter || !have || (const char *)str > end)
-		fail(err_fd, STAGE_SETUP, "receiving the plan", ENOMEM);
-	const char *exec_path = str;
-	str += strnlen(str, (size_t)(end - str)) + 1;
-	for (uint32_t i = 0; i < w->argc + w->envc + w->n_masks && str < end; i++) {
-		char **slot = i < w->argc             ? &argv[i]
-		              : i < w->argc + w->envc ? &envp[i - w->argc]
-		                                      : &masks[i - w->argc - w->envc];
-		*slot = (char *)str;
-		str += strnlen(str, (size_t)(end - str)) + 1;
-	}
-	if (str > end)
-		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
-	for (uint32_t got = 0; got < w->n_fds;) {
-		int chunk[FDS_PER_MSG];
-		int k = recv_fds(sock, chunk, FDS_PER_MSG);
-		if (k <= 0)
-			fail(err_fd, STAGE_SETUP, "receiving the caller's fds", EPROTO);
-		for (int i = 0; i < k && got < w->n_fds; i++, got++)
-			fds[got] = (struct rd_fd_map){.fd = chunk[i], .target = targets[got]};
-	}
-	for (int r = 0; r < RLIM_NLIMITS; r++)
-		have[r] = w->have_rlim[r];
-	*p = (struct rd_launch_plan){
-	    .exec_fd = w->exec_mode == 0   ? AT_FDCWD
-	               : w->exec_mode == 1 ? w->exec_fd
-	                                   : head[2],
-	    .exec_fd_is_target = w->exec_mode == 1,
-	    .exec_path = exec_path,
-	    .exec_flags = w->exec_flags,
-	    .argv = argv,
-	    .envp = envp,
-	    .fds = fds,
-	    .n_fds = w->n_fds,
-	    .cwd_fd = head[1],
-	    .uid = {w->uid[0], w->uid[1], w->uid[2]},
-	    .gid = {w->gid[0], w->gid[1], w->gid[2]},
-	    .groups = groups,
-	    .n_groups = w->n_groups,
-	    .umask = (mode_t)w->umask,
-	    .sig_ignored = w->sig_ignored,
-	    .sig_blocked = w->sig_blocked,
-	    .rlim = w->rlim,
-	    .have_rlim = have,
-	    .pgrp_mode = w->pgrp_mode,
-	    .userns = w->userns,
-	    .masks = masks,
-	    .n_masks = w->n_masks,
-	    .filter = w->filter_len ? filter : NULL,
-	    .filter_len = (unsigned short)w->filter_len,
-	    .net_none = w->net_none,
-	    .expect_dev = (dev_t)w->expect_dev,
-	    .expect_ino = (ino_t)w->expect_ino,
-	};
-}
-
-/* Secret stores out of sight, in this mount namespace only. A mask that cannot be put in
- * place stops the command: it never runs with a secret it was meant not to see. */
-static void apply_masks(char *const *masks, size_t n_masks, int err_fd)
-{
-	for (size_t i = 0; i < n_masks; i++) {
-		const char *path = masks[i];
-		struct stat st;
-		if (stat(path, &st) < 0) {
-			if (errno == ENOENT || errno == ENOTDIR)
-				continue; /* nothing there to hide */
-			fail(err_fd, STAGE_SETUP, path, errno);
-		}
-		int r = S_ISDIR(st.st_mode) ? mount("tmpfs", path, "tmpfs",
-		                                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		                                    "size=4k,nr_inodes=1,mode=0555")
-		                            : mount("/dev/null", path, NULL, MS_BIND, NULL);
-		if (r < 0) {
-			char what[96];
-			snprintf(what, sizeof(what), "masking %s", path);
-			fail(err_fd, STAGE_SETUP, what, errno);
-		}
-	}
-}
-
-/* network "none": a network namespace of the sandbox's own, where only the loopback
- * interface exists; it is brought up so that programs that talk to themselves still work. */
-static void no_network(int err_fd)
-{
-	if (unshare(CLONE_NEWNET) < 0)
-		fail(err_fd, STAGE_SETUP, "creating a network namespace", errno);
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct ifreq ifr = {0};
-	strcpy(ifr.ifr_name, "lo");
-	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-		fail(err_fd, STAGE_SETUP, "reading lo's flags", errno);
-	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-		fail(err_fd, STAGE_SETUP, "bringing lo up", errno);
-	close(s);
-}
-
-/* What a reaper with a preset reports once it is all in place: for each mask path, what the
- * path leads to in the sandbox's view with every mask placed (absent: nothing there). Its root
- * (O_PATH) comes with it, so that runnerd can look again, from inside, when the plan comes. */
-struct preset_seen {
-	uint64_t dev, ino;
-	uint32_t absent;
-};
-
-#define PRESET_MAX_MASKS 1024
-
-static int preset_send(int sock, const struct preset_seen *seen, uint32_t n, int root)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov[2] = {{.iov_base = &n, .iov_len = sizeof(n)},
-	                       {.iov_base = (void *)seen, .iov_len = sizeof(*seen) * n}};
-	struct msghdr mh = {
-	    .msg_iov = iov, .msg_iovlen = 2, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &root, sizeof(int));
-	size_t want = sizeof(n) + sizeof(*seen) * n;
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)want ? 0 : -1;
-}
-
-/* In a spare's reaper, before any plan: the masks and network most commands get, then
- * no_new_privs and the command filter on the reaper itself, which the command inherits. The
- * filter refuses mount, unshare and clone into new namespaces, so it comes after everything
- * that needs them; what the reaper does afterwards (vfork, set*id, capset, prctl, prlimit,
- * setsid, setpgid, dup2, execveat, sigwaitinfo, wait4, kill) it allows. */
-static void apply_preset(const struct rd_sandbox_preset *pre, int plan_fd, int err_fd)
-{
-	apply_masks(pre->masks, pre->n_masks, err_fd);
-	if (pre->net_none)
-		no_network(err_fd);
-	struct preset_seen *seen = calloc(pre->n_masks + 1, sizeof(*seen));
-	if (!seen)
-		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
-	for (size_t i = 0; i < pre->n_masks; i++) {
-		struct stat st;
-		if (stat(pre->masks[i], &st) == 0)
-			seen[i] = (struct preset_seen){.dev = st.st_dev, .ino = st.st_ino};
-		else if (errno == ENOENT || errno == ENOTDIR)
-			seen[i].absent = 1;
-		else
-			fail(err_fd, STAGE_SETUP, pre->masks[i], errno);
-	}
-	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0)
-		fail(err_fd, STAGE_SETUP, "opening the sandbox's root", errno);
-	if (pre->filter) {
-		struct sock_fprog prog = {.len = pre->filter_len,
-		                          .filter = (struct sock_filter *)pre->filter};
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-			fail(err_fd, STAGE_SETUP, "setting no_new_privs", errno);
-		if (rd_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-			fail(err_fd, STAGE_SETUP, "loading the command's seccomp filter", errno);
-	}
-	/* Sent last: a report means every step above went through. */
-	if (preset_send(plan_fd, seen, (uint32_t)pre->n_masks, root) < 0)
-		fail(err_fd, STAGE_SETUP, "reporting the preset", errno);
-	close(root);
-	free(seen);
-}
-
-static bool same_strings(char *const *a, char *const *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(a[i], b[i]) != 0)
-			return false;
-	return true;
-}
-
-bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p)
-{
-	if (p->net_none != pre->net_none || p->n_masks != pre->n_masks ||
-	    !same_strings(p->masks, pre->masks, p->n_masks))
-		return false;
-	if (!p->filter || !pre->filter)
-		return !p->filter && !pre->filter;
-	return p->filter_len == pre->filter_len &&
-	       memcmp(p->filter, pre->filter, sizeof(*p->filter) * p->filter_len) == 0;
-}
-
-/* pid 1 of the sandbox. Made ahead of time (a spare, while runnerd is idle): it holds nothing
- * of runnerd's, sets up the namespace, then waits for a plan. It forks the command, forwards
- * every signal runnerd sends it, reaps whatever the command leaves behind, and reports the
- * command's wait status. When it exits, the kernel kills everything left in the namespace. */
-static _Noreturn void reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
-                                  const struct rd_sandbox_preset *preset)
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* Nothing of runnerd's stays open here: the listener, other commands' sockets and fds.
-	 * Close every gap between the four fds kept, in ascending order. */
-	int keep[] = {go_fd, plan_fd, err_fd, status_fd};
-	for (int i = 1; i < 4; i++)
-		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	unsigned from = 0;
-	for (int i = 0; i < 4; i++) {
-		if ((unsigned)keep[i] > from)
-			rd_close_range(from, (unsigned)keep[i] - 1, 0);
-		from = (unsigned)keep[i] + 1;
-	}
-	rd_close_range(from, ~0U, 0);
-	char go;
-	if (read(go_fd, &go, 1) != 1)
-		_exit(1); /* runnerd gave up on us, or died before PDEATHSIG was armed */
-	close(go_fd);
-	/* Not dumpable: nothing inside can read this process's memory or /proc files. */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		fail(err_fd, STAGE_SETUP, "making / private", errno);
-	/* A fresh /proc of the new pid namespace: no ancestor's environ to read. */
-	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		fail(err_fd, STAGE_SETUP, "mounting /proc", errno);
-	if (preset)
-		apply_preset(preset, plan_fd, err_fd);
-
-	struct rd_launch_plan plan;
-	receive_plan(plan_fd, err_fd, &plan);
-	close(plan_fd);
-	if (preset) {
-		/* runnerd sends a plan here only if it fits; a plan that did not would run without
-		 * what it asks for. Already in place: nothing of it to do again. */
-		if (!rd_sandbox_preset_fits(preset, &plan))
-			fail(err_fd, STAGE_SETUP,
-			     "the plan does not fit the sandbox made ahead of time", EPROTO);
-		plan.n_masks = 0;
-		plan.net_none = false;
-		plan.filter = NULL;
-	}
-	const struct rd_launch_plan *p = &plan;
-	apply_masks(p->masks, p->n_masks, err_fd);
-	if (p->net_none)
-		no_network(err_fd);
-	if (p->pgrp_mode == RD_PGRP_OTHER && setsid() < 0)
-		fail(err_fd, STAGE_SETUP, "setsid", errno);
-
-	/* Every signal blocked and taken with sigwaitinfo: blocked signals are queued even for
-	 * pid 1, which otherwise drops signals it has no handler for. */
-	sigset_t all;
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	/* vfork: no copy of the page tables for a child that execs at once (measured here: about
-	 * 130 us less per command than fork for a 4 MB process). */
-	int *hi = calloc(p->n_fds + 1, sizeof(int));
-	cap_t empty = cap_init();
-	if (!hi || !empty)
-		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
-	pid_t child = vfork();
-	if (child < 0)
-		fail(err_fd, STAGE_SETUP, "vfork", errno);
-	if (child == 0)
-		command_main(p, err_fd, hi, empty);
-	rd_close_range(0, (unsigned)status_fd - 1, 0);
-	rd_close_range((unsigned)status_fd + 1, ~0U, 0);
-
-	for (;;) {
-		siginfo_t si;
-		int sig = sigwaitinfo(&all, &si);
-		if (sig < 0)
-			continue;
-		if (sig != SIGCHLD) {
-			kill(child, sig);
-			continue;
-		}
-		int st;
-		pid_t w;
-		while ((w = waitpid(-1, &st, WNOHANG)) > 0)
-			if (w == child) {
-				ssize_t n = write(status_fd, &st, sizeof(st));
-				_exit(n == sizeof(st) ? 0 : 1);
-			}
-	}
-}
-
 static int write_file(pid_t pid, const char *name, const char *text)
 {
 	char path[64];
@@ -546,54 +42,11 @@ static int write_file(pid_t pid, const char *name, const char *text)
 	return n == (ssize_t)strlen(text) ? 0 : (n < 0 ? -errno : -EIO);
 }
 
-int rd_sandbox_spare(bool userns, const struct rd_sandbox_preset *preset, struct rd_sandbox *out,
-                     struct rd_error *err)
+/* The reaper exists (out->reaper, out->reaper_pidfd): write its maps, then let it go. */
+static int sandbox_go(struct rd_sandbox *out, struct rd_error *err)
 {
-	int go[2], ep[2], sp[2], pl[2];
-	*out = RD_SANDBOX_NONE;
-	if (preset && preset->n_masks > PRESET_MAX_MASKS)
-		preset = NULL;
-	if (pipe2(go, O_CLOEXEC) < 0)
-		return rd_error_set(err, errno, "pipe: %s", strerror(errno));
-	if (pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pl) < 0) {
-		int e = errno;
-		close(go[0]);
-		close(go[1]);
-		return rd_error_set(err, e, "pipe: %s", strerror(e)); /* fds leak only on EMFILE */
-	}
-
-	int pidfd = -1;
-	struct clone_args ca = {
-	    .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD | (userns ? CLONE_NEWUSER : 0),
-	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
-	    .exit_signal = SIGCHLD,
-	};
-	long pid = rd_clone3(&ca, sizeof(ca));
-	if (pid == 0)
-		reaper_main(go[0], pl[1], ep[1], sp[1], preset);
-	int saved = errno;
-	close(go[0]);
-	close(ep[1]);
-	close(sp[1]);
-	close(pl[1]);
-	_cleanup_close_ int go_w = go[1];
-	if (pid < 0) {
-		close(ep[0]);
-		close(sp[0]);
-		close(pl[0]);
-		return rd_error_set(err, saved, "clone3 (new pid and mount namespace%s): %s",
-		                    userns ? " in a new user namespace" : "", strerror(saved));
-	}
-	out->reaper = (pid_t)pid;
-	out->reaper_pidfd = pidfd;
-	out->status_fd = sp[0];
-	out->setup_fd = ep[0];
-	out->plan_fd = pl[0];
-	out->preset = preset;
-
 	int r = 0;
-	if (userns) {
+	if (out->userns) {
 		char map[64];
 		snprintf(map, sizeof(map), "%u %u 1\n", geteuid(), geteuid());
 		r = write_file(out->reaper, "uid_map", map);
@@ -608,14 +61,109 @@ int rd_sandbox_spare(bool userns, const struct rd_sandbox_preset *preset, struct
 			goto fail;
 		}
 	}
-	if (write(go_w, "g", 1) != 1) {
+	if (write(out->go_fd, "g", 1) != 1) {
 		r = rd_error_set(err, errno, "starting the sandbox: %s", strerror(errno));
 		goto fail;
 	}
+	close(out->go_fd);
+	out->go_fd = -1;
 	return 0;
 fail:
 	rd_sandbox_destroy(out);
 	return r < 0 ? r : -EPROTO;
+}
+
+int rd_sandbox_spare_begin(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
+                           struct rd_sandbox *out, struct rd_error *err)
+{
+	int go[2], ep[2], sp[2], pl[2];
+	*out = RD_SANDBOX_NONE;
+	if (preset && preset->n_masks > PRESET_MAX_MASKS)
+		preset = NULL;
+	if (pipe2(go, O_CLOEXEC) < 0)
+		return rd_error_set(err, errno, "pipe: %s", strerror(errno));
+	if (pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pl) < 0) {
+		int e = errno;
+		close(go[0]);
+		close(go[1]);
+		return rd_error_set(err, e, "pipe: %s", strerror(e)); /* fds leak only on EMFILE */
+	}
+	out->go_fd = go[1];
+	out->status_fd = sp[0];
+	out->setup_fd = ep[0];
+	out->plan_fd = pl[0];
+	out->preset = preset;
+	out->userns = userns;
+
+	/* The zygote clones the reaper, so runnerd's own memory is neither copied nor
+	 * write-protected. runnerd clones it itself without a zygote (or once it is lost), or for a
+	 * preset too large to send. */
+	int ends[RD_REAPER_NFDS] = {go[0], pl[1], ep[1], sp[1]};
+	int r = -ENOSYS, pidfd = -1;
+	long pid = 0;
+	if (z && z->fd >= 0 && (r = rd_zygote_request(z, userns, preset, ends, err)) == 0)
+		out->pending = true;
+	else if (r != -ENOSYS && r != -EMSGSIZE && !z->lost)
+		goto fail;
+	rd_error_clear(err);
+	if (!out->pending) {
+		struct clone_args ca = {
+		    .flags =
+		        CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD | (userns ? CLONE_NEWUSER : 0),
+		    .pidfd = (uint64_t)(uintptr_t)&pidfd,
+		    .exit_signal = SIGCHLD,
+		};
+		pid = rd_clone3(&ca, sizeof(ca));
+		if (pid == 0)
+			rd_reaper_main(go[0], pl[1], ep[1], sp[1], preset);
+		if (pid < 0)
+			r = rd_error_set(err, errno, "clone3 (new pid and mount namespace%s): %s",
+			                 userns ? " in a new user namespace" : "", strerror(errno));
+	}
+fail:
+	for (int i = 0; i < RD_REAPER_NFDS; i++)
+		close(ends[i]);
+	if (out->pending)
+		return 0;
+	if (pid <= 0) {
+		rd_sandbox_close(out);
+		*out = RD_SANDBOX_NONE;
+		return r;
+	}
+	out->reaper = (pid_t)pid;
+	out->reaper_pidfd = pidfd;
+	return sandbox_go(out, err);
+}
+
+int rd_sandbox_spare_finish(struct rd_zygote *z, struct rd_sandbox *out, struct rd_error *err)
+{
+	int pidfd = -1;
+	long pid = rd_zygote_answer(z, out->userns, &pidfd, err);
+	out->pending = false;
+	/* runnerd reaps the reaper (CLONE_PARENT), but only in its loop, which ran since the
+	 * request: alive (or a zombie) here, its pid cannot have been reused. */
+	if (pid > 0 && rd_pidfd_send_signal(pidfd, 0, NULL, 0) < 0) {
+		close(pidfd);
+		pid = rd_error_set(err, EPROTO, "the sandbox died before it started");
+	}
+	if (pid <= 0) {
+		rd_sandbox_close(out);
+		*out = RD_SANDBOX_NONE;
+		return (int)pid;
+	}
+	out->reaper = (pid_t)pid;
+	out->reaper_pidfd = pidfd;
+	return sandbox_go(out, err);
+}
+
+int rd_sandbox_spare(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
+                     struct rd_sandbox *out, struct rd_error *err)
+{
+	int r = rd_sandbox_spare_begin(z, userns, preset, out, err);
+	if (r == 0 && out->pending)
+		r = rd_sandbox_spare_finish(z, out, err);
+	return r;
 }
 
 /* The plan into a memfd, in the layout of struct plan_wire. */
@@ -740,17 +288,21 @@ static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
 	return RD_PRESET_USED;
 }
 
-int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *sb, struct rd_error *err)
+int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct rd_sandbox *sb,
+                     struct rd_error *err)
 {
 	_cleanup_close_ int mfd = -1;
 	int r;
 	enum rd_preset_use use = RD_PRESET_NONE;
+	/* A spare still being cloned: wait for it. If it failed, one is made below. */
+	if (sb->pending && rd_sandbox_spare_finish(z, sb, err) < 0)
+		rd_error_clear(err);
 	if (sb->reaper >= 0 && sb->preset) {
 		use = rd_sandbox_preset_fits(sb->preset, p) ? preset_check(sb) : RD_PRESET_UNFIT;
 		if (use != RD_PRESET_USED)
 			rd_sandbox_destroy(sb);
 	}
-	if (sb->reaper < 0 && (r = rd_sandbox_spare(p->userns, NULL, sb, err)) < 0)
+	if (sb->reaper < 0 && (r = rd_sandbox_spare(z, p->userns, NULL, sb, err)) < 0)
 		return r;
 	/* The caller may change the preset from now on. */
 	sb->preset = NULL;
@@ -839,5 +391,7 @@ void rd_sandbox_close(struct rd_sandbox *s)
 		close(s->setup_fd);
 	if (s->plan_fd >= 0)
 		close(s->plan_fd);
-	s->reaper_pidfd = s->status_fd = s->setup_fd = s->plan_fd = -1;
+	if (s->go_fd >= 0)
+		close(s->go_fd);
+	s->reaper_pidfd = s->status_fd = s->setup_fd = s->plan_fd = s->go_fd = -1;
 }

@@ -5,6 +5,7 @@
 #define RD_LAUNCH_H
 
 #include "error.h"
+#include "zygote.h"
 
 #include <linux/filter.h>
 #include <stdbool.h>
@@ -98,6 +99,10 @@ struct rd_sandbox {
 	/* The spare's preset (the caller's memory, unchanged until the plan is sent), or NULL. */
 	const struct rd_sandbox_preset *preset;
 	enum rd_preset_use preset_use; /* set by rd_sandbox_start */
+	/* Asked of the zygote, not answered yet: reaper is -1 until rd_sandbox_spare_finish. */
+	bool pending;
+	bool userns;
+	int go_fd; /* a byte here starts the reaper, once runnerd has written its maps */
 };
 
 #define RD_SANDBOX_NONE                                                                            \
@@ -107,26 +112,40 @@ struct rd_sandbox {
 	                     .setup_fd = -1,                                                       \
 	                     .plan_fd = -1,                                                        \
 	                     .preset = NULL,                                                       \
-	                     .preset_use = RD_PRESET_NONE})
+	                     .preset_use = RD_PRESET_NONE,                                         \
+	                     .pending = false,                                                     \
+	                     .userns = false,                                                      \
+	                     .go_fd = -1})
 
 /* A sandbox made ahead of time: pid 1 of fresh namespaces (user namespace too when userns),
  * /proc mounted, waiting for a plan. runnerd makes one while idle, off the exec path. With a
  * preset (may be NULL), the reaper also applies it before it waits; preset must stay unchanged
- * until the spare is started or destroyed. */
-int rd_sandbox_spare(bool userns, const struct rd_sandbox_preset *preset, struct rd_sandbox *out,
-                     struct rd_error *err) _wur_;
+ * until the spare is started or destroyed. The zygote z, if any and not lost, clones the
+ * reaper; the reaper is runnerd's child either way. */
+int rd_sandbox_spare(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
+                     struct rd_sandbox *out, struct rd_error *err) _wur_;
+
+/* The same in two steps, so that runnerd goes on while the zygote clones: begin asks the
+ * zygote and returns with out->pending set (or, without a zygote, makes the spare at once);
+ * finish takes the zygote's answer, once z->fd is readable or when the spare is needed (it
+ * then waits), and starts the reaper. On error out is RD_SANDBOX_NONE; z->lost says whether
+ * the zygote is gone. */
+int rd_sandbox_spare_begin(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
+                           struct rd_sandbox *out, struct rd_error *err) _wur_;
+int rd_sandbox_spare_finish(struct rd_zygote *z, struct rd_sandbox *out,
+                            struct rd_error *err) _wur_;
 
 /* The plan asks for exactly what the preset puts in place: the same masks in the same order,
  * the same network and the same filter. */
 bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p);
 
-/* Hand the plan to the spare sb (one is made on the spot if sb->reaper < 0); the command is on
- * its way. A spare with a preset is used only if the plan asks for exactly its masks (same
- * list, same order), network and filter, and every masked path still looks, from inside the
+/* Hand the plan to the spare sb (one is made on the spot, through z, if sb->reaper < 0); the
+ * command is on its way. A spare with a preset is used only if the plan asks for exactly its masks
+ * (same list, same order), network and filter, and every masked path still looks, from inside the
  * spare, as it did once the masks were placed; otherwise it is destroyed and a sandbox is made
  * for this plan (sb->preset_use says which). Returns 0 or -errno (setup failed; sb is then
  * closed). */
-int rd_sandbox_start(const struct rd_launch_plan *p, struct rd_sandbox *sb,
+int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct rd_sandbox *sb,
                      struct rd_error *err) _wur_;
 
 /* Wait until the command's execve has succeeded. Returns 0; or -errno with *exec_errno set

@@ -7,7 +7,10 @@
 - commands run with no_new_privs and no capabilities;
 - faults: runnerd SIGKILLed mid-session -> the agent's next exec fails with ENOSYS and no
   command outlives runnerd; a caller SIGKILLed mid-command -> the command is gone within a
-  second; the agent exiting while commands run -> they are gone.
+  second; the agent exiting while commands run -> they are gone; the zygote (runnerd-zygote,
+  which clones the sandboxes) SIGKILLed mid-session -> the commands running go on, later
+  commands still run (runnerd forks their sandboxes itself, and says so once), and nothing is
+  left once the agent exits.
 
 Environment: RUNNERD (binary), RUNNERD_CONFIG (default: the shipped build config next to the
 binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" last.
@@ -85,6 +88,31 @@ def wait_file(path, seconds=10):
             return True
         time.sleep(0.01)
     return False
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def alive(pid):
+    """Running, not a zombie (whoever adopted it may be slow to reap it)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def test_canaries(tmp):
@@ -626,10 +654,17 @@ def test_runnerd_killed(tmp):
     ok = wait_file(os.path.join(tmp, "ready"), 20)
     check("fault: agent started its command", ok)
     time.sleep(0.2)
+    helpers = [k for k in children(p.pid) if comm(k).startswith("runnerd")]
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     check("fault: runnerd SIGKILLed -> its commands are gone within a second",
           gone_within("sleep\x009871" + RUN, 1.0), "sleep 9871 still running")
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and any(alive(k) for k in helpers):
+        time.sleep(0.02)
+    check("fault: runnerd SIGKILLed -> its zygote and reapers are gone within a second",
+          helpers and not any(alive(k) for k in helpers),
+          repr([(k, comm(k)) for k in helpers]))
     open(os.path.join(tmp, "go"), "w").close()
     wait_file(os.path.join(tmp, "result"), 20)
     try:
@@ -673,6 +708,70 @@ def test_agent_exits(tmp):
           any(e.get("killed_because") == "the agent exited" for e in exits), repr(exits))
 
 
+AGENT_ZYGOTE = r"""
+import os, subprocess, sys, time
+tmp = sys.argv[1]
+cmd = subprocess.Popen(["sleep", "9874" + sys.argv[2]])
+open(os.path.join(tmp, "ready"), "w").close()
+while not os.path.exists(os.path.join(tmp, "go")):
+    time.sleep(0.02)
+res = []
+for i in range(3):
+    try:
+        res.append("ran %d" % subprocess.run(["/bin/sh", "-c", "exit 7"]).returncode)
+    except OSError as e:
+        res.append("errno %d" % e.errno)
+res.append("running" if cmd.poll() is None else "ended %s" % cmd.poll())
+with open(os.path.join(tmp, "result.tmp"), "w") as f:
+    f.write(" ".join(res))
+os.rename(os.path.join(tmp, "result.tmp"), os.path.join(tmp, "result"))
+"""
+
+
+def test_zygote_killed(tmp):
+    """The zygote dies mid-session: what runs goes on, what comes next runs without it."""
+    agent = os.path.join(tmp, "agent.py")
+    with open(agent, "w") as f:
+        f.write(AGENT_ZYGOTE)
+    p = subprocess.Popen(runnerd_cmd("generic", [sys.executable, agent, tmp, RUN]),
+                         env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        ok = wait_file(os.path.join(tmp, "ready"), 20)
+        check("zygote: agent started its command", ok)
+        time.sleep(0.2)
+        zyg = [k for k in children(p.pid) if comm(k) == "runnerd-zygote"]
+        check("zygote: runnerd runs one zygote", len(zyg) == 1, repr(zyg))
+        if os.geteuid() == 0 and zyg:
+            fds = os.listdir("/proc/%d/fd" % zyg[0])
+            check("zygote: it holds no fd but its socket", len(fds) == 1,
+                  repr([os.readlink("/proc/%d/fd/%s" % (zyg[0], fd)) for fd in fds]))
+            with open("/proc/%d/environ" % zyg[0], "rb") as f:
+                check("zygote: its environment is empty", f.read() == b"")
+        if zyg:
+            os.kill(zyg[0], signal.SIGKILL)
+        time.sleep(0.2)
+        open(os.path.join(tmp, "go"), "w").close()
+        wait_file(os.path.join(tmp, "result"), 20)
+        try:
+            res = open(os.path.join(tmp, "result")).read()
+        except OSError:
+            res = "(no result)"
+        check("zygote: SIGKILLed -> later commands still run, and the one running goes on",
+              res == "ran 7 ran 7 ran 7 running", res)
+    finally:
+        open(os.path.join(tmp, "go"), "w").close()
+        try:
+            _, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+    check("zygote: runnerd says once that it forks the sandboxes itself",
+          err.count("the zygote process is gone") == 1, repr(err))
+    check("zygote: SIGKILLed -> nothing is left once the agent exits",
+          gone_within("sleep\x009874" + RUN, 1.0), "sleep 9874 still running")
+
+
 def main():
     if not RUNNERD or not os.access(RUNNERD, os.X_OK):
         print("SKIP: RUNNERD is not set to the runnerd binary")
@@ -681,7 +780,7 @@ def main():
               test_deputies,
               test_exec_race, test_mask_moved, test_mask_late_secrets,
               test_network_timeout, test_rlimits, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
-              test_agent_exits):
+              test_agent_exits, test_zygote_killed):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
             try:
                 t(tmp)

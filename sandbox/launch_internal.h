@@ -1,0 +1,101 @@
+/* Between launch.c (runnerd's side of a sandbox), reaper.c (the sandbox's pid 1) and zygote.c
+ * (which clones reapers): not an interface of the library. */
+#ifndef RD_LAUNCH_INTERNAL_H
+#define RD_LAUNCH_INTERNAL_H
+
+#include "launch.h"
+#include "zygote.h"
+
+#include <linux/filter.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+enum { STAGE_SETUP = 1, STAGE_EXEC = 2 };
+
+/* What a child of the launch tells runnerd when it cannot go on; nothing on success (the
+ * pipe is CLOEXEC: EOF means the command's exec went through). */
+struct setup_msg {
+	int stage;
+	int err;
+	char what[120];
+};
+
+/* The plan as it crosses from runnerd to a waiting reaper: this header, then the fd targets,
+ * the groups, and the exec path, argv and envp strings, each NUL-terminated, in one memfd.
+ * The fds themselves follow over the socket (SCM_RIGHTS): cwd, the exec fd if runnerd's own,
+ * then the caller's in order. */
+struct plan_wire {
+	int exec_mode; /* 0: AT_FDCWD, 1: a target number (exec_fd), 2: runnerd's fd (passed) */
+	int exec_fd;
+	int exec_flags;
+	uint32_t argc, envc, n_fds, n_groups;
+	uint32_t uid[3], gid[3];
+	uint32_t umask;
+	uint64_t sig_ignored, sig_blocked;
+	struct rlimit rlim[RLIM_NLIMITS];
+	uint8_t have_rlim[RLIM_NLIMITS];
+	int pgrp_mode;
+	uint8_t userns;
+	uint32_t n_masks;    /* their paths follow envp's strings */
+	uint32_t filter_len; /* BPF instructions, after the groups */
+	uint8_t net_none;
+	uint64_t expect_dev, expect_ino;
+};
+
+#define FDS_PER_MSG 250
+
+/* What a reaper with a preset reports once it is all in place: for each mask path, what the
+ * path leads to in the sandbox's view with every mask placed (absent: nothing there). Its root
+ * (O_PATH) comes with it, so that runnerd can look again, from inside, when the plan comes. */
+struct preset_seen {
+	uint64_t dev, ino;
+	uint32_t absent;
+};
+
+#define PRESET_MAX_MASKS 1024
+
+/* pid 1 of a sandbox (reaper.c), from the child of the clone. */
+_Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
+                              const struct rd_sandbox_preset *preset);
+
+/* The child's ends of a sandbox's pipes and socket, in the order rd_reaper_main takes them. */
+enum { RD_REAPER_GO, RD_REAPER_PLAN, RD_REAPER_ERR, RD_REAPER_STATUS, RD_REAPER_NFDS };
+
+/* A request: clone one reaper. The child's four fds come with it (SCM_RIGHTS, in the order of
+ * RD_REAPER_*), and a preset's filter and mask paths follow this header. */
+struct zygote_req {
+	uint32_t userns;
+	uint32_t preset; /* ZP_* */
+	uint32_t net_none;
+	uint32_t n_masks;
+	uint32_t filter_len;
+	uint32_t pad; /* the filter that follows stays 8-aligned */
+};
+
+enum {
+	ZP_NONE, /* no preset */
+	ZP_NEW,  /* this one, in the message: keep it */
+	ZP_LAST, /* the one kept from an earlier request */
+};
+
+/* The answer: the reaper's pid, or err; its pidfd comes with it (SCM_RIGHTS). */
+struct zygote_reply {
+	int32_t pid;
+	int32_t err;
+};
+
+/* Largest request; a larger preset is not sent (the sandbox is then forked by runnerd). */
+#define ZYGOTE_MAX_MSG (64 * 1024)
+
+/* Ask the zygote to clone a reaper, runnerd's child (CLONE_PARENT), in new pid and mount
+ * namespaces (and a user namespace with userns), running rd_reaper_main on fds (sent, not
+ * closed) with preset. Returns 0, or -errno: -EMSGSIZE for a preset too large to send (the
+ * zygote is fine), anything else when the zygote is gone (z->lost). */
+int rd_zygote_request(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
+                      const int fds[RD_REAPER_NFDS], struct rd_error *err);
+
+/* The answer to the oldest request: the reaper's pid, with its pidfd in *pidfd, or -errno (a
+ * failed clone; or the zygote is gone: z->lost). Waits for it. */
+long rd_zygote_answer(struct rd_zygote *z, bool userns, int *pidfd, struct rd_error *err);
+
+#endif

@@ -1,0 +1,192 @@
+#include "../intercept/syscalls.h"
+#include "launch_internal.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+/* How long runnerd waits for an answer before it gives the zygote up. */
+#define ZYGOTE_TIMEOUT_S 2
+
+int rd_zygote_start(struct rd_zygote *z, int exe_fd, struct rd_error *err)
+{
+	int sv[2];
+	*z = RD_ZYGOTE_NONE;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return rd_error_set(err, errno, "socketpair: %s", strerror(errno));
+	/* A zygote that stops answering (stopped, say) must not hang runnerd's loop. */
+	struct timeval tv = {.tv_sec = ZYGOTE_TIMEOUT_S};
+	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return rd_error_set(err, e, "fork (runnerd-zygote): %s", strerror(e));
+	}
+	if (pid == 0) {
+		/* Kept across the exec (not set-id): the zygote dies with runnerd. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0); /* runnerd died before PDEATHSIG was armed */
+		/* The socket at fd 3; everything else of runnerd's closed by the exec. */
+		int exe = fcntl(exe_fd, F_DUPFD_CLOEXEC, 4);
+		if (exe < 0)
+			_exit(127);
+		/* dup2 onto itself would keep FD_CLOEXEC, and the exec would close it. */
+		if (sv[1] == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(sv[1], 3) < 0)
+			_exit(127);
+		rd_close_range(4, ~0U, CLOSE_RANGE_CLOEXEC);
+		char *argv[] = {"runnerd-zygote", NULL}, *envp[] = {NULL};
+		rd_execveat(exe, "", argv, envp, AT_EMPTY_PATH);
+		_exit(127);
+	}
+	close(sv[1]);
+	z->pid = pid;
+	z->fd = sv[0];
+	/* It says it is ready: the exec went through. */
+	struct zygote_reply r;
+	ssize_t n;
+	do
+		n = recv(z->fd, &r, sizeof(r), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(r) || r.pid != 0 || r.err != 0) {
+		int e = n < 0 ? errno : EPROTO;
+		rd_zygote_lost(z);
+		return rd_error_set(err, e, "runnerd-zygote did not start: %s", strerror(e));
+	}
+	return 0;
+}
+
+void rd_zygote_lost(struct rd_zygote *z)
+{
+	if (z->fd >= 0)
+		close(z->fd);
+	if (z->pid > 0)
+		kill(z->pid, SIGKILL);
+	z->fd = -1;
+	z->lost = true;
+	free(z->last);
+	z->last = NULL;
+	z->last_len = 0;
+}
+
+void rd_zygote_stop(struct rd_zygote *z)
+{
+	bool lost = z->lost;
+	rd_zygote_lost(z);
+	z->lost = lost;
+}
+
+/* The request for preset, into *out (malloc'd); its length, or -EMSGSIZE if too large. */
+static long build_req(bool userns, const struct rd_sandbox_preset *pre, char **out)
+{
+	size_t n = sizeof(struct zygote_req);
+	if (pre) {
+		if (pre->n_masks > 1024)
+			return -EMSGSIZE;
+		n += sizeof(struct sock_filter) * (pre->filter ? pre->filter_len : 0);
+		for (size_t i = 0; i < pre->n_masks; i++)
+			n += strlen(pre->masks[i]) + 1;
+	}
+	if (n > ZYGOTE_MAX_MSG)
+		return -EMSGSIZE;
+	char *buf = malloc(n);
+	if (!buf)
+		return -ENOMEM;
+	struct zygote_req q = {.userns = userns, .preset = pre ? ZP_NEW : ZP_NONE};
+	char *p = buf + sizeof(q);
+	if (pre) {
+		q.net_none = pre->net_none;
+		q.n_masks = (uint32_t)pre->n_masks;
+		q.filter_len = pre->filter ? pre->filter_len : 0;
+		memcpy(p, pre->filter, sizeof(struct sock_filter) * q.filter_len);
+		p += sizeof(struct sock_filter) * q.filter_len;
+		for (size_t i = 0; i < pre->n_masks; i++) {
+			size_t len = strlen(pre->masks[i]) + 1;
+			memcpy(p, pre->masks[i], len);
+			p += len;
+		}
+	}
+	memcpy(buf, &q, sizeof(q));
+	*out = buf;
+	return (long)n;
+}
+
+int rd_zygote_request(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
+                      const int fds[RD_REAPER_NFDS], struct rd_error *err)
+{
+	_cleanup_free_ char *req = NULL;
+	long len = build_req(userns, preset, &req);
+	if (len < 0)
+		return len == -EMSGSIZE
+		           ? -EMSGSIZE
+		           : rd_error_set(err, (int)-len, "out of memory (the zygote)");
+	/* The same preset as last time: the zygote has it already. */
+	struct zygote_req *q = (void *)req;
+	size_t send_len = (size_t)len;
+	bool same = preset && z->last && z->last_len == (size_t)len &&
+	            memcmp(z->last + sizeof(*q), req + sizeof(*q), (size_t)len - sizeof(*q)) == 0;
+	if (same) {
+		q->preset = ZP_LAST;
+		send_len = sizeof(*q);
+	}
+
+	char cbuf[CMSG_SPACE(sizeof(int) * RD_REAPER_NFDS)] = {0};
+	struct iovec iov = {.iov_base = req, .iov_len = send_len};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * RD_REAPER_NFDS);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * RD_REAPER_NFDS);
+	if (sendmsg(z->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)send_len) {
+		int e = errno ? errno : EPROTO;
+		rd_zygote_lost(z);
+		return rd_error_set(err, e, "the zygote: %s", strerror(e));
+	}
+	if (preset && !same) {
+		free(z->last);
+		z->last = steal_pointer(&req);
+		z->last_len = (size_t)len;
+	}
+	return 0;
+}
+
+long rd_zygote_answer(struct rd_zygote *z, bool userns, int *pidfd, struct rd_error *err)
+{
+	struct zygote_reply r;
+	char rbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec riov = {.iov_base = &r, .iov_len = sizeof(r)};
+	struct msghdr rh = {
+	    .msg_iov = &riov, .msg_iovlen = 1, .msg_control = rbuf, .msg_controllen = sizeof(rbuf)};
+	ssize_t n = -1;
+	errno = EPIPE;
+	while (z->fd >= 0 && (n = recvmsg(z->fd, &rh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	struct cmsghdr *rc = n == sizeof(r) ? CMSG_FIRSTHDR(&rh) : NULL;
+	int fd = -1;
+	if (rc && rc->cmsg_level == SOL_SOCKET && rc->cmsg_type == SCM_RIGHTS &&
+	    rc->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(rc), sizeof(int));
+	if (n != sizeof(r) || (r.pid > 0) != (fd >= 0)) {
+		int e = n < 0 ? errno : EPROTO;
+		if (fd >= 0)
+			close(fd);
+		rd_zygote_lost(z);
+		return rd_error_set(err, e, "the zygote did not answer: %s", strerror(e));
+	}
+	if (r.pid <= 0)
+		return rd_error_set(err, r.err, "clone3 (new pid and mount namespace%s): %s",
+		                    userns ? " in a new user namespace" : "", strerror(r.err));
+	*pidfd = fd;
+	return r.pid;
+}

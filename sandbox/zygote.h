@@ -1,0 +1,44 @@
+/* The zygote: one small static program (runnerd-zygote), started by runnerd once per session,
+ * that clones every sandbox's reaper on runnerd's behalf. A clone copies the address space of
+ * the process that clones (about 1 us per mapping), write-protects its private memory, so that
+ * both then take copy-on-write faults, and the child tears its copy down when it exits. runnerd
+ * is dynamically linked, with about 40 mappings, and busy; the zygote has a handful of mappings
+ * and, between two clones, only waits on its socket.
+ *
+ * The reaper is cloned with CLONE_PARENT: its parent is runnerd, as if runnerd had forked it.
+ * So runnerd still reaps it (SIGCHLD, waitpid), can setpgid it, and the reaper's PDEATHSIG
+ * still follows runnerd. The zygote has no child of its own. */
+#ifndef RD_ZYGOTE_H
+#define RD_ZYGOTE_H
+
+#include "error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct rd_zygote {
+	pid_t pid; /* -1: none */
+	int fd;    /* runnerd's end of the request socket; -1: none, or lost */
+	bool lost; /* it died or stopped answering: sandboxes are forked by runnerd again */
+	/* The last preset sent, as it went on the wire: the zygote keeps it, so an unchanged
+	 * preset is not sent again. */
+	char *last;
+	size_t last_len;
+};
+
+#define RD_ZYGOTE_NONE ((struct rd_zygote){.pid = -1, .fd = -1})
+
+/* Start the zygote: fork, and exec the program exe_fd (runnerd-zygote) with its end of the
+ * socket at fd 3, no other fd and an empty environment. It is not dumpable, dies with runnerd
+ * (PDEATHSIG) and does nothing but answer runnerd's requests. */
+int rd_zygote_start(struct rd_zygote *z, int exe_fd, struct rd_error *err) _wur_;
+
+/* The zygote is gone (runnerd reaped it, or a request failed): close runnerd's end, kill it if
+ * it still runs (runnerd's loop reaps it), and mark it lost. */
+void rd_zygote_lost(struct rd_zygote *z);
+
+/* Close runnerd's end and kill the zygote; runnerd's loop reaps it. */
+void rd_zygote_stop(struct rd_zygote *z);
+
+#endif

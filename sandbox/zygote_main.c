@@ -1,0 +1,165 @@
+/* runnerd-zygote: the zygote, a small static program. runnerd starts it once per session, with
+ * its end of the request socket at fd 3 and an empty environment, and from then on asks it for
+ * every sandbox's reaper (zygote.h). Being a small static program is the point: each clone copies
+ * its address space, each reaper tears that copy down when it exits, and both it and its reapers
+ * take a copy-on-write fault for every page they write after a clone. None of it holds anything
+ * of runnerd's memory, nor an environment to show in /proc/1/environ inside a sandbox. */
+#include "../intercept/syscalls.h"
+#include "launch_internal.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#define ZYGOTE_FD 3
+
+/* A preset as it came, in the zygote: buf holds the message, the rest points into it. */
+struct kept_preset {
+	char *buf;
+	char **masks;
+	struct rd_sandbox_preset pre;
+};
+
+/* The preset of a request of n bytes in buf, checked (the message is runnerd's own, but a
+ * count that does not add up stops here). Returns 0, or -1 if it does not add up. */
+static int parse_preset(char *buf, size_t n, struct kept_preset *out)
+{
+	const struct zygote_req *q = (const void *)buf;
+	size_t flen = sizeof(struct sock_filter) * (size_t)q->filter_len;
+	if (q->n_masks > 1024 || q->filter_len > BPF_MAXINSNS || sizeof(*q) + flen > n)
+		return -1;
+	char **masks = calloc(q->n_masks + 1, sizeof(char *));
+	if (!masks)
+		return -1;
+	char *s = buf + sizeof(*q) + flen, *end = buf + n;
+	for (uint32_t i = 0; i < q->n_masks; i++) {
+		char *nul = s < end ? memchr(s, '\0', (size_t)(end - s)) : NULL;
+		if (!nul) {
+			free(masks);
+			return -1;
+		}
+		masks[i] = s;
+		s = nul + 1;
+	}
+	*out = (struct kept_preset){
+	    .buf = buf,
+	    .masks = masks,
+	    .pre = {.masks = masks,
+	            .n_masks = q->n_masks,
+	            .filter = q->filter_len ? (const struct sock_filter *)(q + 1) : NULL,
+	            .filter_len = (unsigned short)q->filter_len,
+	            .net_none = q->net_none != 0},
+	};
+	return 0;
+}
+
+static void reply(int sock, long pid, int err, int pidfd)
+{
+	struct zygote_reply r = {.pid = (int32_t)pid, .err = err};
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &r, .iov_len = sizeof(r)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (pidfd >= 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pidfd, sizeof(int));
+	}
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) != sizeof(r))
+		_exit(1); /* runnerd is gone, or gave us up */
+}
+
+/* The zygote. Everything it writes after a clone is copied once (copy-on-write) while that
+ * reaper lives: so it writes little, its stack and the header of each request. */
+int main(void)
+{
+	int sock = ZYGOTE_FD;
+	/* PDEATHSIG was armed before the exec, which keeps it: it dies with runnerd. */
+	/* Not dumpable: no other process of the user reads or traces it. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* An exec by fd names the process after the fd on some kernels. */
+	prctl(PR_SET_NAME, "runnerd-zygote", 0, 0, 0);
+	/* Nothing but the socket: stdio is runnerd's, and the zygote never prints. */
+	rd_close_range(0, ZYGOTE_FD - 1, 0);
+	rd_close_range(ZYGOTE_FD + 1, ~0U, 0);
+
+	char *buf = malloc(ZYGOTE_MAX_MSG);
+	struct kept_preset kept = {0};
+	if (!buf)
+		_exit(1);
+	reply(sock, 0, 0, -1); /* ready */
+	for (;;) {
+		char cbuf[CMSG_SPACE(sizeof(int) * RD_REAPER_NFDS)];
+		struct iovec iov = {.iov_base = buf, .iov_len = ZYGOTE_MAX_MSG};
+		struct msghdr mh = {.msg_iov = &iov,
+		                    .msg_iovlen = 1,
+		                    .msg_control = cbuf,
+		                    .msg_controllen = sizeof(cbuf)};
+		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0); /* runnerd closed its end: the session is over */
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len != CMSG_LEN(sizeof(int) * RD_REAPER_NFDS) ||
+		    (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+		    (size_t)n < sizeof(struct zygote_req))
+			_exit(1);
+		int fds[RD_REAPER_NFDS];
+		memcpy(fds, CMSG_DATA(c), sizeof(fds));
+		const struct zygote_req *q = (const void *)buf;
+		bool userns = q->userns != 0;
+		const struct rd_sandbox_preset *pre = NULL;
+		if (q->preset == ZP_NEW) {
+			struct kept_preset k;
+			char *next = malloc(ZYGOTE_MAX_MSG);
+			if (!next || parse_preset(buf, (size_t)n, &k) < 0)
+				_exit(1);
+			free(kept.buf);
+			free(kept.masks);
+			kept = k;
+			buf = next;
+			pre = &kept.pre;
+		} else if (q->preset == ZP_LAST) {
+			if (!kept.buf)
+				_exit(1);
+			pre = &kept.pre;
+		}
+
+		int pidfd = -1;
+		struct clone_args ca = {
+		    .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD | CLONE_PARENT |
+		             (userns ? CLONE_NEWUSER : 0),
+		    .pidfd = (uint64_t)(uintptr_t)&pidfd,
+		    .exit_signal = 0, /* CLONE_PARENT: the child's is ours, SIGCHLD */
+		};
+		/* With a user namespace, runnerd writes the reaper's uid_map and gid_map. Those
+		 * /proc files belong to root while their process is not dumpable, and a clone
+		 * copies our dumpability: so we are dumpable for the clone, as runnerd always
+		 * is, and the reaper turns it off itself once its maps are written. */
+		if (userns)
+			prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		long pid = rd_clone3(&ca, sizeof(ca));
+		if (pid == 0) {
+			prctl(PR_SET_NAME, "runnerd", 0, 0, 0);
+			rd_reaper_main(fds[RD_REAPER_GO], fds[RD_REAPER_PLAN], fds[RD_REAPER_ERR],
+			               fds[RD_REAPER_STATUS], pre);
+		}
+		int e = errno;
+		if (userns)
+			prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		for (int i = 0; i < RD_REAPER_NFDS; i++)
+			close(fds[i]);
+		reply(sock, pid < 0 ? -1 : pid, pid < 0 ? e : 0, pid < 0 ? -1 : pidfd);
+		if (pidfd >= 0)
+			close(pidfd);
+	}
+}
