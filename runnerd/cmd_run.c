@@ -25,8 +25,9 @@
 extern char **environ;
 
 /* /proc/PID/environ shows the original env block (env_start..env_end of /proc/PID/stat), not
- * environ: clearenv() alone would hide nothing. Zero the block in place. The reaper of every
- * sandbox is a fork of runnerd, so this also empties /proc/1/environ inside sandboxes. */
+ * environ: clearenv() alone would hide nothing. Zero the block in place. A sandbox's reaper is
+ * a clone of runnerd-zygote, which has no environment; but without the zygote, runnerd forks
+ * reapers itself, and this keeps /proc/1/environ inside those sandboxes empty too. */
 static int scrub_environ(void)
 {
 	char buf[2048];
@@ -56,8 +57,9 @@ static int scrub_environ(void)
 	if (!start || end <= start || !arg_start || arg_end <= arg_start)
 		return -EIO;
 	explicit_bzero((void *)start, end - start);
-	/* The command line too, all but argv[0]: it holds the agent's arguments, which every
-	 * sandbox's pid 1 (a fork of runnerd) would otherwise show in /proc/1/cmdline. Called
+	/* The command line too, all but argv[0]: it holds the agent's arguments, which a
+	 * sandbox's pid 1 forked from runnerd (without the zygote) would otherwise show in
+	 * /proc/1/cmdline. Called
 	 * once the arguments are parsed and copied. */
 	size_t first = strnlen((const char *)arg_start, arg_end - arg_start) + 1;
 	if (first < arg_end - arg_start)
