@@ -91,32 +91,45 @@ static char *helper_path(const char *name)
 	return NULL;
 }
 
-/* The stub runs inside every caller, outside any sandbox: what callers exec must be exactly
- * what runnerd read at startup. A command could otherwise rewrite the file (the caller's own
- * user may own it) between two handoffs, and dev+ino would not notice. So the stub is copied
- * into a memfd sealed against every change, reopened read-only (an exec refuses a file that
- * is open for writing), and that is what runnerd injects and checks at each exec event. */
-static int open_stub(struct rd_error *err)
+/* One of runnerd's helper programs, opened read-only from next to the binary: refused if
+ * others could have rewritten it (it runs outside any sandbox). Its size in *size. */
+static int open_helper(const char *name, off_t *size, struct rd_error *err)
 {
-	_cleanup_free_ char *path = helper_path("runnerd-stub");
+	_cleanup_free_ char *path = helper_path(name);
 	if (!path)
 		return rd_error_set(err, ENOENT,
-		                    "runnerd-stub not found next to the runnerd binary (nor in "
-		                    "../libexec/runnerd/): reinstall runnerd");
-	_cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
+		                    "%s not found next to the runnerd binary (nor in "
+		                    "../libexec/runnerd/): reinstall runnerd",
+		                    name);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	if (src < 0 || fstat(src, &st) < 0)
+	if (fd < 0 || fstat(fd, &st) < 0)
 		return rd_error_set(err, errno, "%s: %s", path, strerror(errno));
-	/* The copy is only as good as the file: one that others could have rewritten before
-	 * runnerd started is refused, as before the copy existed. */
 	if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
 	    (st.st_uid != 0 && st.st_uid != geteuid()))
 		return rd_error_set(err, EPERM,
 		                    "%s: must be a regular file owned by root or by you and not "
 		                    "writable by others",
 		                    path);
-	if (st.st_size <= 0 || st.st_size > (1 << 20))
-		return rd_error_set(err, EINVAL, "%s: not a plausible stub", path);
+	*size = st.st_size;
+	return steal_fd(&fd);
+}
+
+/* The stub runs inside every caller, outside any sandbox: what callers exec must be exactly
+ * what runnerd read at startup. A command could otherwise rewrite the file (the caller's own
+ * user may own it) between two handoffs, and dev+ino would not notice. So the stub is copied
+ * into a memfd sealed against every change, reopened read-only (an exec refuses a file that
+ * is open for writing), and that is what runnerd injects and checks at each exec event. The
+ * copy is only as good as the file: one that others could have rewritten before runnerd
+ * started is refused. */
+static int open_stub(struct rd_error *err)
+{
+	off_t size = 0;
+	_cleanup_close_ int src = open_helper("runnerd-stub", &size, err);
+	if (src < 0)
+		return src;
+	if (size <= 0 || size > (1 << 20))
+		return rd_error_set(err, EINVAL, "runnerd-stub: not a plausible stub");
 	_cleanup_close_ int mfd = memfd_create("runnerd-stub", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (mfd < 0)
 		return rd_error_set(err, errno, "memfd_create: %s", strerror(errno));
@@ -126,7 +139,7 @@ static int open_stub(struct rd_error *err)
 		if (write(mfd, buf, (size_t)n) != n)
 			return rd_error_set(err, EIO, "copying the stub: %s", strerror(errno));
 	if (n < 0)
-		return rd_error_set(err, errno, "reading %s: %s", path, strerror(errno));
+		return rd_error_set(err, errno, "reading runnerd-stub: %s", strerror(errno));
 	if (fchmod(mfd, 0555) < 0 ||
 	    fcntl(mfd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		return rd_error_set(err, errno, "sealing the stub: %s", strerror(errno));
@@ -139,26 +152,12 @@ static int open_stub(struct rd_error *err)
 }
 
 /* runnerd-zygote, which clones the sandboxes' reapers (sandbox/zygote.h): -1 if it is not
- * there, and then runnerd forks each sandbox itself; refused, like the stub, if others could
- * have rewritten it. It runs outside any sandbox, with runnerd's credentials. */
+ * there, and then runnerd forks each sandbox itself. It runs outside any sandbox, with
+ * runnerd's credentials, exec'd once at startup from this fd. */
 static int open_zygote(struct rd_error *err)
 {
-	_cleanup_free_ char *path = helper_path("runnerd-zygote");
-	if (!path)
-		return rd_error_set(err, ENOENT,
-		                    "runnerd-zygote not found next to the runnerd binary (nor in "
-		                    "../libexec/runnerd/)");
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return rd_error_set(err, errno, "%s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
-	    (st.st_uid != 0 && st.st_uid != geteuid()))
-		return rd_error_set(err, EPERM,
-		                    "%s: must be a regular file owned by root or by you and not "
-		                    "writable by others",
-		                    path);
-	return steal_fd(&fd);
+	off_t size;
+	return open_helper("runnerd-zygote", &size, err);
 }
 
 /* The agent died by a signal: so does runnerd, so that whoever started runnerd sees what it
