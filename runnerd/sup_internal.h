@@ -131,7 +131,7 @@ struct sup {
 	ino_t stub_ino;
 	struct seccomp_notif *notif;
 	size_t notif_size;
-	bool warned_ptrace, warned_ask, warned_masks;
+	bool warned_ptrace, warned_masks;
 	pid_t sid;
 	bool userns;
 	struct stat root_st;
