@@ -160,9 +160,17 @@ int rd_sandbox_spare_finish(struct rd_zygote *z, struct rd_sandbox *out, struct 
 int rd_sandbox_spare(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
                      struct rd_sandbox *out, struct rd_error *err)
 {
+	bool had_zygote = !z->lost;
 	int r = rd_sandbox_spare_begin(z, userns, preset, out, err);
 	if (r == 0 && out->pending)
 		r = rd_sandbox_spare_finish(z, out, err);
+	if (r < 0 && had_zygote && z->lost) {
+		/* The zygote died under this request: once more, cloned by runnerd itself. */
+		rd_error_clear(err);
+		r = rd_sandbox_spare_begin(z, userns, preset, out, err);
+		if (r == 0 && out->pending)
+			r = rd_sandbox_spare_finish(z, out, err);
+	}
 	return r;
 }
 

@@ -6,9 +6,11 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/magic.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
@@ -265,27 +269,59 @@ __attribute__((noinline)) static void receive_plan(int sock, int err_fd, struct 
 	};
 }
 
+/* Is st, found at a masked path just after its mask was mounted, that mask: the empty tmpfs
+ * (no one outside this mount namespace can mount one here) or the null device? */
+static bool is_mask(const char *path, const struct stat *st)
+{
+	if (S_ISCHR(st->st_mode))
+		return major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
+	struct statfs fs;
+	return S_ISDIR(st->st_mode) && statfs(path, &fs) == 0 && fs.f_type == TMPFS_MAGIC &&
+	       (st->st_mode & 07777) == 0555 && st->st_nlink == 2;
+}
+
 /* Secret stores out of sight, in this mount namespace only. A mask that cannot be put in
- * place stops the command: it never runs with a secret it was meant not to see. */
-static void apply_masks(char *const *masks, size_t n_masks, int err_fd)
+ * place stops the command: it never runs with a secret it was meant not to see.
+ *
+ * seen (a spare's preset, else NULL) records what each path was when it was decided on, for
+ * runnerd's check before the spare is used: absent, from the same stat that skipped it (a
+ * file that appears later must not pass as what was there), or the mask itself, confirmed
+ * after the mount (a path swapped under the mount must not pass either). */
+static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct preset_seen *seen)
 {
 	for (size_t i = 0; i < n_masks; i++) {
 		const char *path = masks[i];
 		struct stat st;
 		if (stat(path, &st) < 0) {
-			if (errno == ENOENT || errno == ENOTDIR)
-				continue; /* nothing there to hide */
-			fail(err_fd, STAGE_SETUP, path, errno);
+			if (errno != ENOENT && errno != ENOTDIR)
+				fail(err_fd, STAGE_SETUP, path, errno);
+			if (seen)
+				seen[i].absent = 1; /* nothing there to hide */
+			continue;
 		}
 		int r = S_ISDIR(st.st_mode) ? mount("tmpfs", path, "tmpfs",
 		                                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		                                    "size=4k,nr_inodes=1,mode=0555")
 		                            : mount("/dev/null", path, NULL, MS_BIND, NULL);
+		if (r < 0 && seen && (errno == ENOENT || errno == ENOTDIR)) {
+			/* A spare: gone between the stat and the mount, so recorded absent; if it
+			 * comes back, runnerd's check finds it and does not use this spare. */
+			seen[i].absent = 1;
+			continue;
+		}
 		if (r < 0) {
 			char what[96];
 			snprintf(what, sizeof(what), "masking %s", path);
 			fail(err_fd, STAGE_SETUP, what, errno);
 		}
+		if (!seen)
+			continue;
+		if (stat(path, &st) < 0 || !is_mask(path, &st)) {
+			char what[96];
+			snprintf(what, sizeof(what), "%s changed while it was masked", path);
+			fail(err_fd, STAGE_SETUP, what, ESTALE);
+		}
+		seen[i] = (struct preset_seen){.dev = st.st_dev, .ino = st.st_ino};
 	}
 }
 
@@ -329,21 +365,12 @@ static int preset_send(int sock, const struct preset_seen *seen, uint32_t n, int
  * setsid, setpgid, dup2, execveat, sigwaitinfo, wait4, kill) it allows. */
 static void apply_preset(const struct rd_sandbox_preset *pre, int plan_fd, int err_fd)
 {
-	apply_masks(pre->masks, pre->n_masks, err_fd);
-	if (pre->net_none)
-		no_network(err_fd);
 	struct preset_seen *seen = calloc(pre->n_masks + 1, sizeof(*seen));
 	if (!seen)
 		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
-	for (size_t i = 0; i < pre->n_masks; i++) {
-		struct stat st;
-		if (stat(pre->masks[i], &st) == 0)
-			seen[i] = (struct preset_seen){.dev = st.st_dev, .ino = st.st_ino};
-		else if (errno == ENOENT || errno == ENOTDIR)
-			seen[i].absent = 1;
-		else
-			fail(err_fd, STAGE_SETUP, pre->masks[i], errno);
-	}
+	apply_masks(pre->masks, pre->n_masks, err_fd, seen);
+	if (pre->net_none)
+		no_network(err_fd);
 	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		fail(err_fd, STAGE_SETUP, "opening the sandbox's root", errno);
@@ -433,7 +460,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 		plan.filter = NULL;
 	}
 	const struct rd_launch_plan *p = &plan;
-	apply_masks(p->masks, p->n_masks, err_fd);
+	apply_masks(p->masks, p->n_masks, err_fd, NULL);
 	if (p->net_none)
 		no_network(err_fd);
 	if (p->pgrp_mode == RD_PGRP_OTHER && setsid() < 0)

@@ -132,7 +132,10 @@ int rd_zygote_request(struct rd_zygote *z, bool userns, const struct rd_sandbox_
 	/* The same preset as last time: the zygote has it already. */
 	struct zygote_req *q = (void *)req;
 	size_t send_len = (size_t)len;
+	const struct zygote_req *was = (const void *)z->last;
 	bool same = preset && z->last && z->last_len == (size_t)len &&
+	            was->net_none == q->net_none && was->n_masks == q->n_masks &&
+	            was->filter_len == q->filter_len &&
 	            memcmp(z->last + sizeof(*q), req + sizeof(*q), (size_t)len - sizeof(*q)) == 0;
 	if (same) {
 		q->preset = ZP_LAST;

@@ -488,6 +488,47 @@ def test_deputies(tmp):
             os.rmdir(tdir)
 
 
+AGENT_MASK_RACE = r"""
+import os, random, subprocess, sys, time
+secret, n = sys.argv[1], int(sys.argv[2])
+leaks = 0
+for i in range(n):
+    try:
+        os.unlink(secret)
+    except FileNotFoundError:
+        pass
+    subprocess.run(["/bin/true"])  # takes the spare: the next one sets up its masks now
+    t = time.perf_counter() + random.uniform(0, 0.0015)
+    while time.perf_counter() < t:
+        pass
+    with open(secret, "w") as f:
+        f.write("secret-%d\n" % i)
+    out = subprocess.run(["/bin/cat", secret], capture_output=True, text=True).stdout
+    leaks += "secret" in out
+    time.sleep(0.005)
+print("leaks=%d" % leaks)
+"""
+
+
+def test_mask_setup_race(tmp):
+    """A secret appears at a masked path while the next spare sandbox is putting its masks in
+    place: no later command may read it (the spare must not be used as it is)."""
+    secret = os.path.join(tmp, "late-secret")
+    prof = os.path.join(tmp, "race2.json")
+    with open(prof, "w") as f:
+        json.dump({"version": 1, "name": "race2", "agent": {"env_allow": []},
+                   "commands": {"default": "allow", "mask": [secret]}}, f)
+    agent = os.path.join(tmp, "agent.py")
+    with open(agent, "w") as f:
+        f.write(AGENT_MASK_RACE)
+    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
+                       if os.environ.get("RUNNERD_CONFIG") else [])
+    out = subprocess.run(cmd + ["--profile", prof, "--", sys.executable, agent, secret, "800"],
+                         env=base_env(), capture_output=True, text=True, timeout=180)
+    check("masks: a secret that appears while a spare sets up its masks is never read "
+          "(800 tries)", out.stdout.strip() == "leaks=0", out.stdout + out.stderr[-500:])
+
+
 def test_exec_race(tmp):
     """A rule grants a token to /usr/bin/true; another process keeps swapping ./link between
     true and env. Whatever runs must be the file the rule was decided on."""
@@ -778,7 +819,7 @@ def main():
         sys.exit(1 if MUST_WORK else 77)
     for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
               test_deputies,
-              test_exec_race, test_mask_moved, test_mask_late_secrets,
+              test_exec_race, test_mask_moved, test_mask_late_secrets, test_mask_setup_race,
               test_network_timeout, test_rlimits, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits, test_zygote_killed):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
