@@ -1,4 +1,5 @@
 #include "resolve.h"
+#include "syscalls.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -6,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 
 static bool is_target(const struct rd_task *t, int fd)
 {
@@ -95,13 +95,22 @@ static int caller_fd_path(const char *path)
 	return -1;
 }
 
+/* Does the path have a ".." component? */
+static bool has_dotdot(const char *p)
+{
+	for (const char *s = p; (s = strstr(s, "..")); s += 2)
+		if ((s == p || s[-1] == '/') && (s[2] == '/' || !s[2]))
+			return true;
+	return false;
+}
+
 static int exec_caller_fd(struct rd_task *t, int fd, struct rd_target *out)
 {
 	if (fd == AT_FDCWD)
 		return -EACCES; /* the cwd is a directory */
 	int copy = rd_task_getfd(t, fd);
 	if (copy < 0)
-		return copy == -EBADF ? -EBADF : copy;
+		return copy;
 	out->own_fd = copy;
 	int r = check_file(copy, out);
 	if (r < 0)
@@ -137,43 +146,53 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 			norm[o++] = *p++;
 		}
 		norm[o] = '\0';
-		if (strlen(path) < sizeof(norm))
-			path = norm;
+		path = norm; /* RD_PATH_MAX < RD_TRANSLATED_MAX: it always fits */
 	}
 	int cfd = caller_fd_path(path);
 	if (cfd >= 0)
 		return exec_caller_fd(t, cfd, out);
 
 	/* Any other /proc path: runnerd opens it where the caller would ("self" being the
-	 * caller), since the sandbox's /proc is of another pid namespace. */
+	 * caller), since the sandbox's /proc is of another pid namespace. Magic links (exe, fd/N,
+	 * root, cwd) are followed only under the caller's own /proc/PID, which names the same
+	 * objects for runnerd as for the caller; and no "..": "/proc/PID/../self" would be
+	 * runnerd's own self. */
 	int base = AT_FDCWD;
 	_cleanup_close_ int base_fd = -1;
 	char proc_path[RD_TRANSLATED_MAX];
 	const char *open_path = path;
+	bool via_proc = false, magic_ok = false;
 	if (strncmp(path, "/proc/", 6) == 0) {
 		const char *rest = path + 6;
+		if (has_dotdot(rest))
+			return rd_error_set(
+			    err, EPERM,
+			    "%s: runnerd does not resolve \"..\" under /proc as the "
+			    "caller",
+			    path);
+		char own[16];
+		int ol = snprintf(own, sizeof(own), "%d", t->tgid);
 		int w;
+		magic_ok = true;
 		if (strncmp(rest, "self", 4) == 0 && (rest[4] == '/' || !rest[4]))
 			w = snprintf(proc_path, sizeof(proc_path), "/proc/%d%s", t->tgid, rest + 4);
 		else if (strncmp(rest, "thread-self", 11) == 0 && (rest[11] == '/' || !rest[11]))
 			w = snprintf(proc_path, sizeof(proc_path), "/proc/%d/task/%d%s", t->tgid,
 			             t->tid, rest + 11);
-		else
+		else {
 			w = snprintf(proc_path, sizeof(proc_path), "%s", path);
+			magic_ok =
+			    strncmp(rest, own, (size_t)ol) == 0 && (rest[ol] == '/' || !rest[ol]);
+		}
 		if (w < 0 || (size_t)w >= sizeof(proc_path))
 			return -ENAMETOOLONG;
 		open_path = proc_path;
+		via_proc = true;
 	} else if (path[0] != '/') {
 		if (dirfd == AT_FDCWD) {
-			if (t->cwd_fd < 0) {
-				char cwd[64];
-				snprintf(cwd, sizeof(cwd), "/proc/%d/cwd", t->tid);
-				t->cwd_fd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
-				if (t->cwd_fd < 0)
-					return rd_error_set(err, errno,
-					                    "task %d: opening its cwd: %s", t->tid,
-					                    strerror(errno));
-			}
+			int r = rd_task_cwd(t, err);
+			if (r < 0)
+				return r;
 			base = t->cwd_fd;
 		} else {
 			base = base_fd = rd_task_getfd(t, dirfd);
@@ -183,12 +202,12 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 	}
 
 	int of = O_PATH | O_CLOEXEC | ((flags & AT_SYMLINK_NOFOLLOW) ? O_NOFOLLOW : 0);
-	/* Outside the /proc paths translated above, no magic link may be crossed (a symlink to
+	/* Outside the caller's own /proc/PID, no magic link may be crossed (a symlink to
 	 * /proc/self/exe, say): runnerd would follow it as itself, not as the caller. */
 	struct open_how how = {.flags = (uint64_t)of,
-	                       .resolve = open_path == proc_path ? 0 : RESOLVE_NO_MAGICLINKS};
-	int fd = (int)syscall(SYS_openat2, base, open_path, &how, sizeof(how));
-	if (fd < 0 && errno == ELOOP && open_path != proc_path) {
+	                       .resolve = magic_ok ? 0 : RESOLVE_NO_MAGICLINKS};
+	int fd = rd_openat2(base, open_path, &how);
+	if (fd < 0 && errno == ELOOP && !magic_ok) {
 		int probe = openat(base, open_path, of);
 		if (probe >= 0) {
 			close(probe);
@@ -208,7 +227,7 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 	/* A binary runs from the very file the decision was made on: by its fd, so no rename
 	 * between now and the sandbox's exec can swap it. A script must keep its name (its
 	 * interpreter opens it, and $0 is that name): the sandbox checks dev+ino just before. */
-	if (open_path == proc_path || is_elf(fd)) {
+	if (via_proc || is_elf(fd)) {
 		out->exec_fd = fd;
 		out->exec_path = "";
 		out->exec_flags = AT_EMPTY_PATH;

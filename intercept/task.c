@@ -183,14 +183,21 @@ int rd_task_snapshot(struct rd_task *t, struct rd_error *err)
 	if (t->sid < 0 || t->pgid < 0)
 		return rd_error_set(err, errno, "task %d: getsid/getpgid: %s", t->tid,
 		                    strerror(errno));
+	int r = rd_task_cwd(t, err);
+	return r < 0 ? r : copy_fds(t, err);
+}
+
+int rd_task_cwd(struct rd_task *t, struct rd_error *err)
+{
+	if (t->cwd_fd >= 0)
+		return 0;
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/cwd", t->tid);
-	if (t->cwd_fd < 0)
-		t->cwd_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	t->cwd_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (t->cwd_fd < 0)
 		return rd_error_set(err, errno, "task %d: opening its cwd: %s", t->tid,
 		                    strerror(errno));
-	return copy_fds(t, err);
+	return 0;
 }
 
 void rd_task_free(struct rd_task *t)

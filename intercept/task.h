@@ -44,6 +44,9 @@ int rd_task_open(pid_t tid, struct rd_task *t, struct rd_error *err) _wur_;
  * Needs ptrace access to the task (runnerd has seized it by then). */
 int rd_task_snapshot(struct rd_task *t, struct rd_error *err) _wur_;
 
+/* t->cwd_fd: an O_PATH fd of the task's cwd, opened once. Returns 0 or -errno. */
+int rd_task_cwd(struct rd_task *t, struct rd_error *err) _wur_;
+
 /* A copy of one fd of the task, or -errno. */
 int rd_task_getfd(const struct rd_task *t, int fd);
 

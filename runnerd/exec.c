@@ -354,8 +354,8 @@ static int build_plan(struct sup *u, struct req *q)
 	    .userns = u->userns,
 	    .masks = q->masks.v,
 	    .n_masks = q->masks.n,
-	    .expect_dev = tg->exec_flags & AT_EMPTY_PATH ? 0 : tg->dev,
-	    .expect_ino = tg->exec_flags & AT_EMPTY_PATH ? 0 : tg->ino,
+	    .expect_dev = tg->dev,
+	    .expect_ino = tg->ino,
 	    .net_none = q->box.network == RD_NET_NONE,
 	};
 	if (q->box.seccomp != RD_SECCOMP_NONE) {

@@ -64,8 +64,8 @@ struct rd_launch_plan {
 	/* A network namespace of its own, with only lo, up (rule "network": "none"). */
 	bool net_none;
 
-	/* For an exec by path: the file the decision was made on. The command refuses to exec
-	 * anything else under that path (0: no check). */
+	/* The file the decision was made on. The command refuses to exec anything else under
+	 * exec_path, or at exec_fd for an exec by fd (0: no check). */
 	dev_t expect_dev;
 	ino_t expect_ino;
 };

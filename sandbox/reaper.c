@@ -141,12 +141,13 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 			     errno ? errno : EPERM);
 	}
 
-	/* The file the decision was made on, still under this name? A rename in between must
-	 * not swap in another program (and with it the rule's grants). */
+	/* The file the decision was made on, still under this name or fd? A rename in between,
+	 * or another thread of the caller dup2()ing over the fd number it exec's, must not swap
+	 * in another program (and with it the rule's grants). */
 	if (p->expect_ino) {
 		struct stat st;
-		int at = exec_fd == AT_FDCWD ? AT_FDCWD : exec_fd;
-		if (fstatat(at, p->exec_path, &st, p->exec_flags & AT_SYMLINK_NOFOLLOW) < 0 ||
+		if (fstatat(exec_fd, p->exec_path, &st,
+		            p->exec_flags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) < 0 ||
 		    st.st_dev != p->expect_dev || st.st_ino != p->expect_ino)
 			fail(err_fd, STAGE_SETUP,
 			     "the file changed between the decision and the exec", EAGAIN);

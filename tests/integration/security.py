@@ -558,6 +558,63 @@ def test_exec_race(tmp):
           out.stdout.strip() == "leaks=0", out.stdout + out.stderr)
 
 
+def test_fd_swap(tmp):
+    """A rule grants a token to /usr/bin/true; the caller execs /dev/fd/50 holding true while
+    another of its threads keeps dup2()ing env over fd 50. Whatever runs must be the file the
+    rule was decided on."""
+    helper = os.path.join(os.environ.get("HELPERS", ""), "fd_swap_exec")
+    if not os.access(helper, os.X_OK):
+        check("exec race by fd: the fd_swap_exec helper is built (HELPERS)", False, helper)
+        return
+    prof = os.path.join(tmp, "fdrace.json")
+    with open(prof, "w") as f:
+        json.dump({"version": 1, "name": "fdrace", "agent": {"env_allow": ["RD_RACE_TOKEN"]},
+                   "commands": {"default": "allow", "rules": [
+                       {"match": {"path": "/usr/bin/true"}, "action": "allow",
+                        "env_allow": ["RD_RACE_TOKEN"]}]}}, f)
+    env = base_env()
+    env["RD_RACE_TOKEN"] = "fdrace-" + CANARY
+    out = subprocess.run(runnerd_cmd(prof, [helper, "300", "fdrace-"]), env=env,
+                         capture_output=True, text=True, timeout=120)
+    check("exec race by fd: a file dup2()ed over the exec'd fd never receives the rule's grant",
+          out.stdout.strip() == "leaks=0", out.stdout + out.stderr[-300:])
+
+
+AGENT_PROC_DOTDOT = r"""
+import json, os, subprocess
+out = {}
+for name, path in (("dotdot", "/proc/self/../self/exe"), ("other", "/proc/1/exe"),
+                   ("own", "/proc/self/exe")):
+    try:
+        p = subprocess.run([path, "--version"], capture_output=True, text=True)
+        out[name] = [p.returncode, (p.stdout + p.stderr).strip()]
+    except OSError as e:
+        out[name] = ["errno", e.errno]
+print(json.dumps(out))
+"""
+
+
+def test_proc_dotdot(tmp):
+    """/proc paths are resolved as the caller: "/proc/PID/../self" must not become runnerd's own
+    self, and another process's magic links are not followed on the caller's behalf."""
+    agent = os.path.join(tmp, "agent.py")
+    with open(agent, "w") as f:
+        f.write(AGENT_PROC_DOTDOT)
+    out = subprocess.run(runnerd_cmd("generic", [sys.executable, agent]), env=base_env(),
+                         capture_output=True, text=True, timeout=60)
+    try:
+        got = json.loads(out.stdout)
+    except ValueError:
+        check("/proc: the agent ran", False, out.stdout + out.stderr)
+        return
+    check("/proc: /proc/self/../self/exe is refused, never runnerd's own binary",
+          got["dotdot"] == ["errno", 1], repr(got))
+    check("/proc: another process's exe link is not followed for the caller",
+          got["other"][0] == "errno" and got["other"][1] in (1, 13), repr(got))
+    check("/proc: the caller's own /proc/self/exe still runs", got["own"][0] == 0 and
+          "Python" in got["own"][1], repr(got))
+
+
 def test_mask_moved(tmp):
     """A command renames the parent of a masked directory: the next command must not read the
     secret at its new name (it is refused instead)."""
@@ -819,7 +876,7 @@ def main():
         sys.exit(1 if MUST_WORK else 77)
     for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
               test_deputies,
-              test_exec_race, test_mask_moved, test_mask_late_secrets, test_mask_setup_race,
+              test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved, test_mask_late_secrets, test_mask_setup_race,
               test_network_timeout, test_rlimits, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits, test_zygote_killed):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
