@@ -18,6 +18,26 @@ int rd_audit_open(struct rd_audit *a, const char *path, struct rd_error *err)
 	return 0;
 }
 
+size_t rd_escape_bytes(char *out, size_t n, size_t cap, const char **s, bool fold_spaces)
+{
+	const char *p = *s;
+	while (*p) {
+		size_t run = fold_spaces ? strspn(p, " ") : 0;
+		char unit[32];
+		int w = run > 3 ? snprintf(unit, sizeof(unit), "<%zu spaces>", run)
+		        : (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f && *p != '\\'
+		            ? snprintf(unit, sizeof(unit), "%c", *p)
+		            : snprintf(unit, sizeof(unit), "\\x%02x", (unsigned char)*p);
+		if (n + (size_t)w >= cap)
+			break; /* no room for this one: *s says where it stopped */
+		memcpy(out + n, unit, (size_t)w + 1);
+		n += (size_t)w;
+		p += run > 3 ? run : 1;
+	}
+	*s = p;
+	return n;
+}
+
 json_t *rd_json_bytes(const char *s)
 {
 	if (!s)
@@ -26,19 +46,12 @@ json_t *rd_json_bytes(const char *s)
 	if (j)
 		return j;
 	/* Not UTF-8: keep every byte, escaping those that are not printable ASCII. */
-	size_t n = strlen(s);
-	char *buf = malloc(4 * n + 1);
+	size_t cap = 4 * strlen(s) + 1;
+	char *buf = malloc(cap);
 	if (!buf)
 		return NULL;
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c >= 0x20 && c < 0x7f && c != '\\')
-			buf[o++] = (char)c;
-		else
-			o += (size_t)sprintf(buf + o, "\\x%02x", c);
-	}
-	buf[o] = '\0';
+	buf[0] = '\0';
+	rd_escape_bytes(buf, 0, cap, &s, false);
 	j = json_string(buf);
 	free(buf);
 	return j;

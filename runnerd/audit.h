@@ -7,6 +7,8 @@
 #include "error.h"
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 struct rd_audit {
 	int fd; /* -1: no audit file */
@@ -18,6 +20,12 @@ int rd_audit_open(struct rd_audit *a, const char *path, struct rd_error *err) _w
  * json_pack that failed) is an error, never an event with its details missing. Returns 0 or
  * -errno; the caller refuses the exec it was about to allow. */
 int rd_audit(struct rd_audit *a, const char *event, json_t *fields);
+
+/* Append the caller's bytes *s, escaped, to out (n bytes used of cap, kept NUL-terminated):
+ * printable ASCII but the backslash as it is, any other byte as \xNN, and with fold_spaces a
+ * run of more than three spaces as "<N spaces>". Stops where the next piece would not fit, with
+ * *s at the first byte not written: *s pointing at the NUL means all of it. Returns the new n. */
+size_t rd_escape_bytes(char *out, size_t n, size_t cap, const char **s, bool fold_spaces);
 
 /* A JSON string for bytes that may not be UTF-8 (paths, argv, env names are the caller's):
  * valid UTF-8 as it is, any other byte as the four characters \xNN. Never NULL but on OOM. */

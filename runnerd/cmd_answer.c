@@ -88,12 +88,9 @@ static void print_safe(const char *s)
 {
 	/* Not only C0: C1 controls (a CSI or an OSC in UTF-8) and bidi overrides are bytes
 	 * above 0x7f, so every byte outside printable ASCII is shown as \xNN. */
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c >= 0x20 && c < 0x7f && c != '\\')
-			putchar(c);
-		else
-			printf("\\x%02x", c);
+	while (s && *s) {
+		char buf[512];
+		fwrite(buf, 1, rd_escape_bytes(buf, 0, sizeof(buf), &s, false), stdout);
 	}
 }
 

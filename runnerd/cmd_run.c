@@ -410,6 +410,13 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		        "runnerd: commands that need approval wait for \"runnerd approve ID\" "
 		        "(see \"runnerd pending\")%s\n",
 		        s.tty_fd >= 0 ? " or an answer here" : "");
+	/* Every process the agent starts stays runnerd's descendant, even one whose parent exits
+	 * (it is reparented here, and reaped by the loop): the control socket refuses runnerd's
+	 * descendants, and a double fork must not make an agent process a stranger. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+		rd_error_set(&err, errno, "cannot become a child subreaper: %s", strerror(errno));
+		goto fail;
+	}
 	int r = rd_agent_start(agent, agent_argv, env, &filter, &s.orig_mask, &s.agent, &err);
 	free_env(env);
 	env = NULL;

@@ -477,25 +477,6 @@ void rd_control_tty_done(struct sup *u, const char *what)
 	tty_watch(u, false);
 }
 
-/* Append the caller's bytes to text for a terminal: printable ASCII as it is, a run of more
- * than three spaces as its count (padding must not push the rest out of sight), anything
- * else as \xNN, so that nothing the caller chose is ever interpreted by the terminal. */
-static size_t show_bytes(char *text, size_t n, size_t cap, const char *s)
-{
-	while (*s && n + 24 < cap) {
-		size_t run = strspn(s, " ");
-		if (run > 3) {
-			n += (size_t)snprintf(text + n, cap - n, "<%zu spaces>", run);
-			s += run;
-			continue;
-		}
-		unsigned char ch = (unsigned char)*s++;
-		n += (size_t)(ch >= 0x20 && ch < 0x7f ? snprintf(text + n, cap - n, "%c", ch)
-		                                      : snprintf(text + n, cap - n, "\\x%02x", ch));
-	}
-	return n;
-}
-
 void rd_control_tty_update(struct sup *u)
 {
 	if (u->tty_fd < 0 || u->tty_asking)
@@ -514,18 +495,21 @@ void rd_control_tty_update(struct sup *u)
 	                 q->rule->description ? ": " : "",
 	                 q->rule->description ? q->rule->description : "");
 	size_t n = h > 0 && (size_t)h < cap ? (size_t)h : 0;
-	size_t i = 0, shown = 0, total = 0;
+	/* The caller's bytes, escaped so that the terminal interprets none of them; a run of
+	 * spaces as its count, so that padding cannot push the rest out of sight. */
+	size_t shown = 0, total = 0;
 	for (size_t k = 0; k < q->strs.argc; k++)
 		total += strlen(q->strs.argv[k]) + 1;
-	for (; i < q->strs.argc && n + 32 < cap; i++) {
-		const char *a = q->strs.argv[i];
-		n += (size_t)snprintf(text + n, cap - n, " ");
-		size_t before = n;
-		n = show_bytes(text, n, cap, a);
-		/* All of this argument, or the prompt is cut here. */
-		if (n + 24 >= cap && strlen(a) > 0 && n - before < strlen(a))
+	for (size_t i = 0; i < q->strs.argc && n + 1 < cap; i++) {
+		const char *a = q->strs.argv[i], *rest = a;
+		text[n++] = ' ';
+		text[n] = '\0';
+		n = rd_escape_bytes(text, n, cap, &rest, true);
+		/* Counted only if all of it went in: what is left would be hidden. */
+		shown += (size_t)(rest - a);
+		if (*rest)
 			break;
-		shown += strlen(a) + 1;
+		shown++;
 	}
 	/* A command line cut short could hide its end: it can be denied here, not approved. */
 	u->tty_truncated = shown < total;

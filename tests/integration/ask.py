@@ -188,19 +188,41 @@ out["killed"] = p.wait()
 # 6. The agent answering its own ask, straight on the socket: refused.
 p = subprocess.Popen(["expr", "5"], stdout=subprocess.PIPE, text=True)
 wait("self-now")
-replies = []
-for name in os.listdir(ctl):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        s.connect(os.path.join(ctl, name))
-        req = {"op": "approve", "id": int(open(os.path.join(tmp, "self-id")).read())}
+def try_approve():
+    replies = []
+    for name in os.listdir(ctl):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            s.send(json.dumps(req).encode())
-        except BrokenPipeError:
-            pass  # refused at once: the reply is already there
-        replies.append(json.loads(s.recv(65536)))
-    except OSError as e:
-        replies.append({"oserror": e.errno})
+            s.connect(os.path.join(ctl, name))
+            req = {"op": "approve", "id": int(open(os.path.join(tmp, "self-id")).read())}
+            try:
+                s.send(json.dumps(req).encode())
+            except BrokenPipeError:
+                pass  # refused at once: the reply is already there
+            replies.append(json.loads(s.recv(65536)))
+        except OSError as e:
+            replies.append({"oserror": e.errno})
+    return replies
+replies = try_approve()
+# ... and from a grandchild whose parent exited (no exec: nothing trapped), so that it is
+# reparented away from the agent.
+r, w = os.pipe()
+child = os.fork()
+if child == 0:
+    if os.fork() == 0:
+        while os.getppid() == child:
+            time.sleep(0.01)
+        os.write(w, json.dumps(try_approve()).encode())
+    os._exit(0)
+os.close(w)
+os.waitpid(child, 0)
+got = b""
+while True:
+    chunk = os.read(r, 65536)
+    if not chunk:
+        break
+    got += chunk
+replies += json.loads(got or b"[]") or [{"orphan": "no reply"}]
 out["self"] = replies
 o, _ = p.communicate()
 out["self_result"] = [p.returncode, o.strip()]
@@ -395,7 +417,7 @@ try:
 except OSError as e:
     print("TIOCSTI errno", e.errno, flush=True)
 for a in (["expr", "2", "+", "3"], ["expr", "4", "+", "4"],
-          ["expr", "\x1b[2J" + "a" * 3000 + "; touch pwned"]):
+          ["expr", "\x1b[2J" + "\x01" * 600 + "; touch pwned"]):
     p = subprocess.run(a, capture_output=True, text=True)
     print("RESULT", p.returncode, p.stdout.strip()[:20], flush=True)
 """
