@@ -40,6 +40,7 @@ results = []
 
 
 def check(name, ok, detail=""):
+    ok = bool(ok)  # a falsy detail ([], None) is a failure too, and counted as one
     results.append(ok)
     print(("ok   " if ok else "FAIL ") + name + ("" if ok else ": " + detail))
 
@@ -286,9 +287,7 @@ def test_masks(tmp):
         "echo \"cat-in-store=$(cat %s/key)\"" % store,
         "echo \"missing-ok=$(cat /dev/null; echo $?)\"",
     ])
-    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
-                       if os.environ.get("RUNNERD_CONFIG") else [])
-    out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script],
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]),
                          env=base_env(), capture_output=True, text=True, timeout=60)
     got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
     check("masks: a masked file reads empty", got.get("file") == "[]", out.stdout + out.stderr)
@@ -314,15 +313,13 @@ def test_seccomp(tmp):
                    "commands": {"default": "allow", "rules": [
                        {"match": {"args": ["-c", "*TRACEME_NONE*"]}, "action": "allow",
                         "seccomp": "none"}]}}, f)
-    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
-                       if os.environ.get("RUNNERD_CONFIG") else [])
     script = "\n".join([
         "%s -c '%s'" % (sys.executable, PTRACE),
         "%s -c '%s #TRACEME_NONE'" % (sys.executable, PTRACE),
         "unshare -U true 2>/dev/null; echo unshare=$?",
         "sh -c 'sh -c \"exit 6\"'; echo nested=$?",
     ])
-    out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script], env=base_env(),
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
                          capture_output=True, text=True, timeout=60)
     lines = out.stdout.splitlines()
     check("seccomp: ptrace fails with EPERM inside a command (default profile)",
@@ -366,8 +363,6 @@ def test_network_timeout(tmp):
                        {"match": {"path": "sh", "args": ["-c", "*9875*"]}, "action": "allow",
                         "timeout_s": 1},
                    ]}}, f)
-    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
-                       if os.environ.get("RUNNERD_CONFIG") else [])
     script = "\n".join([
         "%s -c 'import socket; socket.create_connection((\"127.0.0.1\", %d), 3); "
         "print(\"plain=reached\")'" % (sys.executable, port),
@@ -376,8 +371,8 @@ def test_network_timeout(tmp):
         "sh -c 'trap \"\" TERM; sleep 9875%s'; echo stubborn=$?" % RUN,
     ])
     t0 = time.monotonic()
-    out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script,
-                                "argv-" + CANARY], env=base_env(), capture_output=True,
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script,
+                                "argv-" + CANARY]), env=base_env(), capture_output=True,
                          text=True, timeout=60)
     elapsed = time.monotonic() - t0
     srv.close()
@@ -402,15 +397,13 @@ def test_rlimits(tmp):
                    "commands": {"default": "allow", "rlimits": {"nofile": 64}, "rules": [
                        {"match": {"path": "sh", "args": ["-c", "*fsize*"]}, "action": "allow",
                         "rlimits": {"fsize": 4096, "cpu": 7}}]}}, f)
-    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
-                       if os.environ.get("RUNNERD_CONFIG") else [])
     script = "\n".join([
         "sh -c 'echo nofile=$(ulimit -n):$(ulimit -Hn)'",
         "sh -c ': fsize; echo fsize=$(ulimit -f) cpu=$(ulimit -t); "
         "head -c 8192 /dev/zero > %s/big 2>/dev/null; echo write=$?'" % tmp,
         "echo agent=$(ulimit -n)",
     ])
-    out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script], env=base_env(),
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
                          capture_output=True, text=True, timeout=60)
     got = dict(kv.split("=", 1) for l in out.stdout.split() if "=" in l for kv in [l])
     check("rlimits: the profile's nofile caps every command (soft and hard)",
@@ -521,9 +514,7 @@ def test_mask_setup_race(tmp):
     agent = os.path.join(tmp, "agent.py")
     with open(agent, "w") as f:
         f.write(AGENT_MASK_RACE)
-    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
-                       if os.environ.get("RUNNERD_CONFIG") else [])
-    out = subprocess.run(cmd + ["--profile", prof, "--", sys.executable, agent, secret, "800"],
+    out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, "800"]),
                          env=base_env(), capture_output=True, text=True, timeout=180)
     check("masks: a secret that appears while a spare sets up its masks is never read "
           "(800 tries)", out.stdout.strip() == "leaks=0", out.stdout + out.stderr[-500:])
@@ -543,12 +534,10 @@ def test_exec_race(tmp):
                                 "done" % tmp], start_new_session=True, stderr=subprocess.DEVNULL)
     env = base_env()
     env["RD_RACE_TOKEN"] = "race-" + CANARY
-    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
-                       if os.environ.get("RUNNERD_CONFIG") else [])
     try:
-        out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c",
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c",
                                     "cd %s; n=0; for i in $(seq 200); do ./link 2>/dev/null | "
-                                    "grep -q race- && n=$((n+1)); done; echo leaks=$n" % tmp],
+                                    "grep -q race- && n=$((n+1)); done; echo leaks=$n" % tmp]),
                              env=env, capture_output=True, text=True, timeout=120)
     finally:
         # The whole group: an ln or mv left running would write into tmp as it is removed.
@@ -626,11 +615,9 @@ def test_mask_moved(tmp):
     with open(prof, "w") as f:
         json.dump({"version": 1, "name": "mm", "agent": {"env_allow": []},
                    "commands": {"default": "allow", "mask": [inner]}}, f)
-    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
-                       if os.environ.get("RUNNERD_CONFIG") else [])
     script = ("cat %s/secret 2>/dev/null; mv %s/outer %s/outer2; echo mv=$?; "
               "cat %s/outer2/inner/secret 2>/dev/null; echo after=$?" % (inner, tmp, tmp, tmp))
-    out = subprocess.run(cmd + ["--profile", prof, "--", "bash", "-c", script], env=base_env(),
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
                          capture_output=True, text=True, timeout=60)
     check("masks: renaming a masked path's parent never exposes the secret",
           CANARY not in out.stdout and "mv=0" in out.stdout and "after=126" in out.stdout,
@@ -686,10 +673,8 @@ def test_mask_late_secrets(tmp):
     with open(prof, "w") as f:
         json.dump({"version": 1, "name": "late", "agent": {"env_allow": []},
                    "commands": {"default": "allow", "mask": [secret, store]}}, f)
-    cmd = [RUNNERD] + (["--config", os.environ["RUNNERD_CONFIG"]]
-                       if os.environ.get("RUNNERD_CONFIG") else [])
-    out = subprocess.run(cmd + ["--profile", prof, "--", sys.executable, agent, secret, store,
-                                CANARY], env=base_env(), capture_output=True, text=True,
+    out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, store,
+                                CANARY]), env=base_env(), capture_output=True, text=True,
                          timeout=60)
     try:
         got = json.loads(out.stdout)
