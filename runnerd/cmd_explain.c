@@ -67,8 +67,7 @@ static json_t *sandbox_json(const struct rd_config *cfg, const struct rd_profile
 	    b.kill_grace_s ? (int)b.kill_grace_s : 5, "rlimits", lim, "masks", masks);
 	enum rd_action a = rule ? rule->action : prof->commands_default;
 	if (o && a == RD_ACTION_ASK)
-		json_object_set_new(o, "ask_timeout_s",
-		                    json_integer(rule->ask_timeout_s ? rule->ask_timeout_s : 60));
+		json_object_set_new(o, "ask_timeout_s", json_integer(rule->ask_timeout_s));
 	return o;
 }
 

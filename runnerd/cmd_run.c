@@ -7,7 +7,6 @@
 #include "filter.h"
 #include "launcher.h"
 #include "rules.h"
-#include "sha256.h"
 #include "supervisor.h"
 
 #include <fcntl.h>
@@ -370,18 +369,13 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	    rd_cmdfilter_build(&s.cmd_filter, &err) < 0)
 		goto fail;
 
-	char cfg_sha[65] = "", prof_sha[65] = "";
-	if (rd_sha256_file(cfg.path, cfg_sha) < 0 || rd_sha256_file(prof.path, prof_sha) < 0) {
-		rd_error_set(&err, EIO, "cannot fingerprint %s or %s", cfg.path, prof.path);
-		goto fail;
-	}
 	json_t *av = json_array();
 	for (char **a = agent_argv; *a; a++)
 		json_array_append_new(av, rd_json_bytes(*a));
 	if (rd_audit(&audit, "session_start",
 	             json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:i}", "session", session,
 	                       "profile", prof.name, "config", rd_json_bytes(cfg.path),
-	                       "config_sha256", cfg_sha, "profile_sha256", prof_sha, "agent",
+	                       "config_sha256", cfg.sha256, "profile_sha256", prof.sha256, "agent",
 	                       rd_json_bytes(agent), "argv", av, "pid", getpid())) < 0) {
 		rd_error_set(&err, EIO, "cannot write the audit log");
 		goto fail;

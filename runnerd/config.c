@@ -1,6 +1,7 @@
 #include "config.h"
 #include "glob.h"
 #include "jsonpos.h"
+#include "sha256.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -309,6 +310,26 @@ static int get_choice(struct ctx *c, json_t *obj, const char *ptr, const char *k
 	return 0;
 }
 
+/* A positive number of seconds, at most max (max_words says how long that is); an error, not a
+ * silent cut, above it. *out is left alone when the key is absent. */
+static int get_seconds(struct ctx *c, json_t *obj, const char *ptr, const char *key, size_t max,
+                       const char *max_words, unsigned *out)
+{
+	size_t t = 0;
+	int r = get_size(c, obj, ptr, key, 1, &t);
+	if (r < 0 || !t)
+		return r;
+	if (t > max) {
+		char vp[512], name[512];
+		sub(vp, sizeof(vp), ptr, key);
+		ctx_err(c, vp, false, "\"%s\" must be at most %zu (%s)",
+		        show(vp, name, sizeof(name)), max, max_words);
+		return -EINVAL;
+	}
+	*out = (unsigned)t;
+	return 0;
+}
+
 /* seccomp, network, timeout_s, kill_grace_s: the same keys on a rule, commands and sandbox. */
 static void get_box(struct ctx *c, json_t *obj, const char *ptr, struct rd_box_opts *b)
 {
@@ -318,12 +339,8 @@ static void get_box(struct ctx *c, json_t *obj, const char *ptr, struct rd_box_o
 	v = 0;
 	if (get_choice(c, obj, ptr, "network", "host", "none", &v) == 0 && v)
 		b->network = v == 1 ? RD_NET_HOST : RD_NET_NONE;
-	size_t t = 0;
-	if (get_size(c, obj, ptr, "timeout_s", 1, &t) == 0 && t)
-		b->timeout_s = t > 86400 * 365 ? 86400 * 365 : (unsigned)t;
-	t = 0;
-	if (get_size(c, obj, ptr, "kill_grace_s", 1, &t) == 0 && t)
-		b->kill_grace_s = t > 3600 ? 3600 : (unsigned)t;
+	(void)get_seconds(c, obj, ptr, "timeout_s", 86400 * 365, "a year", &b->timeout_s);
+	(void)get_seconds(c, obj, ptr, "kill_grace_s", 3600, "an hour", &b->kill_grace_s);
 	char rp[512];
 	json_t *rl = get_object(c, obj, ptr, "rlimits", false, rp, sizeof(rp));
 	if (rl) {
@@ -406,6 +423,7 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 	if (!err)
 		err = &local;
 	memset(out, 0, sizeof(*out));
+	rd_sha256_hex(text, len, out->sha256);
 	struct ctx c = {.file = file, .err = err};
 	_cleanup_json_ json_t *root = parse_root(&c, text, len);
 	if (!root) {
@@ -512,20 +530,16 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 	(void)get_strv(c, rj, rp, "mask", false, RD_MASK_PATH, &r->mask);
 	get_box(c, rj, rp, &r->box);
 	(void)get_string(c, rj, rp, "description", false, &r->description);
-	size_t t = 0;
-	if (get_size(c, rj, rp, "ask_timeout_s", 1, &t) == 0 && t) {
+	if (json_object_get(rj, "ask_timeout_s") && r->action != RD_ACTION_ASK) {
 		char vp[512];
 		sub(vp, sizeof(vp), rp, "ask_timeout_s");
-		if (r->action != RD_ACTION_ASK)
-			ctx_err(c, vp, false,
-			        "\"%s\" applies only to a rule whose action is \"ask\"",
-			        show(vp, name, sizeof(name)));
-		else if (t > 86400)
-			ctx_err(c, vp, false, "\"%s\" must be at most 86400 (a day)",
-			        show(vp, name, sizeof(name)));
-		else
-			r->ask_timeout_s = (unsigned)t;
+		ctx_err(c, vp, false, "\"%s\" applies only to a rule whose action is \"ask\"",
+		        show(vp, name, sizeof(name)));
+	} else {
+		(void)get_seconds(c, rj, rp, "ask_timeout_s", 86400, "a day", &r->ask_timeout_s);
 	}
+	if (r->action == RD_ACTION_ASK && !r->ask_timeout_s)
+		r->ask_timeout_s = RD_ASK_TIMEOUT_DEFAULT_S;
 	return 0;
 }
 
@@ -551,6 +565,7 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 	if (!err)
 		err = &local;
 	memset(out, 0, sizeof(*out));
+	rd_sha256_hex(text, len, out->sha256);
 	struct ctx c = {.file = file, .err = err};
 	_cleanup_json_ json_t *root = parse_root(&c, text, len);
 	if (!root) {

@@ -349,7 +349,7 @@ static json_t *pending_json(struct sup *u)
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", q->t.cwd_fd);
 		ssize_t n = readlink(link, cwd, sizeof(cwd) - 1);
 		cwd[n > 0 ? n : 0] = 0;
-		unsigned secs = q->rule->ask_timeout_s ? q->rule->ask_timeout_s : 60;
+		unsigned secs = q->rule->ask_timeout_s;
 		double waited = rd_ms_since(&c->asked) / 1000.0;
 		json_t *e =
 		    json_pack("{s:I, s:i, s:o, s:o, s:o, s:b, s:o, s:I, s:I, s:f, s:f}", "id",
@@ -513,7 +513,7 @@ void rd_control_tty_update(struct sup *u)
 	}
 	/* A command line cut short could hide its end: it can be denied here, not approved. */
 	u->tty_truncated = shown < total;
-	unsigned secs = q->rule->ask_timeout_s ? q->rule->ask_timeout_s : 60;
+	unsigned secs = q->rule->ask_timeout_s;
 	if (u->tty_truncated)
 		snprintf(
 		    text + n, sizeof(text) - n,

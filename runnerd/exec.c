@@ -492,7 +492,7 @@ static void start_ask(struct sup *u, const struct seccomp_notif *n, struct cmd *
 		rd_sup_req_free(q);
 		return;
 	}
-	unsigned secs = q->rule && q->rule->ask_timeout_s ? q->rule->ask_timeout_s : 60;
+	unsigned secs = q->rule->ask_timeout_s; /* an ask is always a rule's */
 	if (rd_sup_arm_timer(u, c, secs) < 0 ||
 	    rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, stub_want_fd(c),
 	                        &c->stub_in_task, &err) < 0) {

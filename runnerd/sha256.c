@@ -1,12 +1,7 @@
 #include "sha256.h"
-#include "util.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -82,23 +77,10 @@ void rd_sha256(const void *data, size_t len, uint8_t out[32])
 			out[4 * i + j] = (uint8_t)(h[i] >> (24 - 8 * j));
 }
 
-int rd_sha256_file(const char *path, char hex[65])
+void rd_sha256_hex(const void *data, size_t len, char hex[65])
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return -errno;
-	if (st.st_size > (1 << 24))
-		return -EFBIG;
-	_cleanup_free_ uint8_t *buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	ssize_t n = pread(fd, buf, (size_t)st.st_size, 0);
-	if (n < 0)
-		return -errno;
 	uint8_t d[32];
-	rd_sha256(buf, (size_t)n, d);
+	rd_sha256(data, len, d);
 	for (int i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", d[i]);
-	return 0;
 }

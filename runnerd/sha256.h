@@ -9,7 +9,7 @@
 
 void rd_sha256(const void *data, size_t len, uint8_t out[32]);
 
-/* Hex of the file's SHA-256 into hex[65]; returns 0 or -errno. */
-int rd_sha256_file(const char *path, char hex[65]);
+/* The SHA-256 of data, in hex, into hex[65]. */
+void rd_sha256_hex(const void *data, size_t len, char hex[65]);
 
 #endif

@@ -299,8 +299,7 @@ static void handle_timer(struct sup *u, struct cmd *c)
 		return;
 	if (c->ask == ASK_PENDING) {
 		char why[64];
-		snprintf(why, sizeof(why), "no answer within %u s",
-		         c->req->rule->ask_timeout_s ? c->req->rule->ask_timeout_s : 60);
+		snprintf(why, sizeof(why), "no answer within %u s", c->req->rule->ask_timeout_s);
 		rd_sup_ask_answer(u, c, ANSWER_TIMEOUT, NULL, why);
 		return;
 	}

@@ -55,6 +55,8 @@ struct rd_env_config {
 	size_t max_bytes;
 };
 
+#define RD_ASK_TIMEOUT_DEFAULT_S 60
+
 struct rd_rule {
 	size_t index;              /* position in commands.rules, from 0 as in commands.rules[0] */
 	char *match_path;          /* glob on the resolved executable, NULL = any */
@@ -67,7 +69,8 @@ struct rd_rule {
 	size_t max_bytes;    /* 0 = inherit */
 	struct rd_strv mask; /* more paths to mask for this rule */
 	struct rd_box_opts box;
-	unsigned ask_timeout_s; /* action "ask": seconds until no answer denies; 0 = 60 */
+	unsigned ask_timeout_s; /* action "ask": seconds until no answer denies (the loader sets
+	                         * RD_ASK_TIMEOUT_DEFAULT_S when the rule gives none) */
 	char *description;      /* NULL if none */
 	int line, col;          /* where the rule starts in its file */
 };
@@ -75,6 +78,7 @@ struct rd_rule {
 struct rd_profile {
 	char *name;
 	char *path;
+	char sha256[65]; /* hex, of the very bytes parsed */
 	char *description;
 	struct rd_strv agent_env_allow;
 	struct rd_strv agent_extra_env;
@@ -90,6 +94,7 @@ struct rd_profile {
 
 struct rd_config {
 	char *path;         /* the file read */
+	char sha256[65];    /* hex, of the very bytes parsed */
 	char *profiles_dir; /* absolute, or relative to the working directory */
 	char *audit_path;   /* NULL = no audit file */
 	struct rd_env_config env;

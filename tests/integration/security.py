@@ -15,6 +15,7 @@
 Environment: RUNNERD (binary), RUNNERD_CONFIG (default: the shipped build config next to the
 binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" last.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -178,9 +179,14 @@ def test_audit_log(tmp):
           kinds[0] == "session_start" and kinds[-1] == "session_end" and
           {"exec", "exit", "exec_failed"} <= set(kinds), repr(kinds))
     start = events[0]
+    with open(start.get("config", "/nonexistent"), "rb") as f:
+        cfg_sha = hashlib.sha256(f.read()).hexdigest()
+    prof_file = os.path.join(os.path.dirname(start["config"]), "profiles", "claude.json")
+    with open(prof_file, "rb") as f:
+        prof_sha = hashlib.sha256(f.read()).hexdigest()
     check("audit: session_start names the profile and fingerprints the files",
-          start.get("profile") == "claude" and len(start.get("config_sha256", "")) == 64 and
-          len(start.get("profile_sha256", "")) == 64, repr(start))
+          start.get("profile") == "claude" and start.get("config_sha256") == cfg_sha and
+          start.get("profile_sha256") == prof_sha, repr(start))
     failed = [e for e in events if e["event"] == "exec_failed"]
     check("audit: exec_failed carries the caller's errno",
           failed and failed[0].get("errno") == "ENOEXEC" and failed[0].get("errno_num") == 8,

@@ -128,6 +128,9 @@ static void test_valid_full_profile(void **state)
 	assert_int_equal(r->col, 7);
 
 	assert_int_equal(p.rules[1].action, RD_ACTION_ASK);
+	/* No ask_timeout_s given: the loader puts the default in, once for every reader. */
+	assert_int_equal(p.rules[1].ask_timeout_s, RD_ASK_TIMEOUT_DEFAULT_S);
+	assert_int_equal(p.rules[0].ask_timeout_s, 0);
 	assert_false(p.rules[1].has_match_args);
 	assert_null(p.rules[2].match_path); /* an empty match matches everything */
 	assert_int_equal(p.rules[2].index, 2);
