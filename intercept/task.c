@@ -174,10 +174,19 @@ static int copy_fds(struct rd_task *t, struct rd_error *err)
 	return r;
 }
 
+struct rlimit rd_task_rlimit(struct rd_task *t, int res, struct rlimit fallback)
+{
+	if (!t->have_rlim[res])
+		t->have_rlim[res] = prlimit(t->tgid, res, NULL, &t->rlim[res]) == 0;
+	return t->have_rlim[res] ? t->rlim[res] : fallback;
+}
+
 int rd_task_snapshot(struct rd_task *t, struct rd_error *err)
 {
+	/* Those already read (rd_task_rlimit, for the exec's own checks) are not read again. */
 	for (int res = 0; res < RLIM_NLIMITS; res++)
-		t->have_rlim[res] = prlimit(t->tgid, res, NULL, &t->rlim[res]) == 0;
+		if (!t->have_rlim[res])
+			t->have_rlim[res] = prlimit(t->tgid, res, NULL, &t->rlim[res]) == 0;
 	t->sid = getsid(t->tid);
 	t->pgid = getpgid(t->tid);
 	if (t->sid < 0 || t->pgid < 0)

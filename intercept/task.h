@@ -44,6 +44,10 @@ int rd_task_open(pid_t tid, struct rd_task *t, struct rd_error *err) _wur_;
  * Needs ptrace access to the task (runnerd has seized it by then). */
 int rd_task_snapshot(struct rd_task *t, struct rd_error *err) _wur_;
 
+/* One of the task's rlimits, read once (the snapshot then keeps it), or fallback if it cannot
+ * be read. */
+struct rlimit rd_task_rlimit(struct rd_task *t, int res, struct rlimit fallback);
+
 /* t->cwd_fd: an O_PATH fd of the task's cwd, opened once. Returns 0 or -errno. */
 int rd_task_cwd(struct rd_task *t, struct rd_error *err) _wur_;
 

@@ -601,13 +601,13 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		refuse(u, n->id, id, tid, path, EPERM, err.msg);
 		goto out;
 	}
-	if (!same_view(u, tid)) {
-		refuse(u, n->id, id, tid, path, EPERM,
-		       "the caller has its own root or mount namespace, which runnerd does not "
-		       "support");
+	r = rd_resolve(&q->t, dirfd, path, flags, &q->tg, &err);
+	if (r < 0 && err.n) {
+		/* Not a miss: runnerd would not resolve it as the caller (a magic link, "..")
+		 * or could not look (its cwd): refused, and audited. */
+		refuse(u, n->id, id, tid, path, -r, err.msg);
 		goto out;
 	}
-	r = rd_resolve(&q->t, dirfd, path, flags, &q->tg, &err);
 	if (r < 0) {
 		/* A miss such as one PATH entry of an execvp search: answered, not audited. */
 		rd_sup_log(u, "exec %llu (task %d) %s: %s", (unsigned long long)id, tid, path,
@@ -615,10 +615,17 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		rd_notif_reply(u->listener, n->id, r, false);
 		goto out;
 	}
+	/* After the misses (nine a spawn, for a PATH search): for them it changes nothing. */
+	if (!same_view(u, tid)) {
+		refuse(u, n->id, id, tid, path, EPERM,
+		       "the caller has its own root or mount namespace, which runnerd does not "
+		       "support");
+		goto out;
+	}
 
-	struct rlimit stack = {RLIM_INFINITY, RLIM_INFINITY}, nofile = {1024, 1024};
-	prlimit(q->t.tgid, RLIMIT_STACK, NULL, &stack);
-	prlimit(q->t.tgid, RLIMIT_NOFILE, NULL, &nofile);
+	struct rlimit stack =
+	    rd_task_rlimit(&q->t, RLIMIT_STACK, (struct rlimit){RLIM_INFINITY, RLIM_INFINITY});
+	struct rlimit nofile = rd_task_rlimit(&q->t, RLIMIT_NOFILE, (struct rlimit){1024, 1024});
 	/* The kernel copies the filename first: "/dev/fd/N[/path]" for an fd-relative exec. */
 	size_t fname = (dirfd == AT_FDCWD || path[0] == '/') ? q->plen + 1 : q->plen + 1 + 20;
 	size_t limit = rd_exec_arg_limit(stack.rlim_cur);

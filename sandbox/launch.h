@@ -157,7 +157,8 @@ int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error 
 /* Close runnerd's ends (the reaper, if alive, is reaped by the supervisor's loop). */
 void rd_sandbox_close(struct rd_sandbox *s);
 
-/* Kill the reaper (and with it the whole namespace), reap it, close everything. */
+/* Kill the reaper (and with it the whole namespace) and close everything; the supervisor's loop
+ * reaps it. */
 void rd_sandbox_destroy(struct rd_sandbox *s);
 
 #endif
