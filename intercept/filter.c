@@ -1,15 +1,13 @@
 #include "filter.h"
-#include "cmdfilter.h"
 #include "syscalls.h"
 
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
-int rd_filter_build(struct rd_filter *f, bool no_tty_inject, struct rd_error *err)
+int rd_filter_build(struct rd_bpf *f, bool no_tty_inject, struct rd_error *err)
 {
 	static const uint32_t arches[] = {SCMP_ARCH_X86_64, SCMP_ARCH_X32, SCMP_ARCH_X86};
 	memset(f, 0, sizeof(*f));
@@ -28,12 +26,9 @@ int rd_filter_build(struct rd_filter *f, bool no_tty_inject, struct rd_error *er
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execveat), 0);
 	/* With --prompt, runnerd reads answers from the terminal the agent shares: the agent
-	 * must not be able to type one (TIOCSTI, or TIOCLINUX on a console). 32-bit compare, as
-	 * the kernel reads the request. */
-	static const unsigned long tty_inject[] = {TIOCSTI, TIOCLINUX};
-	for (size_t i = 0; no_tty_inject && r == 0 && i < ARRAY_SIZE(tty_inject); i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-		                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, tty_inject[i]));
+	 * must not be able to type one. */
+	if (r == 0 && no_tty_inject)
+		r = rd_seccomp_deny_tty_inject(ctx);
 	if (r < 0) {
 		seccomp_release(ctx);
 		return rd_error_set(err, -r, "building the exec filter: %s", strerror(-r));
@@ -41,17 +36,12 @@ int rd_filter_build(struct rd_filter *f, bool no_tty_inject, struct rd_error *er
 
 	/* libseccomp 2.5.4 cannot load with WAIT_KILLABLE_RECV, so export the BPF and load it
 	 * with seccomp(2) ourselves. */
-	struct rd_bpf bpf;
-	r = rd_bpf_export(ctx, &bpf, err);
+	r = rd_bpf_export(ctx, f, err);
 	seccomp_release(ctx);
-	if (r < 0)
-		return r;
-	f->insns = bpf.insns;
-	f->len = bpf.len;
-	return 0;
+	return r;
 }
 
-int rd_filter_load(const struct rd_filter *f)
+int rd_filter_load(const struct rd_bpf *f)
 {
 	struct sock_fprog prog = {.len = f->len, .filter = f->insns};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -63,11 +53,4 @@ int rd_filter_load(const struct rd_filter *f)
 	    SECCOMP_SET_MODE_FILTER,
 	    SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
 	return fd < 0 ? -errno : fd;
-}
-
-void rd_filter_free(struct rd_filter *f)
-{
-	free(f->insns);
-	f->insns = NULL;
-	f->len = 0;
 }

@@ -3,23 +3,17 @@
 #ifndef RD_FILTER_H
 #define RD_FILTER_H
 
+#include "cmdfilter.h"
 #include "error.h"
 
-#include <linux/filter.h>
 #include <stdbool.h>
 
-struct rd_filter {
-	struct sock_filter *insns;
-	unsigned short len;
-};
-
-/* Generate the BPF program with libseccomp (in runnerd, before forking the launcher). */
-int rd_filter_build(struct rd_filter *f, bool no_tty_inject, struct rd_error *err) _wur_;
+/* Generate the BPF program with libseccomp (in runnerd, before forking the launcher); free it
+ * with rd_bpf_free. */
+int rd_filter_build(struct rd_bpf *f, bool no_tty_inject, struct rd_error *err) _wur_;
 
 /* Load it in the calling (single-threaded) process with NEW_LISTENER | WAIT_KILLABLE_RECV and
  * no_new_privs. Returns the listener fd or -errno. Async-signal-safe: called in a fork. */
-int rd_filter_load(const struct rd_filter *f);
-
-void rd_filter_free(struct rd_filter *f);
+int rd_filter_load(const struct rd_bpf *f);
 
 #endif

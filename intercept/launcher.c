@@ -27,7 +27,7 @@ int rd_notif_reply(int listener, uint64_t id, int error, bool continue_call)
 }
 
 static _Noreturn void child(int sock, const char *path, char *const argv[], char *const envp[],
-                            const struct rd_filter *filter, const sigset_t *sigmask)
+                            const struct rd_bpf *filter, const sigset_t *sigmask)
 {
 	struct launch_msg m = {.stage = 1};
 	for (int sig = 1; sig < NSIG; sig++)
@@ -63,7 +63,7 @@ static _Noreturn void child(int sock, const char *path, char *const argv[], char
 }
 
 int rd_agent_start(const char *path, char *const argv[], char *const envp[],
-                   const struct rd_filter *filter, const sigset_t *sigmask, struct rd_agent *out,
+                   const struct rd_bpf *filter, const sigset_t *sigmask, struct rd_agent *out,
                    struct rd_error *err)
 {
 	int sv[2];

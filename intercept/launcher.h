@@ -21,7 +21,7 @@ struct rd_agent {
  * sigmask and default dispositions. Returns 0 once the agent's exec has succeeded, or -errno
  * (the exec's own errno when it failed) with err saying why. */
 int rd_agent_start(const char *path, char *const argv[], char *const envp[],
-                   const struct rd_filter *filter, const sigset_t *sigmask, struct rd_agent *out,
+                   const struct rd_bpf *filter, const sigset_t *sigmask, struct rd_agent *out,
                    struct rd_error *err) _wur_;
 
 /* Send a seccomp notification reply; returns 0 or -errno (-ENOENT: the task is gone or the

@@ -18,9 +18,6 @@
 #ifndef SECCOMP_ADDFD_FLAG_SETFD
 #define SECCOMP_ADDFD_FLAG_SETFD (1UL << 0)
 #endif
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL
-#endif
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -64,11 +61,6 @@ static inline int rd_execveat(int dirfd, const char *path, char *const argv[], c
 static inline int rd_openat2(int dirfd, const char *path, struct open_how *how)
 {
 	return (int)syscall(__NR_openat2, dirfd, path, how, sizeof(*how));
-}
-
-static inline int rd_tgkill(pid_t tgid, pid_t tid, int sig)
-{
-	return (int)syscall(__NR_tgkill, tgid, tid, sig);
 }
 
 #endif

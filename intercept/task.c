@@ -97,7 +97,6 @@ int rd_task_open(pid_t tid, struct rd_task *t, struct rd_error *err)
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	t->pidfd = t->cwd_fd = -1;
-	t->max_fd = -1;
 	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
 	int r = read_small(path, buf, sizeof(buf));
@@ -167,8 +166,6 @@ static int copy_fds(struct rd_task *t, struct rd_error *err)
 			t->fds = nf;
 		}
 		t->fds[t->n_fds++] = (struct rd_fd_copy){.target = num, .fd = copy};
-		if (num > t->max_fd)
-			t->max_fd = num;
 	}
 	closedir(d);
 	return r;
@@ -220,5 +217,5 @@ void rd_task_free(struct rd_task *t)
 	if (t->cwd_fd >= 0)
 		close(t->cwd_fd);
 	memset(t, 0, sizeof(*t));
-	t->pidfd = t->cwd_fd = t->max_fd = -1;
+	t->pidfd = t->cwd_fd = -1;
 }

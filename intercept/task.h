@@ -33,7 +33,6 @@ struct rd_task {
 	int cwd_fd; /* O_PATH of the task's cwd */
 	struct rd_fd_copy *fds;
 	size_t n_fds;
-	int max_fd; /* highest target, -1 if none */
 };
 
 /* Parse /proc/TID/status (Tgid, Uid, Gid, Groups, Umask, SigBlk, SigIgn) and open a pidfd on

@@ -19,9 +19,15 @@ static const char *const answer_names[] = {
     [ANSWER_WITHDRAWN] = "withdrawn",
 };
 
-void rd_sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status)
+void rd_sup_stub_exit(struct cmd *c, int status)
 {
-	(void)u;
+	struct rd_stub_msg e = {.type = RD_STUB_EXIT, .value = status};
+	if (c->ctl_fd >= 0)
+		send(c->ctl_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+void rd_sup_stub_say_exit(struct cmd *c, int say_fd, const char *text, int status)
+{
 	if (c->ctl_fd < 0)
 		return;
 	struct rd_stub_msg m = {.type = RD_STUB_SAY};
@@ -44,8 +50,7 @@ void rd_sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *
 		memcpy(CMSG_DATA(h), &say_fd, sizeof(int));
 		sendmsg(c->ctl_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 	}
-	struct rd_stub_msg e = {.type = RD_STUB_EXIT, .value = status};
-	send(c->ctl_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_NOSIGNAL);
+	rd_sup_stub_exit(c, status);
 }
 
 static void remember(struct sup *u, uint64_t id, const char *what)
@@ -132,11 +137,7 @@ int rd_sup_ask_answer(struct sup *u, struct cmd *c, enum ask_answer a, const str
 		if (a != ANSWER_WITHDRAWN) {
 			char line[RD_STUB_TEXT_MAX];
 			snprintf(line, sizeof(line), "runnerd: %s: %s\n", path, what);
-			int say = -1;
-			for (size_t i = 0; i < c->req->t.n_fds; i++)
-				if (c->req->t.fds[i].target == 2)
-					say = c->req->t.fds[i].fd;
-			rd_sup_stub_say_exit(u, c, say, line, 126 << 8);
+			rd_sup_stub_say_exit(c, rd_sup_caller_stderr(c->req), line, 126 << 8);
 		}
 		c->reaped = c->status_known = true;
 		rd_sup_req_free(c->req);
@@ -165,8 +166,6 @@ void rd_sup_ask_signal(struct sup *u, struct cmd *c, int sig)
 	/* What the command would have done, had it run: end by the signal. */
 	char why[64];
 	snprintf(why, sizeof(why), "the caller got SIG%s", sigabbrev_np(sig) ?: "?");
-	struct rd_stub_msg e = {.type = RD_STUB_EXIT, .value = sig};
-	if (c->ctl_fd >= 0)
-		send(c->ctl_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_NOSIGNAL);
+	rd_sup_stub_exit(c, sig);
 	rd_sup_ask_answer(u, c, ANSWER_WITHDRAWN, NULL, why);
 }

@@ -38,6 +38,14 @@ size_t rd_escape_bytes(char *out, size_t n, size_t cap, const char **s, bool fol
 	return n;
 }
 
+json_t *rd_json_strv(char *const *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++)
+		json_array_append_new(a, rd_json_bytes(v[i]));
+	return a;
+}
+
 json_t *rd_json_bytes(const char *s)
 {
 	if (!s)
@@ -75,8 +83,7 @@ int rd_audit(struct rd_audit *a, const char *event, json_t *fields)
 	snprintf(when + n, sizeof(when) - n, ".%06ldZ", ts.tv_nsec / 1000);
 	json_object_set_new(o, "ts", json_string(when));
 	json_object_set_new(o, "event", json_string(event));
-	if (fields)
-		json_object_update(o, fields);
+	json_object_update(o, fields);
 	json_decref(fields);
 	char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(o);

@@ -31,6 +31,9 @@ size_t rd_escape_bytes(char *out, size_t n, size_t cap, const char **s, bool fol
  * valid UTF-8 as it is, any other byte as the four characters \xNN. Never NULL but on OOM. */
 json_t *rd_json_bytes(const char *s);
 
+/* A JSON array of rd_json_bytes strings, for an argv. */
+json_t *rd_json_strv(char *const *v, size_t n);
+
 void rd_audit_close(struct rd_audit *a);
 
 #endif

@@ -45,20 +45,29 @@ static int list_sessions(const char *dir, struct session_sock *out, size_t max, 
 	return 0;
 }
 
-/* One request, one reply; NULL with a message on stderr if the session cannot be asked.
- * *stale: its runnerd is gone (no one listens). */
-static json_t *ask_session(const struct session_sock *s, json_t *req, bool *stale)
+/* A connection to the session's socket, or -1 with a message on stderr; *stale: its runnerd
+ * is gone (no one listens), which says nothing. */
+static int connect_session(const struct session_sock *s, bool *stale)
 {
 	*stale = false;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		*stale = errno == ECONNREFUSED || errno == ENOENT;
-		if (!*stale)
-			fprintf(stderr, "runnerd: %s: %s\n", s->path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return fd;
+	*stale = errno == ECONNREFUSED || errno == ENOENT;
+	if (!*stale)
+		fprintf(stderr, "runnerd: %s: %s\n", s->path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* One request, one reply; NULL with a message on stderr if the session cannot be asked. */
+static json_t *ask_session(const struct session_sock *s, json_t *req, bool *stale)
+{
+	int fd = connect_session(s, stale);
+	if (fd < 0) {
 		json_decref(req);
 		return NULL;
 	}
@@ -192,17 +201,18 @@ static int answer(const char *dir, const char *op, const char *id)
 	}
 	size_t prefix = dash ? (size_t)(dash - id) : 0;
 	const struct session_sock *match = NULL;
-	size_t matches = 0, live = 0;
+	size_t matches = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (prefix && strncmp(ss[i].id, id, prefix) != 0)
 			continue;
-		/* A stale socket is no session: probe it, so that N alone finds the live one. */
+		/* A stale socket is no session: connecting tells, so that N alone finds the live
+		 * one. */
 		bool stale;
-		json_t *r = ask_session(&ss[i], json_pack("{s:s}", "op", "pending"), &stale);
-		json_decref(r);
-		if (stale)
+		int fd = connect_session(&ss[i], &stale);
+		if (fd < 0 && stale)
 			continue;
-		live++;
+		if (fd >= 0)
+			close(fd);
 		match = &ss[i];
 		matches++;
 	}
@@ -214,7 +224,7 @@ static int answer(const char *dir, const char *op, const char *id)
 			fprintf(stderr,
 			        "runnerd: %zu sessions are running%s: name one, as in "
 			        "SESSION-%lld (see runnerd pending)\n",
-			        live, prefix ? " with that prefix" : "", v);
+			        matches, prefix ? " with that prefix" : "", v);
 		return 1;
 	}
 	bool stale;

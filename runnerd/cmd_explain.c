@@ -60,11 +60,11 @@ static json_t *sandbox_json(const struct rd_config *cfg, const struct rd_profile
 		for (size_t i = 0; i < list.n; i++)
 			json_array_append_new(masks, json_string(list.v[i]));
 	rd_strv_free(&list);
-	json_t *o = json_pack(
-	    "{s:s, s:s, s:o, s:i, s:o, s:o}", "network", b.network == RD_NET_NONE ? "none" : "host",
-	    "seccomp", b.seccomp == RD_SECCOMP_NONE ? "none" : "default", "timeout_s",
-	    b.timeout_s ? json_integer(b.timeout_s) : json_null(), "kill_grace_s",
-	    b.kill_grace_s ? (int)b.kill_grace_s : 5, "rlimits", lim, "masks", masks);
+	json_t *o = json_pack("{s:s, s:s, s:o, s:i, s:o, s:o}", "network",
+	                      b.network == RD_NET_NONE ? "none" : "host", "seccomp",
+	                      b.seccomp == RD_SECCOMP_NONE ? "none" : "default", "timeout_s",
+	                      b.timeout_s ? json_integer(b.timeout_s) : json_null(), "kill_grace_s",
+	                      (int)b.kill_grace_s, "rlimits", lim, "masks", masks);
 	enum rd_action a = rule ? rule->action : prof->commands_default;
 	if (o && a == RD_ACTION_ASK)
 		json_object_set_new(o, "ask_timeout_s", json_integer(rule->ask_timeout_s));

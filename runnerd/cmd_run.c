@@ -269,7 +269,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	struct rd_profile prof = {0};
 	struct rd_error err = {0};
 	struct rd_audit audit = {.fd = -1};
-	struct rd_filter filter = {0};
+	struct rd_bpf filter = {0};
 	struct rd_session s = {.cfg = &cfg,
 	                       .prof = &prof,
 	                       .audit = &audit,
@@ -369,14 +369,15 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	    rd_cmdfilter_build(&s.cmd_filter, &err) < 0)
 		goto fail;
 
-	json_t *av = json_array();
-	for (char **a = agent_argv; *a; a++)
-		json_array_append_new(av, rd_json_bytes(*a));
+	size_t n_args = 0;
+	while (agent_argv[n_args])
+		n_args++;
 	if (rd_audit(&audit, "session_start",
 	             json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:i}", "session", session,
 	                       "profile", prof.name, "config", rd_json_bytes(cfg.path),
 	                       "config_sha256", cfg.sha256, "profile_sha256", prof.sha256, "agent",
-	                       rd_json_bytes(agent), "argv", av, "pid", getpid())) < 0) {
+	                       rd_json_bytes(agent), "argv", rd_json_strv(agent_argv, n_args),
+	                       "pid", getpid())) < 0) {
 		rd_error_set(&err, EIO, "cannot write the audit log");
 		goto fail;
 	}
@@ -428,7 +429,7 @@ out:
 	for (char **a = agent_argv; a && *a; a++)
 		free(*a);
 	free(agent_argv);
-	rd_filter_free(&filter);
+	rd_bpf_free(&filter);
 	rd_bpf_free(&s.cmd_filter);
 	if (s.stub_fd >= 0)
 		close(s.stub_fd);

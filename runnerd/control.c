@@ -579,9 +579,8 @@ void rd_control_tty(struct sup *u)
 	}
 }
 
-int rd_control_open(struct sup *u, struct rd_error *err)
+int rd_control_open(struct sup *u)
 {
-	(void)err;
 	u->control_fd = u->s->control_fd;
 	u->tty_fd = u->s->tty_fd;
 	if (u->control_fd >= 0) {

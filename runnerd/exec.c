@@ -58,14 +58,6 @@ static void release(struct sup *u, pid_t tid, uint64_t notif_id, int e)
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 }
 
-static json_t *json_strv(char *const *v, size_t n)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, rd_json_bytes(v[i]));
-	return a;
-}
-
 static json_t *name_json(const char *entry, size_t len)
 {
 	char *name = strndup(entry, len);
@@ -297,7 +289,7 @@ static struct req *req_new(void)
 	struct req *q = calloc(1, sizeof(*q));
 	if (!q)
 		return NULL;
-	q->t.pidfd = q->t.cwd_fd = q->t.max_fd = -1;
+	q->t.pidfd = q->t.cwd_fd = -1;
 	q->tg.own_fd = q->tg.caller_fd = -1;
 	return q;
 }
@@ -403,8 +395,7 @@ static int start_sandbox(struct sup *u, struct cmd *c, const struct rd_launch_pl
 	return r;
 }
 
-/* The caller's stderr as runnerd holds it (a copy from the snapshot), or -1. */
-static int caller_stderr(const struct req *q)
+int rd_sup_caller_stderr(const struct req *q)
 {
 	for (size_t i = 0; i < q->t.n_fds; i++)
 		if (q->t.fds[i].target == 2)
@@ -552,7 +543,7 @@ int rd_sup_launch_approved(struct sup *u, struct cmd *c)
 		         exec_errno ? strerror(exec_errno) : err.msg);
 		c->sb = RD_SANDBOX_NONE;
 		c->reaped = c->status_known = true;
-		rd_sup_stub_say_exit(u, c, caller_stderr(q), line,
+		rd_sup_stub_say_exit(c, rd_sup_caller_stderr(q), line,
 		                     (exec_errno == ENOENT ? 127 : 126) << 8);
 	} else {
 		clock_gettime(CLOCK_MONOTONIC, &c->start);
@@ -662,7 +653,7 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	json_t *ev =
 	    json_pack("{s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:s, s:b}", "id", (json_int_t)id, "tid",
 	              tid, "path", rd_json_bytes(path), "resolved", rd_json_bytes(q->tg.resolved),
-	              "argv", json_strv(q->strs.argv, q->strs.argc), "env", json_env(&q->env),
+	              "argv", rd_json_strv(q->strs.argv, q->strs.argc), "env", json_env(&q->env),
 	              "rule", rule ? json_integer((json_int_t)rule->index) : json_null(), "action",
 	              rd_action_str(action), "caller_is_agent", is_agent);
 	if (rd_audit(u->s->audit, "exec", ev) < 0) {

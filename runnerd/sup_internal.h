@@ -214,11 +214,17 @@ int rd_sup_ask_answer(struct sup *u, struct cmd *c, enum ask_answer a, const str
                       const char *reason);
 /* ask.c: a pending ask's stub got a signal (value), or its caller died (sig 0). */
 void rd_sup_ask_signal(struct sup *u, struct cmd *c, int sig);
-/* ask.c: the stub of c says text (one line) on the caller's stderr and exits with status. */
-void rd_sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status);
+/* ask.c: the stub of c exits with status (a wait status, as the command's would be). */
+void rd_sup_stub_exit(struct cmd *c, int status);
+/* ask.c: the stub of c says text (one line) on say_fd (the caller's stderr, or -1 for
+ * nowhere) and exits with status. */
+void rd_sup_stub_say_exit(struct cmd *c, int say_fd, const char *text, int status);
+/* exec.c: the caller's stderr as runnerd holds it (a copy from the snapshot), or -1. */
+int rd_sup_caller_stderr(const struct req *q);
 
 /* control.c: the control socket and the terminal prompt. */
-int rd_control_open(struct sup *u, struct rd_error *err);
+/* Watch the control socket (and its clients' timer); 0 or -errno. */
+int rd_control_open(struct sup *u);
 void rd_control_accept(struct sup *u);
 void rd_control_client(struct sup *u, struct client *cl);
 void rd_control_tick(struct sup *u);

@@ -252,13 +252,6 @@ static void reap(struct sup *u)
 	}
 }
 
-static void send_exit(struct cmd *c)
-{
-	struct rd_stub_msg m = {.type = RD_STUB_EXIT, .value = c->status};
-	if (c->ctl_fd >= 0)
-		send(c->ctl_fd, &m, sizeof(m), MSG_NOSIGNAL);
-}
-
 static void handle_status(struct sup *u, struct cmd *c)
 {
 	int st = 0;
@@ -288,7 +281,7 @@ static void handle_status(struct sup *u, struct cmd *c)
 		json_object_set_new(f, "killed_because", json_string(c->killed));
 	}
 	rd_audit(u->s->audit, "exit", f);
-	send_exit(c);
+	rd_sup_stub_exit(c, c->status);
 	rd_sup_cmd_free_if_done(u, c);
 }
 
@@ -410,7 +403,7 @@ static int setup(struct sup *u, struct rd_session *s)
 		signal(SIGTTIN, SIG_IGN);
 		signal(SIGTTOU, SIG_IGN);
 	}
-	int r = rd_control_open(u, NULL);
+	int r = rd_control_open(u);
 	if (r < 0)
 		return r;
 	/* Last, while runnerd's memory is as small as it will be. Without it, runnerd forks each

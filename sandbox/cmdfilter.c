@@ -71,6 +71,19 @@ int rd_bpf_export(void *ctx, struct rd_bpf *out, struct rd_error *err)
 	return 0;
 }
 
+int rd_seccomp_deny_tty_inject(void *ctx)
+{
+	/* TIOCSTI pushes input into a terminal, which whoever reads it runs; TIOCLINUX can do
+	 * the same on a console. The kernel takes the request as 32 bits, so compare only those
+	 * (high bits must not slip by). */
+	static const unsigned long tty_inject[] = {TIOCSTI, TIOCLINUX};
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(tty_inject); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+		                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, tty_inject[i]));
+	return r;
+}
+
 int rd_cmdfilter_build(struct rd_bpf *out, struct rd_error *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -87,9 +100,16 @@ int rd_cmdfilter_build(struct rd_bpf *out, struct rd_error *err)
 	if (r == 0)
 		r = seccomp_arch_add(ctx, SCMP_ARCH_X86);
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(denied); i++) {
+		/* A name libseccomp does not know is an error, never a denial quietly dropped. */
 		int nr = seccomp_syscall_resolve_name(denied[i]);
-		if (nr != __NR_SCMP_ERROR)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		if (nr == __NR_SCMP_ERROR) {
+			seccomp_release(ctx);
+			return rd_error_set(err, ENOSYS,
+			                    "building the command filter: libseccomp does not know "
+			                    "the system call %s",
+			                    denied[i]);
+		}
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
 	}
 	/* New namespaces: unshare or clone with any CLONE_NEW* flag (one rule per flag: a
 	 * comparison can only test "these bits all set"). clone3 passes its flags in memory a
@@ -103,13 +123,8 @@ int rd_cmdfilter_build(struct rd_bpf *out, struct rd_error *err)
 	}
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-	/* Typing into the terminal: TIOCSTI pushes input into the tty the agent reads, which
-	 * would run outside the sandbox; TIOCLINUX can do the same on a console. The kernel
-	 * takes the request as 32 bits, so compare only those (high bits must not slip by). */
-	static const unsigned long tty_inject[] = {TIOCSTI, TIOCLINUX};
-	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(tty_inject); i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-		                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, tty_inject[i]));
+	if (r == 0)
+		r = rd_seccomp_deny_tty_inject(ctx);
 	if (r < 0) {
 		seccomp_release(ctx);
 		return rd_error_set(err, -r, "building the command filter: %s", strerror(-r));

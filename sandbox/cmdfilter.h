@@ -22,4 +22,8 @@ int rd_bpf_export(void *ctx, struct rd_bpf *out, struct rd_error *err) _wur_;
 
 void rd_bpf_free(struct rd_bpf *b);
 
+/* Add to a libseccomp context: EPERM for TIOCSTI and TIOCLINUX, typing into a terminal.
+ * Returns libseccomp's result (0 or -errno). */
+int rd_seccomp_deny_tty_inject(void *ctx);
+
 #endif

@@ -1,4 +1,5 @@
 #include "glob.h"
+#include "util.h"
 
 #include <fnmatch.h>
 #include <string.h>
@@ -42,7 +43,7 @@ static size_t check_bracket(const char *p, const char **why)
 			}
 			size_t len = (size_t)(end - (p + i + 2));
 			bool known = false;
-			for (size_t c = 0; c < sizeof(char_classes) / sizeof(char_classes[0]); c++)
+			for (size_t c = 0; c < ARRAY_SIZE(char_classes); c++)
 				if (strlen(char_classes[c]) == len &&
 				    strncmp(char_classes[c], p + i + 2, len) == 0)
 					known = true;

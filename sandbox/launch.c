@@ -157,8 +157,13 @@ int rd_sandbox_spare_finish(struct rd_zygote *z, struct rd_sandbox *out, struct 
 	return sandbox_go(out, err);
 }
 
-int rd_sandbox_spare(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
-                     struct rd_sandbox *out, struct rd_error *err)
+/* A sandbox made ahead of time: pid 1 of fresh namespaces (user namespace too when userns),
+ * /proc mounted, waiting for a plan. runnerd makes one while idle, off the exec path. With a
+ * preset (may be NULL), the reaper also applies it before it waits; preset must stay unchanged
+ * until the spare is started or destroyed. The zygote z, if any and not lost, clones the
+ * reaper; the reaper is runnerd's child either way. */
+static int sandbox_now(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
+                       struct rd_sandbox *out, struct rd_error *err)
 {
 	bool had_zygote = !z->lost;
 	int r = rd_sandbox_spare_begin(z, userns, preset, out, err);
@@ -310,7 +315,7 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 		if (use != RD_PRESET_USED)
 			rd_sandbox_destroy(sb);
 	}
-	if (sb->reaper < 0 && (r = rd_sandbox_spare(z, p->userns, NULL, sb, err)) < 0)
+	if (sb->reaper < 0 && (r = sandbox_now(z, p->userns, NULL, sb, err)) < 0)
 		return r;
 	/* The caller may change the preset from now on. */
 	sb->preset = NULL;

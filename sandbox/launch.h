@@ -117,14 +117,6 @@ struct rd_sandbox {
 	                     .userns = false,                                                      \
 	                     .go_fd = -1})
 
-/* A sandbox made ahead of time: pid 1 of fresh namespaces (user namespace too when userns),
- * /proc mounted, waiting for a plan. runnerd makes one while idle, off the exec path. With a
- * preset (may be NULL), the reaper also applies it before it waits; preset must stay unchanged
- * until the spare is started or destroyed. The zygote z, if any and not lost, clones the
- * reaper; the reaper is runnerd's child either way. */
-int rd_sandbox_spare(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
-                     struct rd_sandbox *out, struct rd_error *err) _wur_;
-
 /* The same in two steps, so that runnerd goes on while the zygote clones: begin asks the
  * zygote and returns with out->pending set (or, without a zygote, makes the spare at once);
  * finish takes the zygote's answer, once z->fd is readable or when the spare is needed (it

@@ -5,7 +5,6 @@
 #include "launch_internal.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/magic.h>
 #include <net/if.h>
 #include <sched.h>
@@ -416,7 +415,9 @@ bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd
 _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
                               const struct rd_sandbox_preset *preset)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* Dies with runnerd; a reaper that could outlive it must not run at all. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(1);
 	/* Nothing of runnerd's stays open here: the listener, other commands' sockets and fds.
 	 * Close every gap between the four fds kept, in ascending order. */
 	int keep[] = {go_fd, plan_fd, err_fd, status_fd};
@@ -438,7 +439,8 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 		_exit(1); /* runnerd gave up on us, or died before PDEATHSIG was armed */
 	close(go_fd);
 	/* Not dumpable: nothing inside can read this process's memory or /proc files. */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		fail(err_fd, STAGE_SETUP, "making the reaper non-dumpable", errno);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(err_fd, STAGE_SETUP, "making / private", errno);
 	/* A fresh /proc of the new pid namespace: no ancestor's environ to read. */

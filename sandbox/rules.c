@@ -88,8 +88,8 @@ static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const ch
 	if (strncmp(p, "~/", 2) == 0) {
 		if (asprintf(&full, "%s/%s", home, p + 2) < 0)
 			return -ENOMEM;
-	} else if (!(full = strdup(p))) {
-		return -ENOMEM;
+	} else {
+		full = steal_pointer(&p);
 	}
 	for (size_t i = 0; i < out->n; i++)
 		if (strcmp(out->v[i], full) == 0) {

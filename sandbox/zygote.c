@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
 
 /* How long runnerd waits for an answer before it gives the zygote up. */
 #define ZYGOTE_TIMEOUT_S 2
@@ -33,8 +32,7 @@ int rd_zygote_start(struct rd_zygote *z, int exe_fd, struct rd_error *err)
 	}
 	if (pid == 0) {
 		/* Kept across the exec (not set-id): the zygote dies with runnerd. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(0); /* runnerd died before PDEATHSIG was armed */
 		/* The socket at fd 3; everything else of runnerd's closed by the exec. */
 		int exe = fcntl(exe_fd, F_DUPFD_CLOEXEC, 4);
@@ -90,7 +88,7 @@ static long build_req(bool userns, const struct rd_sandbox_preset *pre, char **o
 {
 	size_t n = sizeof(struct zygote_req);
 	if (pre) {
-		if (pre->n_masks > 1024)
+		if (pre->n_masks > PRESET_MAX_MASKS)
 			return -EMSGSIZE;
 		n += sizeof(struct sock_filter) * (pre->filter ? pre->filter_len : 0);
 		for (size_t i = 0; i < pre->n_masks; i++)

@@ -7,8 +7,6 @@
 #include "../intercept/syscalls.h"
 #include "launch_internal.h"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -30,7 +28,7 @@ static int parse_preset(char *buf, size_t n, struct kept_preset *out)
 {
 	const struct zygote_req *q = (const void *)buf;
 	size_t flen = sizeof(struct sock_filter) * (size_t)q->filter_len;
-	if (q->n_masks > 1024 || q->filter_len > BPF_MAXINSNS || sizeof(*q) + flen > n)
+	if (q->n_masks > PRESET_MAX_MASKS || q->filter_len > BPF_MAXINSNS || sizeof(*q) + flen > n)
 		return -1;
 	char **masks = calloc(q->n_masks + 1, sizeof(char *));
 	if (!masks)
@@ -83,7 +81,8 @@ int main(void)
 	int sock = ZYGOTE_FD;
 	/* PDEATHSIG was armed before the exec, which keeps it: it dies with runnerd. */
 	/* Not dumpable: no other process of the user reads or traces it. */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		_exit(1);
 	/* An exec by fd names the process after the fd on some kernels. */
 	prctl(PR_SET_NAME, "runnerd-zygote", 0, 0, 0);
 	/* Nothing but the socket: stdio is runnerd's, and the zygote never prints. */
