@@ -55,23 +55,28 @@ static int drop_caps_bounding(void)
 	return 0;
 }
 
+/* The signals in `which` get `handler` (SIG_DFL or SIG_IGN, which need no restorer). Raw
+ * rt_sigaction: glibc refuses its two internal signals (32, 33), whose dispositions the caller
+ * may still have inherited as ignored. */
+static void set_dispositions(uint64_t which, __sighandler_t handler)
+{
+	for (int sig = 1; sig <= 64; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP || !(which & (1ULL << (sig - 1))))
+			continue;
+		struct k_sigaction ksa = {.handler = handler};
+		syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof(uint64_t));
+	}
+}
+
 /* Runs in a vfork child of the reaper (shared memory, separate fd table, signal handlers,
  * cwd and credentials): no allocation, no glibc state; what it needs was prepared by the
  * reaper. Raw set*id syscalls: glibc's wrappers would broadcast to threads it believes the
  * (shared) process has. */
 static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi, cap_t empty)
 {
-	/* Dispositions as after the caller's exec: what it ignored stays ignored. Raw
-	 * rt_sigaction: glibc refuses its two internal signals (32, 33), whose dispositions the
-	 * caller may still have inherited as ignored. SIG_IGN and SIG_DFL need no restorer. */
-	for (int sig = 1; sig <= 64; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP)
-			continue;
-		struct k_sigaction ksa = {.handler = SIG_DFL};
-		if (p->sig_ignored & (1ULL << (sig - 1)))
-			ksa.handler = SIG_IGN;
-		syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof(uint64_t));
-	}
+	/* Dispositions as after the caller's exec: what it ignored stays ignored. Every other
+	 * one is the default already (the reaper's, set_dispositions). */
+	set_dispositions(p->sig_ignored, SIG_IGN);
 
 	/* The caller's fds at their numbers. Everything we still need moves above the highest
 	 * target first, so that no dup2 can clobber it, then every low fd is closed. */
@@ -105,9 +110,7 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 	if (p->pgrp_mode == RD_PGRP_OWN && setpgid(0, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "setpgid", errno);
 
-	int r = drop_caps_bounding();
-	if (r < 0)
-		fail(err_fd, STAGE_SETUP, "dropping the capability bounding set", -r);
+	/* The bounding set is empty already: the reaper's, dropped before the plan came. */
 	/* In a user namespace setgroups is denied (we wrote "deny" to map the gid without
 	 * privilege); the caller's groups are runnerd's, which the command inherits. */
 	if (!p->userns && syscall(SYS_setgroups, p->n_groups, p->groups) < 0)
@@ -441,6 +444,14 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	/* Not dumpable: nothing inside can read this process's memory or /proc files. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "making the reaper non-dumpable", errno);
+	/* What every command gets, done before the plan comes (off the exec path): default
+	 * dispositions, which the command only sets apart for what its caller ignores; and an
+	 * empty capability bounding set, which the command inherits. The reaper keeps its own
+	 * effective capabilities for the mounts. */
+	set_dispositions(~0ULL, SIG_DFL);
+	int r = drop_caps_bounding();
+	if (r < 0)
+		fail(err_fd, STAGE_SETUP, "dropping the capability bounding set", -r);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(err_fd, STAGE_SETUP, "making / private", errno);
 	/* A fresh /proc of the new pid namespace: no ancestor's environ to read. */
