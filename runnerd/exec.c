@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -403,13 +404,14 @@ int rd_sup_caller_stderr(const struct req *q)
 	return -1;
 }
 
-/* The handoff's first steps, for a command already launched (allow) or not yet (ask): the
+/* The handoff's first steps, for a command launched (allow), starting (allow, pipelined: the
+ * control socket is in the caller already, c->ctl_fd is runnerd's end) or not yet (ask): the
  * control socket, then interrupt and answer. The rest is the loop's (handle_tracee). */
 static void begin_handoff(struct sup *u, struct cmd *c, uint64_t notif_id)
 {
 	struct rd_error err = {0};
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+	int sv[2] = {c->ctl_fd, -1};
+	if (sv[0] < 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		rd_notif_reply(u->listener, notif_id, -EPERM, false);
 		c->state = C_STOPPING;
 		c->next = u->cmds;
@@ -433,11 +435,104 @@ static void begin_handoff(struct sup *u, struct cmd *c, uint64_t notif_id)
 	if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) < 0) {
 		rd_notif_reply(u->listener, notif_id, -EPERM, false);
 		rd_sup_cmd_abort(u, c, "PTRACE_INTERRUPT failed");
-	} else if (rd_handoff_send_ctl(u->listener, notif_id, sv[1], c->ctl_target, &err) < 0) {
+	} else if (sv[1] < 0 ? rd_handoff_answer(u->listener, notif_id, c->ctl_target) < 0
+	                     : rd_handoff_send_ctl(u->listener, notif_id, sv[1], c->ctl_target,
+	                                           true, &err) < 0) {
 		rd_notif_reply(u->listener, notif_id, -EPERM, false);
-		rd_sup_cmd_abort(u, c, err.msg);
+		rd_sup_cmd_abort(u, c, err.msg[0] ? err.msg : "the caller vanished at its answer");
 	}
+	if (sv[1] >= 0)
+		close(sv[1]);
+}
+
+/* Is fd in the caller free now? A thread of the caller could still take it before the ADDFD
+ * (which would replace that file): the same window as the stub's. */
+static bool caller_fd_free(const struct cmd *c, int fd)
+{
+	char probe[64];
+	snprintf(probe, sizeof(probe), "/proc/%d/fd/%d", c->tid, fd);
+	return fd > 3 && access(probe, F_OK) < 0 && errno == ENOENT;
+}
+
+/* Pipelined: the control socket goes in now, before the command's exec is known to have
+ * succeeded, so that the caller's interrupt stop and the stub's execveat trap happen while the
+ * command starts. Only where the control fd's place is free: if the command's exec fails, the
+ * caller gets its own exec back and runnerd closes what it put in (rd_sup_undo). */
+static int start_pipelined(struct sup *u, struct cmd *c, uint64_t notif_id, const char *path,
+                           struct rd_error *err)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return rd_error_set(err, errno, "cannot make the stub's control socket");
+	int r = rd_handoff_send_ctl(u->listener, notif_id, sv[1], c->ctl_target, false, err);
 	close(sv[1]);
+	if (r < 0 || !(c->path = strdup(path))) {
+		close(sv[0]);
+		return r < 0 ? r : rd_error_set(err, ENOMEM, "out of memory");
+	}
+	c->ctl_fd = sv[0];
+	c->exec_pending = true;
+	c->setup_src = (struct src){.type = SRC_SETUP, .cmd = c};
+	rd_sup_watch(u, c->sb.setup_fd, &c->setup_src);
+	begin_handoff(u, c, notif_id);
+	return 0;
+}
+
+/* The audit (and, for runnerd's own failures, stderr) of a command that could not start. */
+static void audit_launch_failure(struct sup *u, uint64_t id, pid_t tid, const char *path,
+                                 int exec_errno, const char *why)
+{
+	if (exec_errno) {
+		/* The command's own exec failed: exactly the caller's errno. */
+		rd_audit(u->s->audit, "exec_failed",
+		         json_pack("{s:I, s:i, s:s, s:i, s:o}", "id", (json_int_t)id, "tid", tid,
+		                   "errno", errno_name(exec_errno), "errno_num", exec_errno,
+		                   "reason", rd_json_bytes(why)));
+	} else {
+		audit_refusal(u, id, tid, path, EPERM, why);
+		fprintf(stderr, "runnerd: exec %llu (%s): %s\n", (unsigned long long)id, path, why);
+	}
+}
+
+void rd_sup_exec_result(struct sup *u, struct cmd *c)
+{
+	struct rd_error err = {0};
+	int exec_errno = 0;
+	/* rd_sandbox_wait_exec closes it (and epoll forgets it); it does not block now. */
+	epoll_ctl(u->epfd, EPOLL_CTL_DEL, c->sb.setup_fd, NULL);
+	c->exec_pending = false;
+	int r = rd_sandbox_wait_exec(&c->sb, &exec_errno, &err);
+	if (c->state == C_ABORTED)
+		return; /* the caller is gone: so is the sandbox, whatever it said */
+	if (r == 0 && c->killed) {
+		/* runnerd killed the sandbox meanwhile: its EOF is not a successful exec. */
+		rd_error_set(&err, EPERM, "the sandbox was killed: %s", c->killed);
+		r = -EPERM;
+	}
+	if (r == 0 && c->timeout_s && rd_sup_arm_timer(u, c, c->timeout_s) < 0) {
+		rd_error_set(&err, EPERM, "cannot arm the command's timeout");
+		rd_sandbox_destroy(&c->sb);
+		r = -EPERM;
+	}
+	if (r == 0) {
+		if (c->held) {
+			c->held = false;
+			c->state = C_EXEC;
+			if (rd_notif_reply(u->listener, c->held_id, 0, true) < 0)
+				rd_sup_cmd_abort(u, c, "the caller vanished at the stub's exec");
+		}
+		return;
+	}
+	audit_launch_failure(u, c->id, c->tid, c->path, exec_errno, err.msg);
+	c->fail_errno = exec_errno ? exec_errno : EPERM;
+	c->sb = RD_SANDBOX_NONE;
+	c->reaped = c->status_known = true;
+	if (c->timer_fd >= 0)
+		rd_sup_unwatch(u, &c->timer_fd);
+	rd_sup_unwatch(u, &c->ctl_fd);
+	/* Where the caller is: at the stop or still on its way there, it is undone there. */
+	if (c->state == C_RETRAP && c->held)
+		rd_sup_undo(u, c);
 }
 
 static struct cmd *cmd_new(uint64_t id, const struct req *q, uint64_t path_addr, uint64_t argv_addr,
@@ -756,22 +851,19 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		rd_sandbox_destroy(&c->sb);
 		r = -EPERM;
 	}
+	if (r == 0 && caller_fd_free(c, c->ctl_target)) {
+		if (start_pipelined(u, c, n->id, path, &err) == 0) {
+			rd_sup_make_spare(u);
+			goto out;
+		}
+		rd_sandbox_destroy(&c->sb);
+		r = -EPERM;
+	}
 	if (r == 0)
 		r = rd_sandbox_wait_exec(&c->sb, &exec_errno, &err);
 	if (r < 0) {
-		if (exec_errno) {
-			/* The command's own exec failed: exactly the caller's errno. */
-			rd_audit(u->s->audit, "exec_failed",
-			         json_pack("{s:I, s:i, s:s, s:i, s:o}", "id", (json_int_t)id, "tid",
-			                   tid, "errno", errno_name(exec_errno), "errno_num",
-			                   exec_errno, "reason", rd_json_bytes(err.msg)));
-			release(u, tid, n->id, exec_errno);
-		} else {
-			audit_refusal(u, id, tid, path, EPERM, err.msg);
-			fprintf(stderr, "runnerd: exec %llu (%s): %s\n", (unsigned long long)id,
-			        path, err.msg);
-			release(u, tid, n->id, EPERM);
-		}
+		audit_launch_failure(u, id, tid, path, exec_errno, err.msg);
+		release(u, tid, n->id, exec_errno ? exec_errno : EPERM);
 		free(c);
 		goto out;
 	}

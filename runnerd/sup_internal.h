@@ -4,6 +4,7 @@
 #define RD_SUP_INTERNAL_H
 
 #include "envpolicy.h"
+#include "handoff.h"
 #include "launch.h"
 #include "reader.h"
 #include "resolve.h"
@@ -28,6 +29,7 @@ enum src_type {
 	SRC_TTY,            /* --prompt: the operator's answer on /dev/tty */
 	SRC_CLIENT_TIMER,   /* idle connections, and a listener paused for lack of fds */
 	SRC_ZYGOTE,         /* the zygote's answer: a spare sandbox cloned */
+	SRC_SETUP,          /* a command's exec succeeded (EOF) or failed (a message) */
 };
 
 struct src {
@@ -56,11 +58,16 @@ void rd_sup_req_free(struct req *q);
 
 /* One intercepted exec, from the trap to the stub's exit. */
 enum cmd_state {
-	C_STOPPING, /* answered (ADDFD_FLAG_SEND) after PTRACE_INTERRUPT: waiting for the stop */
-	C_RETRAP,   /* registers rewritten: waiting for the stub's execveat to trap */
-	C_EXEC,     /* execveat let through: waiting for PTRACE_EVENT_EXEC */
-	C_RUNNING,  /* detached: the stub mirrors the command */
-	C_ABORTED,  /* the caller died or misbehaved during the handoff */
+	C_STOPPING,  /* answered after PTRACE_INTERRUPT: waiting for the stop */
+	C_RETRAP,    /* registers rewritten: waiting for the stub's execveat to trap (and, if
+	              * the command's exec is not known to have succeeded yet, for that) */
+	C_EXEC,      /* execveat let through: waiting for PTRACE_EVENT_EXEC */
+	C_UNDO_STOP, /* the command's exec failed: the stub's execveat answered after
+	              * PTRACE_INTERRUPT, waiting for the stop */
+	C_UNDO,      /* closing what was put into the caller, by syscalls run in it */
+	C_RUNNING,   /* detached: the stub mirrors the command */
+	C_RETURNED,  /* detached: the caller's own exec failed, with the command's errno */
+	C_ABORTED,   /* the caller died or misbehaved during the handoff */
 };
 
 struct cmd {
@@ -88,6 +95,21 @@ struct cmd {
 	time_t asked_wall;     /* for the operator */
 	unsigned timeout_s;    /* the command's own, armed once it runs */
 	bool dead;             /* off the list, on sup.dead */
+	/* The handoff runs while the command starts (an "allow" whose control fd's place in the
+	 * caller was free): the stub's execveat is let through only once the command's exec
+	 * has succeeded. If it failed, the caller gets its own exec back, failed with fail_errno:
+	 * the registers saved at the stop, the injected fds closed by syscalls run in it. */
+	bool exec_pending; /* the command's exec: not known yet (sb.setup_fd watched) */
+	bool held;         /* the stub's execveat trapped, waiting for it: held_id */
+	uint64_t held_id;
+	int fail_errno;             /* the command's exec failed: the caller's errno */
+	struct rd_saved_task saved; /* at the interrupt stop */
+	int undo_fds[2][2];         /* close_range(lo, hi) to run in the caller, in order */
+	int n_undo, undo_at;
+	bool undo_in_syscall; /* between the syscall's entry and exit stops */
+	int undo_sig;         /* a stop signal that came meanwhile, passed on at detach */
+	char *path;           /* for the audit of a failure found late */
+	struct src setup_src;
 };
 
 /* How an ask ended. */
@@ -198,6 +220,11 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n);
 void rd_sup_make_spare(struct sup *u);
 /* exec.c: the zygote answered (or its socket closed): the spare asked of it is ready. */
 void rd_sup_spare_ready(struct sup *u);
+/* exec.c: the command of a pipelined handoff exec'd, or failed to. */
+void rd_sup_exec_result(struct sup *u, struct cmd *c);
+/* supervisor.c: give the caller of a pipelined handoff its own exec back, failed with
+ * c->fail_errno, once the command's exec has failed. */
+void rd_sup_undo(struct sup *u, struct cmd *c);
 /* exec.c: say once that the zygote is gone, if it is, and stop watching its socket. */
 void rd_sup_zygote_check(struct sup *u);
 /* exec.c: record the masked paths as they are now (see mask_tampered). */

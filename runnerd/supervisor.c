@@ -82,7 +82,7 @@ void rd_sup_cmd_free_if_done(struct sup *u, struct cmd *c)
 		rd_sup_unwatch(u, &c->timer_fd);
 	if (!c->reaped || c->status_known == false || c->ctl_fd >= 0 || c->sb.status_fd >= 0)
 		return;
-	if (c->state != C_RUNNING && c->state != C_ABORTED)
+	if (c->state != C_RUNNING && c->state != C_RETURNED && c->state != C_ABORTED)
 		return;
 	for (struct cmd **pp = &u->cmds; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
@@ -132,6 +132,14 @@ static void handle_notification(struct sup *u)
 	}
 	if (c->state == C_RETRAP &&
 	    rd_arch_is_stub_exec(&n->data, c->stub_in_task, c->empty_path, c->argv_addr)) {
+		if (c->exec_pending || c->fail_errno) {
+			/* Pipelined: the command's exec is not known yet, or failed. */
+			c->held = true;
+			c->held_id = n->id;
+			if (c->fail_errno)
+				rd_sup_undo(u, c);
+			return;
+		}
 		/* The execveat runnerd set up, checked from registers: the second and last
 		 * CONTINUE. The exec event will confirm the image. */
 		c->state = C_EXEC;
@@ -149,6 +157,92 @@ static bool is_stub(struct sup *u, pid_t pid)
 	struct stat st;
 	snprintf(p, sizeof(p), "/proc/%d/exe", pid);
 	return stat(p, &st) == 0 && st.st_dev == u->stub_dev && st.st_ino == u->stub_ino;
+}
+
+/* Undoing a pipelined handoff whose command's exec failed: the caller runs close_range for
+ * the stub and the control socket runnerd put in, one syscall at a time between its entry and
+ * exit stops, then gets the registers and signal mask of its stop back, its exec returning
+ * fail_errno, and is let go. */
+static void undo_fail(struct sup *u, struct cmd *c, const char *why)
+{
+	rd_sup_cmd_abort(u, c, why);
+}
+
+static void undo_next(struct sup *u, struct cmd *c)
+{
+	struct rd_error err = {0};
+	if (c->undo_at < c->n_undo) {
+		if (rd_arch_inject_close(c->tid, &c->saved, c->undo_fds[c->undo_at][0],
+		                         c->undo_fds[c->undo_at][1], &err) < 0 ||
+		    ptrace(PTRACE_SYSCALL, c->tid, 0, 0) < 0)
+			undo_fail(u, c, err.msg[0] ? err.msg : "PTRACE_SYSCALL failed");
+		return;
+	}
+	if (rd_arch_return_errno(c->tid, &c->saved, c->fail_errno, &err) < 0) {
+		undo_fail(u, c, err.msg);
+		return;
+	}
+	ptrace(PTRACE_DETACH, c->tid, 0, c->undo_sig);
+	c->state = C_RETURNED;
+	rd_sup_log(u, "exec %llu (task %d): its command's exec failed: %s returned to the caller",
+	           (unsigned long long)c->id, c->tid, strerrorname_np(c->fail_errno) ?: "?");
+	rd_sup_cmd_free_if_done(u, c);
+}
+
+static void undo_start(struct sup *u, struct cmd *c)
+{
+	if (rd_handoff_trace_syscalls(c->tid) < 0) {
+		undo_fail(u, c, "PTRACE_SETOPTIONS failed");
+		return;
+	}
+	int ctl = c->ctl_target, stub = c->stub_in_task;
+	c->n_undo = c->undo_at = 0;
+	if (stub >= 0 && stub == ctl - 1) {
+		c->undo_fds[c->n_undo][0] = stub;
+		c->undo_fds[c->n_undo++][1] = ctl;
+	} else {
+		c->undo_fds[c->n_undo][0] = c->undo_fds[c->n_undo][1] = ctl;
+		c->n_undo++;
+		if (stub >= 0) {
+			c->undo_fds[c->n_undo][0] = c->undo_fds[c->n_undo][1] = stub;
+			c->n_undo++;
+		}
+	}
+	c->state = C_UNDO;
+	c->undo_in_syscall = false;
+	undo_next(u, c);
+}
+
+static void undo_step(struct sup *u, struct cmd *c, int st)
+{
+	int event = st >> 16;
+	if (event == 0 && WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+		if (!c->undo_in_syscall) {
+			c->undo_in_syscall = true;
+			if (ptrace(PTRACE_SYSCALL, c->tid, 0, 0) < 0)
+				undo_fail(u, c, "PTRACE_SYSCALL failed");
+			return;
+		}
+		c->undo_in_syscall = false;
+		c->undo_at++;
+		undo_next(u, c);
+		return;
+	}
+	/* Every other signal is blocked: a SIGSTOP, kept for the detach; or a group stop. */
+	if (event == 0)
+		c->undo_sig = WSTOPSIG(st);
+	if (ptrace(PTRACE_SYSCALL, c->tid, 0, 0) < 0)
+		undo_fail(u, c, "PTRACE_SYSCALL failed");
+}
+
+void rd_sup_undo(struct sup *u, struct cmd *c)
+{
+	/* At the held execveat: interrupt, answer, and undo at the stop that follows. */
+	c->held = false;
+	c->state = C_UNDO_STOP;
+	if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) < 0 ||
+	    rd_notif_reply(u->listener, c->held_id, -EPERM, false) < 0)
+		undo_fail(u, c, "the caller vanished while its failed exec was given back");
 }
 
 static void handle_tracee(struct sup *u, pid_t pid, int st)
@@ -178,14 +272,23 @@ static void handle_tracee(struct sup *u, pid_t pid, int st)
 	/* Our interrupt's stop, or a group stop taken at the same point (a SIGSTOP can consume
 	 * the interrupt): either way the caller stands just after its exec returned, which the
 	 * register check confirms. */
-	if (event == PTRACE_EVENT_STOP && c->state == C_STOPPING) {
-		if (rd_arch_rewrite_exec(pid, c->ctl_target, c->stub_in_task, c->empty_path,
-		                         c->argv_addr, &err) < 0) {
+	if (c->state == C_UNDO) {
+		undo_step(u, c, st);
+	} else if (event == PTRACE_EVENT_STOP && c->state == C_STOPPING) {
+		if (rd_arch_save_stop(pid, c->ctl_target, &c->saved, &err) < 0 ||
+		    (!c->fail_errno &&
+		     rd_arch_rewrite_exec(pid, &c->saved, c->stub_in_task, c->empty_path,
+		                          c->argv_addr, &err) < 0)) {
 			rd_sup_cmd_abort(u, c, err.msg);
 			return;
 		}
 		c->state = C_RETRAP;
-		ptrace(PTRACE_CONT, pid, 0, 0);
+		if (c->fail_errno)
+			undo_start(u, c); /* the command's exec failed before this stop */
+		else
+			ptrace(PTRACE_CONT, pid, 0, 0);
+	} else if (event == PTRACE_EVENT_STOP && c->state == C_UNDO_STOP) {
+		undo_start(u, c);
 	} else if (event == PTRACE_EVENT_EXEC && c->state == C_EXEC) {
 		if (!is_stub(u, pid)) {
 			rd_sup_cmd_abort(u, c, "the caller exec'd something other than the stub");
@@ -355,11 +458,33 @@ static void handle_signal(struct sup *u)
 	}
 }
 
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
+/* Linux 6.6+: a trapped exec wakes runnerd on the caller's CPU, and runnerd's answer wakes
+ * the caller on runnerd's: the one waits while the other runs, so neither waits for a CPU
+ * that is busy with a command while another idles (docs/benchmarks.md). A scheduling hint
+ * only: older kernels go without it. */
+static void sync_wakeups(struct sup *u)
+{
+	if (ioctl(u->listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) <
+	    0)
+		rd_sup_log(u,
+		           "synchronous seccomp wake-ups are not available (%s): Linux 6.6 or "
+		           "later has them",
+		           strerror(errno));
+}
+
 static int setup(struct sup *u, struct rd_session *s)
 {
 	memset(u, 0, sizeof(*u));
 	u->s = s;
 	u->listener = s->agent.listener;
+	sync_wakeups(u);
 	u->spare = RD_SANDBOX_NONE;
 	u->zygote = RD_ZYGOTE_NONE;
 	u->sid = getsid(0);
@@ -488,11 +613,15 @@ int rd_supervise(struct rd_session *s)
 			case SRC_ZYGOTE:
 				rd_sup_spare_ready(&u);
 				break;
+			case SRC_SETUP:
+				rd_sup_exec_result(&u, src->cmd);
+				break;
 			}
 		}
 		while (u.dead) {
 			struct cmd *c = u.dead;
 			u.dead = c->next;
+			free(c->path);
 			free(c);
 		}
 		rd_control_reap(&u);
@@ -515,6 +644,7 @@ int rd_supervise(struct rd_session *s)
 	while (u.dead) {
 		struct cmd *c = u.dead;
 		u.dead = c->next;
+		free(c->path);
 		free(c);
 	}
 	/* A spare still asked of the zygote exits without its go (runnerd's end closes here). */

@@ -329,6 +329,13 @@ case("c_errno_probe", ["@HELPERS@/errno_probe"],
                             "component_is_file=ENOTDIR\n", "garbage_content=ENOEXEC\n",
                             "symlink_loop=ELOOP\n", "empty_path=ENOENT\n", "null_path=EFAULT\n",
                             "argv_bad_pointer=EFAULT\n", "argv_string_too_long=E2BIG\n"]})
+# Execs that fail in the kernel after the path resolved, from a caller that goes on: under
+# runnerd the failure is known only once the caller's handoff has begun, and it must get its own
+# exec back exactly: errno, registers, signal mask, and no fd left behind.
+case("c_failed_exec_state", ["@HELPERS@/failed_exec_state"], compare=("status", "stdout", "stderr"),
+     expect={"stdout": "enoexec: errno=ENOEXEC rounds=25 wrong_errno=0 regs_bad=0 fds_changed=0 "
+                       "mask_changed=0\nmissing_interpreter: errno=ENOENT rounds=25 wrong_errno=0 "
+                       "regs_bad=0 fds_changed=0 mask_changed=0\n"})
 # Go's case: handlers with SA_RESTART. Every exec runs its command exactly once.
 case("c_sigurg_exec", ["@HELPERS@/sigurg_exec", "restart"], timeout=30,
      expect={"status": 0, "stdout": "runs=20 lines=20 bad=0\n"})
