@@ -16,6 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define MAX_CLIENTS   16
@@ -327,6 +328,15 @@ static json_t *bounded(const char *s, size_t max, bool *cut)
 	return part ? rd_json_bytes(part) : json_null();
 }
 
+/* The caller's cwd as a path, for the operator ("" if it cannot be read). */
+static void req_cwd(const struct req *q, char *cwd, size_t size)
+{
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", q->t.cwd_fd);
+	ssize_t n = readlink(link, cwd, size - 1);
+	cwd[n > 0 ? n : 0] = 0;
+}
+
 static json_t *pending_json(struct sup *u)
 {
 	json_t *list = json_array();
@@ -345,10 +355,8 @@ static json_t *pending_json(struct sup *u)
 			bytes += strnlen(q->strs.argv[i], 512) + 1;
 			json_array_append_new(argv, bounded(q->strs.argv[i], 512, &cut));
 		}
-		char cwd[4096] = "", link[64];
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", q->t.cwd_fd);
-		ssize_t n = readlink(link, cwd, sizeof(cwd) - 1);
-		cwd[n > 0 ? n : 0] = 0;
+		char cwd[4096];
+		req_cwd(q, cwd, sizeof(cwd));
 		unsigned secs = q->rule->ask_timeout_s;
 		double waited = rd_ms_since(&c->asked) / 1000.0;
 		json_t *e =
@@ -446,16 +454,17 @@ void rd_control_client(struct sup *u, struct client *cl)
 
 /* --prompt: the oldest pending ask is shown on /dev/tty; the terminal is read only while one
  * is shown, so that no keystroke meant for the agent is taken otherwise. */
-static void tty_write(struct sup *u, const char *text)
+static bool tty_write(struct sup *u, const char *text)
 {
 	size_t len = strlen(text);
 	while (len) {
 		ssize_t n = write(u->tty_fd, text, len);
 		if (n <= 0)
-			return; /* EAGAIN or gone: a prompt is not worth blocking the loop */
+			return false; /* EAGAIN or gone: a prompt is not worth blocking the loop */
 		text += n;
 		len -= (size_t)n;
 	}
+	return true;
 }
 
 static void tty_watch(struct sup *u, bool on)
@@ -488,19 +497,32 @@ void rd_control_tty_update(struct sup *u)
 	if (!oldest)
 		return;
 	const struct req *q = oldest->req;
-	char text[2048];
+	char text[2048], cwd[4096];
 	size_t cap = sizeof(text) - 200; /* room for the tail below */
-	int h = snprintf(text, cap, "\r\nrunnerd: run this command? (#%llu, rule %zu%s%s)\r\n  $",
+	int h = snprintf(text, cap, "\r\nrunnerd: run this command? (#%llu, rule %zu%s%s)\r\n",
 	                 (unsigned long long)oldest->id, q->rule->index,
 	                 q->rule->description ? ": " : "",
 	                 q->rule->description ? q->rule->description : "");
 	size_t n = h > 0 && (size_t)h < cap ? (size_t)h : 0;
-	/* The caller's bytes, escaped so that the terminal interprets none of them; a run of
+	/* What runs, and where: argv[0] is the caller's to choose, and a rule may match on it.
+	 * The caller's bytes, escaped so that the terminal interprets none of them; a run of
 	 * spaces as its count, so that padding cannot push the rest out of sight. */
+	req_cwd(q, cwd, sizeof(cwd));
+	const char *labels[] = {"  program: ", "\r\n  in: ", "\r\n  $"};
+	const char *values[] = {q->tg.resolved ? q->tg.resolved : q->path, cwd, ""};
+	bool cut = false;
+	for (size_t i = 0; i < 3 && !cut; i++) {
+		const char *rest = labels[i];
+		n = rd_escape_bytes(text, n, cap, &rest, false);
+		cut = *rest;
+		rest = values[i];
+		n = rd_escape_bytes(text, n, cap, &rest, true);
+		cut = cut || *rest;
+	}
 	size_t shown = 0, total = 0;
 	for (size_t k = 0; k < q->strs.argc; k++)
 		total += strlen(q->strs.argv[k]) + 1;
-	for (size_t i = 0; i < q->strs.argc && n + 1 < cap; i++) {
+	for (size_t i = 0; i < q->strs.argc && n + 1 < cap && !cut; i++) {
 		const char *a = q->strs.argv[i], *rest = a;
 		text[n++] = ' ';
 		text[n] = '\0';
@@ -512,7 +534,7 @@ void rd_control_tty_update(struct sup *u)
 		shown++;
 	}
 	/* A command line cut short could hide its end: it can be denied here, not approved. */
-	u->tty_truncated = shown < total;
+	u->tty_truncated = cut || shown < total;
 	unsigned secs = q->rule->ask_timeout_s;
 	if (u->tty_truncated)
 		snprintf(
@@ -523,7 +545,14 @@ void rd_control_tty_update(struct sup *u)
 	else
 		snprintf(text + n, sizeof(text) - n, "\r\n  [y/N] (no answer in %u s denies) ",
 		         secs);
-	tty_write(u, text);
+	/* What was typed before this prompt showed (a second Enter, a paste, half a line meant
+	 * for an earlier prompt) answers nothing: the terminal hands it over one line per read,
+	 * so it is discarded here, not just ignored with the read that answers. */
+	bool flushed = tcflush(u->tty_fd, TCIFLUSH) == 0;
+	/* A prompt that did not go out whole (a full terminal, XOFF) was not seen whole either:
+	 * it can only be denied; so can one after typeahead that could not be discarded. */
+	if (!tty_write(u, text) || !flushed)
+		u->tty_truncated = true;
 	u->tty_asking = oldest->id;
 	u->tty_len = 0;
 	tty_watch(u, true);
@@ -542,7 +571,7 @@ void rd_control_tty(struct sup *u)
 		                "runnerd approve/deny only\n");
 		tty_watch(u, false);
 		close(u->tty_fd);
-		u->tty_fd = -1;
+		u->tty_fd = u->s->tty_fd = -1; /* the session's: not closed again at its end */
 		u->tty_asking = 0;
 		return;
 	}

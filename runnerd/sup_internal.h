@@ -189,7 +189,6 @@ struct sup {
 	/* Approvals: the control socket (-1 if the profile has no "ask" rule), the terminal
 	 * (--prompt, else -1), and the ask shown there now (0: none). */
 	int control_fd, tty_fd;
-	char *control_path;
 	struct src control_src, tty_src;
 	uint64_t tty_asking;
 	bool tty_truncated; /* the ask shown was cut short: it can only be denied there */

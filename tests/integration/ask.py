@@ -440,11 +440,13 @@ def test_prompt(tmp):
         f.write(PROMPT_AGENT)
     pid, fd = pty.fork()
     if pid == 0:
+        os.chdir(tmp)  # where a "touch pwned" that ran would leave its file
         os.execve(RUNNERD, [RUNNERD, "--config", CONFIG, "--profile", prof, "--prompt", "--",
                             PY, agent], env())
     seen = b""
-    # (what must have shown, how many times, what the operator types then)
-    script = [(b"[y/N]", 1, b"y\r"), (b"[y/N]", 2, b"nope\r"),
+    # (what must have shown, how many times, what the operator types then). The first answer
+    # comes twice, as a double Enter would: the second line must not answer the next prompt.
+    script = [(b"[y/N]", 1, b"y\ry\r"), (b"[y/N]", 2, b"nope\r"),
               (b"too long to check here", 1, b"y\r"),
               (b"not all of it was shown", 1, b"n\r")]
     deadline = time.monotonic() + 30
@@ -465,8 +467,11 @@ def test_prompt(tmp):
     text = seen.decode(errors="replace")
     check("prompt: the agent cannot type into the terminal (TIOCSTI gets EPERM)",
           "TIOCSTI errno 1" in text, text[:400])
-    check("prompt: the terminal shows the command and the rule",
-          "$ expr 2 + 3" in text and "arithmetic needs a human" in text, text[-800:])
+    check("prompt: the terminal shows the command, the program that runs, its cwd and the rule",
+          "$ expr 2 + 3" in text and "program: /usr/bin/expr" in text and
+          ("in: " + tmp) in text and "arithmetic needs a human" in text, text[-800:])
+    check("prompt: a line typed before a prompt showed does not answer it",
+          "RESULT 0 8" not in text and "RESULT 126" in text, text[-800:])
     check("prompt: y runs it", "RESULT 0 5" in text, text[-800:])
     check("prompt: any other answer denies (126)", "RESULT 126" in text and
           "denied on the terminal" in text, text[-800:])
