@@ -132,10 +132,13 @@ static int copy_fds(struct rd_task *t, struct rd_error *err)
 	size_t cap = 0;
 	int r = 0;
 	struct dirent *de;
+	t->max_fd = -1;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
 		int num = atoi(de->d_name);
+		if (num > t->max_fd)
+			t->max_fd = num;
 		char info[1024], ipath[96];
 		snprintf(ipath, sizeof(ipath), "/proc/%d/fdinfo/%d", t->tid, num);
 		if (read_small(ipath, info, sizeof(info)) < 0)

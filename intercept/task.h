@@ -33,6 +33,7 @@ struct rd_task {
 	int cwd_fd; /* O_PATH of the task's cwd */
 	struct rd_fd_copy *fds;
 	size_t n_fds;
+	int max_fd; /* the highest fd number the task had open, FD_CLOEXEC or not; -1: none */
 };
 
 /* Parse /proc/TID/status (Tgid, Uid, Gid, Groups, Umask, SigBlk, SigIgn) and open a pidfd on

@@ -445,15 +445,6 @@ static void begin_handoff(struct sup *u, struct cmd *c, uint64_t notif_id)
 		close(sv[1]);
 }
 
-/* Is fd in the caller free now? A thread of the caller could still take it before the ADDFD
- * (which would replace that file): the same window as the stub's. */
-static bool caller_fd_free(const struct cmd *c, int fd)
-{
-	char probe[64];
-	snprintf(probe, sizeof(probe), "/proc/%d/fd/%d", c->tid, fd);
-	return fd > 3 && access(probe, F_OK) < 0 && errno == ENOENT;
-}
-
 /* Pipelined: the control socket goes in now, before the command's exec is known to have
  * succeeded, so that the caller's interrupt stop and the stub's execveat trap happen while the
  * command starts. Only where the control fd's place is free: if the command's exec fails, the
@@ -557,12 +548,18 @@ static struct cmd *cmd_new(uint64_t id, const struct req *q, uint64_t path_addr,
 	return c;
 }
 
-/* The stub's number in the caller: just below the control fd when that one is free. */
-static int stub_want_fd(const struct cmd *c)
+/* Was fd free in the caller at the snapshot (above every fd it had open)? A thread of the
+ * caller could still take it before the ADDFD that puts something there, and would lose that
+ * file: a known window (docs/threat-model.md). */
+static bool caller_fd_free(const struct req *q, int fd)
 {
-	char probe[64];
-	snprintf(probe, sizeof(probe), "/proc/%d/fd/%d", c->tid, c->ctl_target - 1);
-	return c->ctl_target > 3 && access(probe, F_OK) < 0 ? c->ctl_target - 1 : -1;
+	return fd > 3 && fd > q->t.max_fd;
+}
+
+/* The stub's number in the caller: just below the control fd when that one is free. */
+static int stub_want_fd(const struct cmd *c, const struct req *q)
+{
+	return caller_fd_free(q, c->ctl_target - 1) ? c->ctl_target - 1 : -1;
 }
 
 /* action "ask": hand the caller to the stub now, hold the plan, wait for the answer. A vfork
@@ -580,7 +577,7 @@ static void start_ask(struct sup *u, const struct seccomp_notif *n, struct cmd *
 	}
 	unsigned secs = q->rule->ask_timeout_s; /* an ask is always a rule's */
 	if (rd_sup_arm_timer(u, c, secs) < 0 ||
-	    rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, stub_want_fd(c),
+	    rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, stub_want_fd(c, q),
 	                        &c->stub_in_task, &err) < 0) {
 		audit_refusal(u, c->id, c->tid, q->path, EPERM,
 		              err.msg[0] ? err.msg : "cannot arm the approval's timeout");
@@ -846,12 +843,12 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
 	 * the fd itself. If the command's exec then fails, the caller keeps this O_CLOEXEC fd
 	 * until its next exec. */
-	if (r == 0 && rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, stub_want_fd(c),
+	if (r == 0 && rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, stub_want_fd(c, q),
 	                                  &c->stub_in_task, &err) < 0) {
 		rd_sandbox_destroy(&c->sb);
 		r = -EPERM;
 	}
-	if (r == 0 && caller_fd_free(c, c->ctl_target)) {
+	if (r == 0 && caller_fd_free(q, c->ctl_target)) {
 		if (start_pipelined(u, c, n->id, path, &err) == 0) {
 			rd_sup_make_spare(u);
 			goto out;

@@ -163,11 +163,6 @@ static bool is_stub(struct sup *u, pid_t pid)
  * the stub and the control socket runnerd put in, one syscall at a time between its entry and
  * exit stops, then gets the registers and signal mask of its stop back, its exec returning
  * fail_errno, and is let go. */
-static void undo_fail(struct sup *u, struct cmd *c, const char *why)
-{
-	rd_sup_cmd_abort(u, c, why);
-}
-
 static void undo_next(struct sup *u, struct cmd *c)
 {
 	struct rd_error err = {0};
@@ -175,11 +170,11 @@ static void undo_next(struct sup *u, struct cmd *c)
 		if (rd_arch_inject_close(c->tid, &c->saved, c->undo_fds[c->undo_at][0],
 		                         c->undo_fds[c->undo_at][1], &err) < 0 ||
 		    ptrace(PTRACE_SYSCALL, c->tid, 0, 0) < 0)
-			undo_fail(u, c, err.msg[0] ? err.msg : "PTRACE_SYSCALL failed");
+			rd_sup_cmd_abort(u, c, err.msg[0] ? err.msg : "PTRACE_SYSCALL failed");
 		return;
 	}
 	if (rd_arch_return_errno(c->tid, &c->saved, c->fail_errno, &err) < 0) {
-		undo_fail(u, c, err.msg);
+		rd_sup_cmd_abort(u, c, err.msg);
 		return;
 	}
 	ptrace(PTRACE_DETACH, c->tid, 0, c->undo_sig);
@@ -192,7 +187,7 @@ static void undo_next(struct sup *u, struct cmd *c)
 static void undo_start(struct sup *u, struct cmd *c)
 {
 	if (rd_handoff_trace_syscalls(c->tid) < 0) {
-		undo_fail(u, c, "PTRACE_SETOPTIONS failed");
+		rd_sup_cmd_abort(u, c, "PTRACE_SETOPTIONS failed");
 		return;
 	}
 	int ctl = c->ctl_target, stub = c->stub_in_task;
@@ -220,7 +215,7 @@ static void undo_step(struct sup *u, struct cmd *c, int st)
 		if (!c->undo_in_syscall) {
 			c->undo_in_syscall = true;
 			if (ptrace(PTRACE_SYSCALL, c->tid, 0, 0) < 0)
-				undo_fail(u, c, "PTRACE_SYSCALL failed");
+				rd_sup_cmd_abort(u, c, "PTRACE_SYSCALL failed");
 			return;
 		}
 		c->undo_in_syscall = false;
@@ -232,7 +227,7 @@ static void undo_step(struct sup *u, struct cmd *c, int st)
 	if (event == 0)
 		c->undo_sig = WSTOPSIG(st);
 	if (ptrace(PTRACE_SYSCALL, c->tid, 0, 0) < 0)
-		undo_fail(u, c, "PTRACE_SYSCALL failed");
+		rd_sup_cmd_abort(u, c, "PTRACE_SYSCALL failed");
 }
 
 void rd_sup_undo(struct sup *u, struct cmd *c)
@@ -242,7 +237,7 @@ void rd_sup_undo(struct sup *u, struct cmd *c)
 	c->state = C_UNDO_STOP;
 	if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) < 0 ||
 	    rd_notif_reply(u->listener, c->held_id, -EPERM, false) < 0)
-		undo_fail(u, c, "the caller vanished while its failed exec was given back");
+		rd_sup_cmd_abort(u, c, "the caller vanished while its failed exec was given back");
 }
 
 static void handle_tracee(struct sup *u, pid_t pid, int st)
