@@ -77,12 +77,23 @@ const char *rd_glob_check(const char *pat, enum rd_glob_kind kind)
 	if (kind == RD_MASK_PATH) {
 		if (pat[0] != '/' && strncmp(pat, "~/", 2) != 0)
 			return "must be an absolute path or start with \"~/\"";
-		if (strstr(pat, "/../") || strstr(pat, "/./") ||
-		    (strlen(pat) >= 3 && strcmp(pat + strlen(pat) - 3, "/..") == 0))
-			return "must not contain \".\" or \"..\" components";
-		if (strcmp(pat, "/") == 0 || strcmp(pat, "~/") == 0)
+		/* One spelling per path: masks are compared as strings (pins, the spare's preset).
+		 */
+		const char *p = pat + (pat[0] == '/' ? 1 : 2);
+		if (!*p)
 			return "names a whole root or home directory";
-		return NULL;
+		if (strpbrk(p, "*?["))
+			return "is a glob: mask paths are exact paths";
+		for (const char *c = p;;) {
+			size_t len = strcspn(c, "/");
+			if (len == 0)
+				return c[0] ? "has an empty component (\"//\")" : "ends with \"/\"";
+			if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+				return "must not contain \".\" or \"..\" components";
+			if (!c[len])
+				return NULL;
+			c += len + 1;
+		}
 	}
 	for (size_t i = 0; pat[i];) {
 		const char *why = NULL;
