@@ -310,6 +310,10 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 	/* A spare still being cloned: wait for it. If it failed, one is made below. */
 	if (sb->pending && rd_sandbox_spare_finish(z, sb, err) < 0)
 		rd_error_clear(err);
+	/* Whether the command gets setgroups, and who writes the maps, follow the sandbox's own
+	 * user namespace: a spare made for the other kind does not serve. */
+	if (sb->reaper >= 0 && sb->userns != p->userns)
+		rd_sandbox_destroy(sb);
 	if (sb->reaper >= 0 && sb->preset) {
 		use = rd_sandbox_preset_fits(sb->preset, p) ? preset_check(sb) : RD_PRESET_UNFIT;
 		if (use != RD_PRESET_USED)

@@ -21,7 +21,12 @@ int rd_zygote_start(struct rd_zygote *z, int exe_fd, struct rd_error *err)
 		return rd_error_set(err, errno, "socketpair: %s", strerror(errno));
 	/* A zygote that stops answering (stopped, say) must not hang runnerd's loop. */
 	struct timeval tv = {.tv_sec = ZYGOTE_TIMEOUT_S};
-	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+		int e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return rd_error_set(err, e, "setting the zygote socket's timeout: %s", strerror(e));
+	}
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {

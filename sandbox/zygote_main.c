@@ -144,17 +144,19 @@ int main(void)
 		 * /proc files belong to root while their process is not dumpable, and a clone
 		 * copies our dumpability: so we are dumpable for the clone, as runnerd always
 		 * is, and the reaper turns it off itself once its maps are written. */
-		if (userns)
-			prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-		long pid = rd_clone3(&ca, sizeof(ca));
+		long pid = -1;
+		if (!userns || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0)
+			pid = rd_clone3(&ca, sizeof(ca));
 		if (pid == 0) {
 			prctl(PR_SET_NAME, "runnerd", 0, 0, 0);
 			rd_reaper_main(fds[RD_REAPER_GO], fds[RD_REAPER_PLAN], fds[RD_REAPER_ERR],
 			               fds[RD_REAPER_STATUS], pre);
 		}
 		int e = errno;
-		if (userns)
-			prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		/* Dumpable, the zygote could be read by anything of runnerd's user: better gone,
+		 * and runnerd forks sandboxes itself. */
+		if (userns && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+			_exit(1);
 		for (int i = 0; i < RD_REAPER_NFDS; i++)
 			close(fds[i]);
 		reply(sock, pid < 0 ? -1 : pid, pid < 0 ? e : 0, pid < 0 ? -1 : pidfd);
