@@ -236,7 +236,8 @@ o, _ = p.communicate()
 out["self_result"] = [p.returncode, o.strip()]
 
 # 7. A command looking for the control sockets.
-out["command_sees"] = run(["sh", "-c", "ls -A " + ctl + " | wc -l"])
+# (ls must succeed: a count of 0 from a directory it could not read shows nothing)
+out["command_sees"] = run(["sh", "-c", "ls -A %s >/dev/null && ls -A %s | wc -l" % (ctl, ctl)])
 print(json.dumps(out))
 sys.stdout.flush()
 """
@@ -528,14 +529,13 @@ def test_control_hardening(tmp):
               repr([len(a) for e in entries for a in e["argv"]]))
         idle = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         idle.connect(os.path.join(control_dir(), session + ".sock"))
-        idle.settimeout(10)
-        t0 = time.monotonic()
+        idle.settimeout(10)  # runnerd's deadline is 2 s: the answer must come before this
         try:
             got = json.loads(idle.recv(65536))
         except (OSError, ValueError) as e:
             got = {"error": repr(e)}
         check("hardening: a connection that sends nothing is answered and dropped in seconds",
-              "no request within" in got.get("error", "") and time.monotonic() - t0 < 5,
+              "no request within" in got.get("error", ""),
               repr(got))
         idle.close()
         if entries:

@@ -47,7 +47,8 @@ int main(int argc, char **argv)
 			if (fd_true < 0 || fd_env < 0 || dup2(fd_true, 50) < 0)
 				_exit(1);
 			pthread_t t;
-			pthread_create(&t, NULL, swap, NULL);
+			if (pthread_create(&t, NULL, swap, NULL) != 0)
+				_exit(98); /* no race to run: counted as a failure below */
 			char *const args[] = {"probe", NULL};
 			execve("/dev/fd/50", args, environ);
 			_exit(127);
@@ -60,7 +61,15 @@ int main(int argc, char **argv)
 			got += (size_t)r;
 		buf[got] = 0;
 		close(p[0]);
-		waitpid(pid, NULL, 0);
+		int st;
+		if (waitpid(pid, &st, 0) != pid) {
+			perror("fd_swap_exec: waitpid");
+			return 1;
+		}
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 98) {
+			fprintf(stderr, "fd_swap_exec: pthread_create failed\n");
+			return 1;
+		}
 		leaks += strstr(buf, argv[2]) != NULL;
 	}
 	printf("leaks=%d\n", leaks);
