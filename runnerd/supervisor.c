@@ -510,6 +510,10 @@ static int setup(struct sup *u, struct rd_session *s)
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
 		sigaddset(&mask, sigs[i]);
 	u->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* A sandbox or client that died before runnerd wrote to it is an EPIPE to handle, not
+	 * the end of runnerd (and with it of every later exec of the agent). What runnerd starts
+	 * sets its own dispositions: the agent's launcher and each reaper reset them all. */
+	signal(SIGPIPE, SIG_IGN);
 	u->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (u->sigfd < 0 || u->epfd < 0)
 		return -errno;

@@ -79,6 +79,14 @@ static char *expand_uid(const char *path, uid_t uid)
 	return out;
 }
 
+static bool listed(const struct rd_strv *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}
+
 static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const char *home, uid_t uid)
 {
 	char *full = NULL;
@@ -91,11 +99,10 @@ static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const ch
 	} else {
 		full = steal_pointer(&p);
 	}
-	for (size_t i = 0; i < out->n; i++)
-		if (strcmp(out->v[i], full) == 0) {
-			free(full);
-			return 0;
-		}
+	if (listed(out, full)) {
+		free(full);
+		return 0;
+	}
 	if (out->n + 1 >= *cap) {
 		size_t nc = *cap ? 2 * *cap : 16;
 		char **nv = realloc(out->v, nc * sizeof(*nv));
@@ -109,14 +116,6 @@ static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const ch
 	out->v[out->n++] = full;
 	out->v[out->n] = NULL;
 	return 0;
-}
-
-static bool listed(const struct rd_strv *l, const char *s)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
 }
 
 int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
