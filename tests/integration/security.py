@@ -62,6 +62,15 @@ def runnerd_cmd(profile, agent):
     return cmd + ["--profile", profile, "--"] + agent
 
 
+def agent_json(label, proc):
+    """The JSON an agent printed, or None after a failed check named label."""
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        check(label, False, proc.stdout + proc.stderr)
+        return None
+
+
 def gone_within(pattern, seconds):
     """True once no process's command line contains pattern as a whole argument's end (the
     NUL after it: "sleep 9874.12" is not "sleep 9874.123" of a concurrent run)."""
@@ -242,10 +251,8 @@ def test_rules(tmp):
     p = subprocess.run([RUNNERD, "--config", cfg, "--profile", "rules", "--audit", log, "--",
                         sys.executable, agent, tmp], env=env, capture_output=True, text=True,
                        timeout=60)
-    try:
-        out = json.loads(p.stdout)
-    except ValueError:
-        check("rules: the agent ran", False, p.stdout + p.stderr)
+    out = agent_json("rules: the agent ran", p)
+    if out is None:
         return
     check("rules: an allow rule grants its exact name to the matching command",
           out["granted"] == [0, "tok-" + CANARY], repr(out["granted"]))
@@ -600,10 +607,8 @@ def test_proc_dotdot(tmp):
         f.write(AGENT_PROC_DOTDOT)
     out = subprocess.run(runnerd_cmd("generic", [sys.executable, agent]), env=base_env(),
                          capture_output=True, text=True, timeout=60)
-    try:
-        got = json.loads(out.stdout)
-    except ValueError:
-        check("/proc: the agent ran", False, out.stdout + out.stderr)
+    got = agent_json("/proc: the agent ran", out)
+    if got is None:
         return
     check("/proc: /proc/self/../self/exe is refused, never runnerd's own binary",
           got["dotdot"] == ["errno", 1], repr(got))
@@ -685,10 +690,8 @@ def test_mask_late_secrets(tmp):
     out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, store,
                                 CANARY]), env=base_env(), capture_output=True, text=True,
                          timeout=60)
-    try:
-        got = json.loads(out.stdout)
-    except ValueError:
-        check("masks: late secrets: the agent ran", False, out.stdout + out.stderr)
+    got = agent_json("masks: late secrets: the agent ran", out)
+    if got is None:
         return
     check("masks: a file that appears at a masked path later reads empty",
           got["file"] == "", repr(got))
