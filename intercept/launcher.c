@@ -30,9 +30,8 @@ static _Noreturn void child(int sock, const char *path, char *const argv[], char
                             const struct rd_bpf *filter, const sigset_t *sigmask)
 {
 	struct launch_msg m = {.stage = 1};
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
+	/* Dispositions stay as runnerd inherited them (it sets none before this fork): what its
+	 * starter ignored (nohup's SIGHUP, a background job's SIGINT) the agent ignores too. */
 	sigprocmask(SIG_SETMASK, sigmask, NULL);
 
 	int fd = rd_filter_load(filter);

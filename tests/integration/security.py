@@ -703,6 +703,22 @@ def test_mask_late_secrets(tmp):
           got["dir_replaced"] == [], repr(got))
 
 
+def test_inherited_dispositions(tmp):
+    """Started the way nohup starts it (SIGHUP ignored), runnerd's agent and its commands
+    ignore SIGHUP too, as they would without runnerd."""
+    agent = ("import signal, subprocess; print(signal.getsignal(signal.SIGHUP) == signal.SIG_IGN, "
+             "flush=True); subprocess.run(['grep', '^SigIgn:', '/proc/self/status'])")
+    nohup = lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    plain = subprocess.run([sys.executable, "-c", agent], env=base_env(), capture_output=True,
+                           text=True, timeout=60, preexec_fn=nohup)
+    under = subprocess.run(runnerd_cmd("generic", [sys.executable, "-c", agent]),
+                           env=base_env(), capture_output=True, text=True, timeout=60,
+                           preexec_fn=nohup)
+    check("signals: an ignored SIGHUP reaches the agent and its command as without runnerd",
+          plain.stdout.startswith("True\nSigIgn:") and under.stdout == plain.stdout,
+          "plain %r, runnerd %r %r" % (plain.stdout, under.stdout, under.stderr[-300:]))
+
+
 def test_runnerd_environ(tmp):
     ready, go = os.path.join(tmp, "ready"), os.path.join(tmp, "go")
     p = subprocess.Popen(runnerd_cmd("claude", ["bash", "-c", "touch %s; while [ ! -e %s ]; "
@@ -878,7 +894,7 @@ def main():
     for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
               test_deputies,
               test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved, test_mask_late_secrets, test_mask_setup_race,
-              test_network_timeout, test_rlimits, test_cmdline, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
+              test_network_timeout, test_rlimits, test_cmdline, test_inherited_dispositions, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
               test_agent_exits, test_zygote_killed):
         with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
             try:
