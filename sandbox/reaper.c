@@ -72,10 +72,11 @@ static void set_dispositions(uint64_t which, __sighandler_t handler)
 	}
 }
 
-/* Runs in a vfork child of the reaper (shared memory, separate fd table, signal handlers,
- * cwd and credentials): no allocation, no glibc state; what it needs was prepared by the
- * reaper. Raw set*id syscalls: glibc's wrappers would broadcast to threads it believes the
- * (shared) process has. */
+/* Runs in a CLONE_VM child of the reaper (shared memory, a stack of its own, separate fd
+ * table, signal handlers, cwd and credentials) while the reaper goes on: no allocation, no
+ * glibc state; what it needs was prepared by the reaper, which changes none of it. Raw set*id
+ * syscalls: glibc's wrappers would broadcast to threads it believes the (shared) process has.
+ */
 static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi, cap_t empty)
 {
 	/* Dispositions as after the caller's exec: what it ignored stays ignored. Every other
@@ -165,6 +166,22 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 	fail(err_fd, STAGE_EXEC, "exec", errno);
 }
 
+struct command_args {
+	const struct rd_launch_plan *p;
+	int err_fd;
+	int *hi;
+	cap_t empty;
+};
+
+static int command_start(void *arg)
+{
+	const struct command_args *a = arg;
+	command_main(a->p, a->err_fd, a->hi, a->empty);
+}
+
+/* The command's stack until its exec: mapped ahead of time, touched only as used. */
+#define COMMAND_STACK (256 * 1024)
+
 /* Receive up to want fds in one packet; returns how many came, or -1. */
 static int recv_fds(int sock, int *fds, int want)
 {
@@ -184,9 +201,8 @@ static int recv_fds(int sock, int *fds, int want)
 	return (int)count;
 }
 
-/* In the reaper: the plan runnerd sent, rebuilt with pointers into the mapped memfd. Not
- * inlined: its locals must not live in rd_reaper_main\'s frame, which the vfork child shares. */
-__attribute__((noinline)) static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
+/* In the reaper: the plan runnerd sent, rebuilt with pointers into the mapped memfd. */
+static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 {
 	int head[3];
 	int n = recv_fds(sock, head, 3);
@@ -456,6 +472,13 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	int r = drop_caps_bounding();
 	if (r < 0)
 		fail(err_fd, STAGE_SETUP, "dropping the capability bounding set", -r);
+	/* The command's stack, below a guard page that stops an overflow from reaching the
+	 * reaper's memory. */
+	char *stack = mmap(NULL, COMMAND_STACK, PROT_READ | PROT_WRITE,
+	                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED || mprotect(stack, 4096, PROT_NONE) < 0)
+		fail(err_fd, STAGE_SETUP, "mapping the command's stack", errno);
+	void *stack_top = stack + COMMAND_STACK;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(err_fd, STAGE_SETUP, "making / private", errno);
 	/* A fresh /proc of the new pid namespace: no ancestor's environ to read. */
@@ -489,17 +512,17 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	 * calls leave out 32 and 33, which the caller's command may be sent too. */
 	uint64_t all = ~0ULL;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all));
-	/* vfork: no copy of the page tables for a child that execs at once (measured here: about
-	 * 130 us less per command than fork for a 4 MB process). */
 	int *hi = calloc(p->n_fds + 1, sizeof(int));
 	cap_t empty = cap_init();
 	if (!hi || !empty)
 		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
-	pid_t child = vfork();
+	struct command_args a = {p, err_fd, hi, empty};
+	pid_t child = clone(command_start, stack_top, CLONE_VM | SIGCHLD, &a);
 	if (child < 0)
-		fail(err_fd, STAGE_SETUP, "vfork", errno);
-	if (child == 0)
-		command_main(p, err_fd, hi, empty);
+		fail(err_fd, STAGE_SETUP, "starting the command", errno);
+	/* At once, not after the command's exec: the setup pipe's EOF, which tells runnerd that
+	 * the exec went through, and the caller's pipes' EOF must not wait until the reaper gets a
+	 * CPU again (which, as the command runs, can be its end). */
 	rd_close_range(0, (unsigned)status_fd - 1, 0);
 	rd_close_range((unsigned)status_fd + 1, ~0U, 0);
 
