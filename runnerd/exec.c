@@ -404,14 +404,40 @@ int rd_sup_caller_stderr(const struct req *q)
 	return -1;
 }
 
+/* The stub's control socket, before the plan: the reaper gets a copy of runnerd's end. */
+static int make_ctl(struct cmd *c)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	c->ctl_fd = sv[0];
+	c->ctl_peer = sv[1];
+	return 0;
+}
+
+static void close_peer(struct cmd *c)
+{
+	if (c->ctl_peer >= 0)
+		close(c->ctl_peer);
+	c->ctl_peer = -1;
+}
+
+/* A command that never reached the loop: its sockets and itself. */
+static void cmd_discard(struct cmd *c)
+{
+	close_peer(c);
+	if (c->ctl_fd >= 0)
+		close(c->ctl_fd);
+	free(c);
+}
+
 /* The handoff's first steps, for a command launched (allow), starting (allow, pipelined: the
  * control socket is in the caller already, c->ctl_fd is runnerd's end) or not yet (ask): the
  * control socket, then interrupt and answer. The rest is the loop's (handle_tracee). */
 static void begin_handoff(struct sup *u, struct cmd *c, uint64_t notif_id)
 {
 	struct rd_error err = {0};
-	int sv[2] = {c->ctl_fd, -1};
-	if (sv[0] < 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (c->ctl_fd < 0 && make_ctl(c) < 0) {
 		rd_notif_reply(u->listener, notif_id, -EPERM, false);
 		c->state = C_STOPPING;
 		c->next = u->cmds;
@@ -419,7 +445,6 @@ static void begin_handoff(struct sup *u, struct cmd *c, uint64_t notif_id)
 		rd_sup_cmd_abort(u, c, "cannot make the stub's control socket");
 		return;
 	}
-	c->ctl_fd = sv[0];
 	c->next = u->cmds;
 	u->cmds = c;
 	c->ctl_src = (struct src){.type = SRC_CTL, .cmd = c};
@@ -435,14 +460,13 @@ static void begin_handoff(struct sup *u, struct cmd *c, uint64_t notif_id)
 	if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) < 0) {
 		rd_notif_reply(u->listener, notif_id, -EPERM, false);
 		rd_sup_cmd_abort(u, c, "PTRACE_INTERRUPT failed");
-	} else if (sv[1] < 0 ? rd_handoff_answer(u->listener, notif_id, c->ctl_target) < 0
-	                     : rd_handoff_send_ctl(u->listener, notif_id, sv[1], c->ctl_target,
-	                                           true, &err) < 0) {
+	} else if (c->ctl_peer < 0 ? rd_handoff_answer(u->listener, notif_id, c->ctl_target) < 0
+	                           : rd_handoff_send_ctl(u->listener, notif_id, c->ctl_peer,
+	                                                 c->ctl_target, true, &err) < 0) {
 		rd_notif_reply(u->listener, notif_id, -EPERM, false);
 		rd_sup_cmd_abort(u, c, err.msg[0] ? err.msg : "the caller vanished at its answer");
 	}
-	if (sv[1] >= 0)
-		close(sv[1]);
+	close_peer(c);
 }
 
 /* Pipelined: the control socket goes in now, before the command's exec is known to have
@@ -452,16 +476,10 @@ static void begin_handoff(struct sup *u, struct cmd *c, uint64_t notif_id)
 static int start_pipelined(struct sup *u, struct cmd *c, uint64_t notif_id, const char *path,
                            struct rd_error *err)
 {
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return rd_error_set(err, errno, "cannot make the stub's control socket");
-	int r = rd_handoff_send_ctl(u->listener, notif_id, sv[1], c->ctl_target, false, err);
-	close(sv[1]);
-	if (r < 0 || !(c->path = strdup(path))) {
-		close(sv[0]);
+	int r = rd_handoff_send_ctl(u->listener, notif_id, c->ctl_peer, c->ctl_target, false, err);
+	if (r < 0 || !(c->path = strdup(path)))
 		return r < 0 ? r : rd_error_set(err, ENOMEM, "out of memory");
-	}
-	c->ctl_fd = sv[0];
+	close_peer(c);
 	c->exec_pending = true;
 	c->setup_src = (struct src){.type = SRC_SETUP, .cmd = c};
 	rd_sup_watch(u, c->sb.setup_fd, &c->setup_src);
@@ -537,7 +555,7 @@ static struct cmd *cmd_new(uint64_t id, const struct req *q, uint64_t path_addr,
 	c->tid = tid;
 	c->tgid = q->t.tgid;
 	c->sb = RD_SANDBOX_NONE;
-	c->ctl_fd = c->timer_fd = -1;
+	c->ctl_fd = c->ctl_peer = c->timer_fd = -1;
 	c->joined_pgrp = q->plan.pgrp_mode == RD_PGRP_JOIN;
 	c->argv_addr = argv_addr;
 	c->empty_path = path_addr + q->plen;
@@ -616,6 +634,8 @@ int rd_sup_launch_approved(struct sup *u, struct cmd *c)
 		             moved);
 		r = -EPERM;
 	} else {
+		q->plan.has_stub_ctl = c->ctl_fd >= 0;
+		q->plan.stub_ctl_fd = c->ctl_fd;
 		r = start_sandbox(u, c, &q->plan, &err);
 		if (r == 0)
 			r = rd_sandbox_wait_exec(&c->sb, &exec_errno, &err);
@@ -838,6 +858,14 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)id, "rule",
 	                   rule ? json_integer((json_int_t)rule->index) : json_null(), "action",
 	                   "allow"));
+	if (make_ctl(c) < 0) {
+		audit_refusal(u, id, tid, path, EPERM, "cannot make the stub's control socket");
+		release(u, tid, n->id, EPERM);
+		free(c);
+		goto out;
+	}
+	q->plan.has_stub_ctl = true;
+	q->plan.stub_ctl_fd = c->ctl_fd;
 	r = start_sandbox(u, c, &q->plan, &err);
 	int exec_errno = 0;
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
@@ -861,7 +889,7 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	if (r < 0) {
 		audit_launch_failure(u, id, tid, path, exec_errno, err.msg);
 		release(u, tid, n->id, exec_errno ? exec_errno : EPERM);
-		free(c);
+		cmd_discard(c);
 		goto out;
 	}
 	/* timeout_s: SIGTERM to the sandbox's pid 1 at expiry, SIGKILL after the grace. No
@@ -871,7 +899,7 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 			rd_sup_unwatch(u, &c->timer_fd);
 		audit_refusal(u, id, tid, path, EPERM, "cannot arm the command's timeout");
 		rd_sandbox_destroy(&c->sb);
-		free(c);
+		cmd_discard(c);
 		release(u, tid, n->id, EPERM);
 		goto out;
 	}

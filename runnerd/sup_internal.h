@@ -78,7 +78,9 @@ struct cmd {
 	uint64_t empty_path, argv_addr;
 	int stub_in_task, ctl_target;
 	struct rd_sandbox sb;
-	int ctl_fd;
+	/* The stub's control socket: runnerd's end (a copy goes to the reaper with the plan),
+	 * and the stub's end until it is put into the caller. */
+	int ctl_fd, ctl_peer;
 	struct src status_src, ctl_src, timer_src;
 	int timer_fd;          /* timeout_s: -1 if none */
 	unsigned kill_grace_s; /* from SIGTERM to SIGKILL */

@@ -11,6 +11,7 @@
 #include "task.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -352,17 +353,23 @@ static void reap(struct sup *u)
 
 static void handle_status(struct sup *u, struct cmd *c)
 {
-	int st = 0;
-	ssize_t n = read(c->sb.status_fd, &st, sizeof(st));
-	if (n == sizeof(st)) {
-		c->status = st;
+	struct rd_reaper_report rep = {0};
+	ssize_t n = read(c->sb.status_fd, &rep, sizeof(rep));
+	if (n == sizeof(rep)) {
+		c->status = rep.status;
 	} else {
 		/* The reaper died without a word: killed, as everything in its namespace. */
 		c->status = SIGKILL;
+		rep.flags = 0;
 	}
 	c->status_known = true;
 	rd_sup_unwatch(u, &c->sb.status_fd);
-	/* A command stopped for its timeout ends, for its caller, as timeout(1) reports it. */
+	/* A command stopped for its timeout ends, for its caller, as timeout(1) reports it.
+	 * Where the reaper told the stub itself, the caller saw what the reaper knew: a
+	 * timeout that came as the command was ending may not have reached it. */
+	bool told = rep.flags & RD_REPORT_STUB_TOLD;
+	if (told)
+		c->timed_out = rep.flags & RD_REPORT_TIMEOUT;
 	int real = c->status;
 	if (c->timed_out)
 		c->status = 124 << 8;
@@ -379,8 +386,21 @@ static void handle_status(struct sup *u, struct cmd *c)
 		json_object_set_new(f, "killed_because", json_string(c->killed));
 	}
 	rd_audit(u->s->audit, "exit", f);
-	rd_sup_stub_exit(c, c->status);
+	if (!told)
+		rd_sup_stub_exit(c, c->status);
 	rd_sup_cmd_free_if_done(u, c);
+}
+
+/* The agent has exited: a command whose end its caller may have seen already (the reaper
+ * tells the stub directly) is logged as it ended, not as killed. */
+static void drain_statuses(struct sup *u)
+{
+	for (struct cmd *c = u->cmds, *next; c; c = next) {
+		next = c->next;
+		struct pollfd p = {c->sb.status_fd, POLLIN, 0};
+		if (!c->status_known && c->sb.status_fd >= 0 && poll(&p, 1, 0) == 1)
+			handle_status(u, c);
+	}
 }
 
 static void handle_timer(struct sup *u, struct cmd *c)
@@ -397,7 +417,7 @@ static void handle_timer(struct sup *u, struct cmd *c)
 	if (!c->timed_out) {
 		c->timed_out = true;
 		rd_sup_log(u, "exec %llu: timeout, SIGTERM", (unsigned long long)c->id);
-		rd_pidfd_send_signal(c->sb.reaper_pidfd, SIGTERM, NULL, 0);
+		rd_sandbox_timeout(&c->sb);
 		struct itimerspec its = {.it_value = {.tv_sec = c->kill_grace_s}};
 		timerfd_settime(c->timer_fd, 0, &its, NULL);
 	} else {
@@ -626,6 +646,7 @@ int rd_supervise(struct rd_session *s)
 		rd_control_reap(&u);
 	}
 	/* The agent is gone: so is every command it started, and every ask it waits for. */
+	drain_statuses(&u);
 	for (struct cmd *c = u.cmds, *next; c; c = next) {
 		next = c->next;
 		if (c->ask == ASK_PENDING) {

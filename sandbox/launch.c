@@ -202,6 +202,7 @@ static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
 	    .net_none = p->net_none,
 	    .expect_dev = p->expect_dev,
 	    .expect_ino = p->expect_ino,
+	    .stub_ctl = p->has_stub_ctl,
 	};
 	while (p->argv[w.argc])
 		w.argc++;
@@ -336,8 +337,12 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 		r = mfd;
 		goto fail;
 	}
-	int head[3] = {mfd, p->cwd_fd, p->exec_fd};
-	uint32_t nhead = p->exec_fd != AT_FDCWD && !p->exec_fd_is_target ? 3 : 2;
+	int head[4] = {mfd, p->cwd_fd};
+	uint32_t nhead = 2;
+	if (p->has_stub_ctl)
+		head[nhead++] = p->stub_ctl_fd;
+	if (p->exec_fd != AT_FDCWD && !p->exec_fd_is_target)
+		head[nhead++] = p->exec_fd;
 	r = send_fds(sb->plan_fd, head, nhead);
 	int chunk[FDS_PER_MSG];
 	for (size_t i = 0; r == 0 && i < p->n_fds; i += FDS_PER_MSG) {
@@ -385,6 +390,17 @@ int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error 
 	}
 	rd_sandbox_destroy(s);
 	return r;
+}
+
+int rd_sandbox_timeout(struct rd_sandbox *s)
+{
+	/* SI_QUEUE from outside the sandbox's pid namespace: the reaper sees si_pid 0, which no
+	 * process inside can send as. */
+	siginfo_t si = {.si_signo = SIGTERM, .si_code = SI_QUEUE};
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_int = RD_REAPER_TIMEOUT_MARK;
+	return rd_pidfd_send_signal(s->reaper_pidfd, SIGTERM, &si, 0) < 0 ? -errno : 0;
 }
 
 void rd_sandbox_destroy(struct rd_sandbox *s)

@@ -68,7 +68,26 @@ struct rd_launch_plan {
 	 * exec_path, or at exec_fd for an exec by fd (0: no check). */
 	dev_t expect_dev;
 	ino_t expect_ino;
+
+	/* runnerd's end of the stub's control socket (has_stub_ctl): the reaper tells the stub
+	 * the command's end itself (RD_STUB_EXIT), one hop sooner than through runnerd. */
+	bool has_stub_ctl;
+	int stub_ctl_fd;
 };
+
+/* What the reaper writes to status_fd once the command has ended, then it exits. */
+struct rd_reaper_report {
+	int32_t status; /* the command's wait status */
+	uint32_t flags; /* RD_REPORT_* */
+};
+
+enum {
+	RD_REPORT_STUB_TOLD = 1, /* the stub has its RD_STUB_EXIT from the reaper already */
+	RD_REPORT_TIMEOUT = 2,   /* ... with the timeout's status (124), not the command's */
+};
+
+/* The sigqueue value that marks the SIGTERM of a command's timeout (rd_sandbox_timeout). */
+#define RD_REAPER_TIMEOUT_MARK 0x74696d65
 
 /* What a spare sandbox can put in place before it knows its plan: the masks, the network and
  * the seccomp filter most commands get. The filter goes on the reaper itself, after its own
@@ -93,7 +112,7 @@ enum rd_preset_use {
 struct rd_sandbox {
 	pid_t reaper; /* pid 1 of the sandbox, as runnerd sees it */
 	int reaper_pidfd;
-	int status_fd; /* the reaper writes the command's wait status (int) here, then exits */
+	int status_fd; /* the reaper writes a struct rd_reaper_report here, then exits */
 	int setup_fd;  /* EOF once the command exec'd; a message if anything failed */
 	int plan_fd;   /* where the plan goes; -1 once sent */
 	/* The spare's preset (the caller's memory, unchanged until the plan is sent), or NULL. */
@@ -145,6 +164,11 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
  * -errno with *exec_errno 0 when setting up the sandbox failed. On error the sandbox is
  * gone. */
 int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error *err) _wur_;
+
+/* A command's timeout: SIGTERM to the reaper, which passes it on to the command and, when the
+ * command ends, tells the stub the timeout's status (124) rather than the command's. Returns 0
+ * or -errno. */
+int rd_sandbox_timeout(struct rd_sandbox *s);
 
 /* Close runnerd's ends (the reaper, if alive, is reaped by the supervisor's loop). */
 void rd_sandbox_close(struct rd_sandbox *s);

@@ -22,8 +22,8 @@ struct setup_msg {
 
 /* The plan as it crosses from runnerd to a waiting reaper: this header, then the fd targets,
  * the groups, and the exec path, argv and envp strings, each NUL-terminated, in one memfd.
- * The fds themselves follow over the socket (SCM_RIGHTS): cwd, the exec fd if runnerd's own,
- * then the caller's in order. */
+ * The fds themselves follow over the socket (SCM_RIGHTS): the memfd, cwd, the stub's control
+ * socket if stub_ctl, the exec fd if runnerd's own (exec_mode 2); then the caller's in order. */
 struct plan_wire {
 	int exec_mode; /* 0: AT_FDCWD, 1: a target number (exec_fd), 2: runnerd's fd (passed) */
 	int exec_fd;
@@ -40,6 +40,7 @@ struct plan_wire {
 	uint32_t filter_len; /* BPF instructions, after the groups */
 	uint8_t net_none;
 	uint64_t expect_dev, expect_ino;
+	uint8_t stub_ctl;
 };
 
 #define FDS_PER_MSG 250

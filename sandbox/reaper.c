@@ -1,6 +1,7 @@
 /* The reaper: pid 1 of every sandbox, and the command it starts. It runs in a child of runnerd
  * (a clone of the zygote, runnerd-zygote, or of runnerd itself), and from then on hears from
  * runnerd only through the fds it was given. */
+#include "../intercept/stub_proto.h"
 #include "../intercept/syscalls.h"
 #include "launch_internal.h"
 
@@ -26,8 +27,13 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 
+/* Set by the command's side (before its exec, in the memory it shares with the reaper) when it
+ * gives up: its end is then runnerd's to report, with the reason it wrote to the setup pipe. */
+static volatile int command_failed;
+
 static _Noreturn void fail(int fd, int stage, const char *what, int e)
 {
+	command_failed = 1;
 	struct setup_msg m = {.stage = stage, .err = e};
 	snprintf(m.what, sizeof(m.what), "%s", what);
 	ssize_t r = write(fd, &m, sizeof(m));
@@ -204,8 +210,8 @@ static int recv_fds(int sock, int *fds, int want)
 /* In the reaper: the plan runnerd sent, rebuilt with pointers into the mapped memfd. */
 static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 {
-	int head[3];
-	int n = recv_fds(sock, head, 3);
+	int head[4];
+	int n = recv_fds(sock, head, 4);
 	if (n < 2)
 		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
 	struct stat st;
@@ -221,7 +227,7 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	 * stops here rather than anywhere later. */
 	if (w->argc > (1u << 24) || w->envc > (1u << 24) || w->n_masks > (1u << 16) ||
 	    w->n_fds > (1u << 20) || w->n_groups > (1u << 17) || w->filter_len > BPF_MAXINSNS ||
-	    n != 2 + (w->exec_mode == 2))
+	    n != 2 + !!w->stub_ctl + (w->exec_mode == 2))
 		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
 	const int *targets = (const int *)(w + 1);
 	const gid_t *groups = (const gid_t *)(targets + w->n_fds);
@@ -262,7 +268,7 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	*p = (struct rd_launch_plan){
 	    .exec_fd = w->exec_mode == 0   ? AT_FDCWD
 	               : w->exec_mode == 1 ? w->exec_fd
-	                                   : head[2],
+	                                   : head[n - 1],
 	    .exec_fd_is_target = w->exec_mode == 1,
 	    .exec_path = exec_path,
 	    .exec_flags = w->exec_flags,
@@ -289,6 +295,8 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	    .net_none = w->net_none,
 	    .expect_dev = (dev_t)w->expect_dev,
 	    .expect_ino = (ino_t)w->expect_ino,
+	    .has_stub_ctl = w->stub_ctl,
+	    .stub_ctl_fd = w->stub_ctl ? head[2] : -1,
 	};
 }
 
@@ -431,6 +439,44 @@ bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd
 	       memcmp(p->filter, pre->filter, sizeof(*p->filter) * p->filter_len) == 0;
 }
 
+/* Close every fd but the n in keep (distinct, -1 for none). */
+static void close_all_but(int *keep, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned from = 0;
+	for (int i = 0; i < n; i++) {
+		if (keep[i] < 0)
+			continue;
+		if ((unsigned)keep[i] > from)
+			rd_close_range(from, (unsigned)keep[i] - 1, 0);
+		from = (unsigned)keep[i] + 1;
+	}
+	rd_close_range(from, ~0U, 0);
+}
+
+/* The command's end, to the stub (if runnerd gave us its control socket and the command
+ * started: a command that failed before its exec is runnerd's to report) and to runnerd. */
+static _Noreturn void report_end(const struct rd_launch_plan *p, int status_fd, int st,
+                                 bool timed_out)
+{
+	struct rd_reaper_report rep = {.status = st};
+	if (timed_out)
+		rep.flags |= RD_REPORT_TIMEOUT;
+	if (p->has_stub_ctl && !command_failed) {
+		struct rd_stub_msg m = {.type = RD_STUB_EXIT, .value = timed_out ? 124 << 8 : st};
+		if (send(p->stub_ctl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+		    (ssize_t)sizeof(m))
+			rep.flags |= RD_REPORT_STUB_TOLD;
+	}
+	ssize_t n = write(status_fd, &rep, sizeof(rep));
+	_exit(n == sizeof(rep) ? 0 : 1);
+}
+
 /* pid 1 of the sandbox. Made ahead of time (a spare, while runnerd is idle): it holds nothing
  * of runnerd's, sets up the namespace, then waits for a plan. It forks the command, forwards
  * every signal runnerd sends it, reaps whatever the command leaves behind, and reports the
@@ -444,19 +490,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	/* Nothing of runnerd's stays open here: the listener, other commands' sockets and fds.
 	 * Close every gap between the four fds kept, in ascending order. */
 	int keep[] = {go_fd, plan_fd, err_fd, status_fd};
-	for (int i = 1; i < 4; i++)
-		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	unsigned from = 0;
-	for (int i = 0; i < 4; i++) {
-		if ((unsigned)keep[i] > from)
-			rd_close_range(from, (unsigned)keep[i] - 1, 0);
-		from = (unsigned)keep[i] + 1;
-	}
-	rd_close_range(from, ~0U, 0);
+	close_all_but(keep, 4);
 	char go;
 	if (read(go_fd, &go, 1) != 1)
 		_exit(1); /* runnerd gave up on us, or died before PDEATHSIG was armed */
@@ -523,24 +557,28 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	/* At once, not after the command's exec: the setup pipe's EOF, which tells runnerd that
 	 * the exec went through, and the caller's pipes' EOF must not wait until the reaper gets a
 	 * CPU again (which, as the command runs, can be its end). */
-	rd_close_range(0, (unsigned)status_fd - 1, 0);
-	rd_close_range((unsigned)status_fd + 1, ~0U, 0);
+	int left[] = {status_fd, p->has_stub_ctl ? p->stub_ctl_fd : -1};
+	close_all_but(left, 2);
 
+	bool timed_out = false;
 	for (;;) {
 		siginfo_t si;
 		int sig = (int)syscall(SYS_rt_sigtimedwait, &all, &si, NULL, sizeof(all));
 		if (sig < 0)
 			continue;
 		if (sig != SIGCHLD) {
+			/* runnerd's timeout: only runnerd, outside this pid namespace, is pid 0
+			 * here. */
+			if (sig == SIGTERM && si.si_code == SI_QUEUE && si.si_pid == 0 &&
+			    si.si_value.sival_int == RD_REAPER_TIMEOUT_MARK)
+				timed_out = true;
 			kill(child, sig);
 			continue;
 		}
 		int st;
 		pid_t w;
 		while ((w = waitpid(-1, &st, WNOHANG)) > 0)
-			if (w == child) {
-				ssize_t n = write(status_fd, &st, sizeof(st));
-				_exit(n == sizeof(st) ? 0 : 1);
-			}
+			if (w == child)
+				report_end(p, status_fd, st, timed_out);
 	}
 }
