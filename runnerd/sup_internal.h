@@ -19,7 +19,6 @@
 #include <time.h>
 
 enum src_type {
-	SRC_LISTENER,
 	SRC_SIGNAL,
 	SRC_STATUS,
 	SRC_CTL,
@@ -187,7 +186,7 @@ struct sup {
 	/* The home directory of the last caller uid seen, for "~/" in masks. */
 	uid_t home_uid;
 	char *home;
-	struct src listener_src, signal_src;
+	struct src signal_src;
 	/* Approvals: the control socket (-1 if the profile has no "ask" rule), the terminal
 	 * (--prompt, else -1), and the ask shown there now (0: none). */
 	int control_fd, tty_fd;

@@ -537,9 +537,7 @@ static int setup(struct sup *u, struct rd_session *s)
 	u->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (u->sigfd < 0 || u->epfd < 0)
 		return -errno;
-	u->listener_src = (struct src){.type = SRC_LISTENER, .cmd = NULL};
 	u->signal_src = (struct src){.type = SRC_SIGNAL, .cmd = NULL};
-	rd_sup_watch(u, u->listener, &u->listener_src);
 	rd_sup_watch(u, u->sigfd, &u->signal_src);
 	if (s->tty_fd >= 0) {
 		/* A prompt on a terminal whose foreground runnerd is not in must not stop runnerd
@@ -576,35 +574,36 @@ int rd_supervise(struct rd_session *s)
 	}
 	rd_sup_pin_masks(&u);
 	reap(&u); /* a SIGCHLD may have come before the signalfd existed */
-	bool listener_open = true;
+	/* The listener is polled directly, not through epoll: a trapped task wakes a poll()
+	 * waiter on its own CPU (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP), where it then waits for
+	 * the answer, so that the exchanges of a handoff stay on one CPU. epoll passes that
+	 * wake-up on as an ordinary one: often to the other, idle, CPU, which in a VM takes tens
+	 * of microseconds to wake, each way. */
+	struct pollfd pf[2] = {{u.listener, POLLIN, 0}, {u.epfd, POLLIN, 0}};
 	while (!u.agent_done) {
 		struct epoll_event evs[32];
 		bool want_spare = u.spare.reaper < 0 && !u.spare.pending && !u.spare_failed;
-		int n = epoll_wait(u.epfd, evs, 32, want_spare ? 0 : -1);
-		if (n < 0 && errno == EINTR)
+		int pn = poll(pf, 2, want_spare ? 0 : -1);
+		if (pn < 0 && errno == EINTR)
 			continue;
-		if (n == 0 && want_spare) {
+		if (pn == 0 && want_spare) {
 			rd_sup_make_spare(&u);
 			continue;
 		}
-		if (n < 0) {
-			fprintf(stderr, "runnerd: epoll_wait: %s\n", strerror(errno));
+		if (pn < 0) {
+			fprintf(stderr, "runnerd: poll: %s\n", strerror(errno));
 			break;
 		}
+		if (pf[0].revents & POLLIN)
+			handle_notification(&u);
+		else if (pf[0].revents)
+			pf[0].fd = -1; /* POLLHUP: no task is left under the filter */
+		int n = pf[1].revents ? epoll_wait(u.epfd, evs, 32, 0) : 0;
 		for (int i = 0; i < n; i++) {
 			struct src *src = evs[i].data.ptr;
 			if ((src->cmd && src->cmd->dead) || (src->client && src->client->dead))
 				continue;
 			switch (src->type) {
-			case SRC_LISTENER:
-				if (evs[i].events & EPOLLIN)
-					handle_notification(&u);
-				else if ((evs[i].events & EPOLLHUP) && listener_open) {
-					/* No task is left under the filter. */
-					epoll_ctl(u.epfd, EPOLL_CTL_DEL, u.listener, NULL);
-					listener_open = false;
-				}
-				break;
 			case SRC_SIGNAL:
 				handle_signal(&u);
 				break;
