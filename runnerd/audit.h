@@ -16,6 +16,12 @@ struct rd_audit {
 
 int rd_audit_open(struct rd_audit *a, const char *path, struct rd_error *err) _wur_;
 
+/* Is there an audit file? Events on the exec path are built only then. */
+static inline bool rd_audit_on(const struct rd_audit *a)
+{
+	return a->fd >= 0;
+}
+
 /* Append {"ts": ..., "event": name, ...fields}; takes ownership of fields. fields NULL (a
  * json_pack that failed) is an error, never an event with its details missing. Returns 0 or
  * -errno; the caller refuses the exec it was about to allow. */

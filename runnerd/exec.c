@@ -763,12 +763,15 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		    "command, its own execs no longer intercepted",
 		    (unsigned long long)id, path);
 	json_t *ev =
-	    json_pack("{s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:s, s:b}", "id", (json_int_t)id, "tid",
-	              tid, "path", rd_json_bytes(path), "resolved", rd_json_bytes(q->tg.resolved),
-	              "argv", rd_json_strv(q->strs.argv, q->strs.argc), "env", json_env(&q->env),
-	              "rule", rule ? json_integer((json_int_t)rule->index) : json_null(), "action",
-	              rd_action_str(action), "caller_is_agent", is_agent);
-	if (rd_audit(u->s->audit, "exec", ev) < 0) {
+	    !rd_audit_on(u->s->audit)
+	        ? NULL
+	        : json_pack("{s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:s, s:b}", "id", (json_int_t)id,
+	                    "tid", tid, "path", rd_json_bytes(path), "resolved",
+	                    rd_json_bytes(q->tg.resolved), "argv",
+	                    rd_json_strv(q->strs.argv, q->strs.argc), "env", json_env(&q->env),
+	                    "rule", rule ? json_integer((json_int_t)rule->index) : json_null(),
+	                    "action", rd_action_str(action), "caller_is_agent", is_agent);
+	if (rd_audit_on(u->s->audit) && rd_audit(u->s->audit, "exec", ev) < 0) {
 		refuse(u, n->id, id, tid, path, EPERM, "the audit log cannot be written");
 		goto out;
 	}
@@ -854,10 +857,11 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		start_ask(u, n, c, q);
 		return; /* q is c's, or freed */
 	}
-	rd_audit(u->s->audit, "decision",
-	         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)id, "rule",
-	                   rule ? json_integer((json_int_t)rule->index) : json_null(), "action",
-	                   "allow"));
+	if (rd_audit_on(u->s->audit))
+		rd_audit(u->s->audit, "decision",
+		         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)id, "rule",
+		                   rule ? json_integer((json_int_t)rule->index) : json_null(),
+		                   "action", "allow"));
 	if (make_ctl(c) < 0) {
 		audit_refusal(u, id, tid, path, EPERM, "cannot make the stub's control socket");
 		release(u, tid, n->id, EPERM);
