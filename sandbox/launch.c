@@ -14,11 +14,12 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 
-static int send_fds(int sock, const int *fds, uint32_t count)
+/* One packet: the data in iov (want bytes in all), count fds with it (SCM_RIGHTS). */
+static int send_with_fds(int sock, struct iovec *iov, size_t n_iov, size_t want, const int *fds,
+                         uint32_t count)
 {
 	char cbuf[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)] = {0};
-	struct iovec iov = {.iov_base = &count, .iov_len = sizeof(count)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = n_iov};
 	if (count) {
 		mh.msg_control = cbuf;
 		mh.msg_controllen = CMSG_SPACE(sizeof(int) * count);
@@ -28,7 +29,15 @@ static int send_fds(int sock, const int *fds, uint32_t count)
 		c->cmsg_len = CMSG_LEN(sizeof(int) * count);
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * count);
 	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == sizeof(count) ? 0 : -errno;
+	ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	return n == (ssize_t)want ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* A packet of fds alone, led by their count. */
+static int send_fds(int sock, const int *fds, uint32_t count)
+{
+	struct iovec iov = {.iov_base = &count, .iov_len = sizeof(count)};
+	return send_with_fds(sock, &iov, 1, sizeof(count), fds, count);
 }
 
 static int write_file(pid_t pid, const char *name, const char *text)
@@ -179,78 +188,98 @@ static int sandbox_now(struct rd_zygote *z, bool userns, const struct rd_sandbox
 	return r;
 }
 
-/* The plan into a memfd, in the layout of struct plan_wire. */
-static int plan_memfd(const struct rd_launch_plan *p, struct rd_error *err)
+/* The plan in the layout of struct plan_wire, as iovecs into p (and into w and targets). */
+struct plan_blob {
+	struct plan_wire w;
+	int *targets;
+	struct iovec *iov;
+	size_t n_iov, size;
+};
+
+static void plan_blob_free(struct plan_blob *b)
 {
-	struct plan_wire w = {
-	    .exec_mode = p->exec_fd == AT_FDCWD ? 0
-	                 : p->exec_fd_is_target ? 1
-	                                        : 2,
-	    .exec_fd = p->exec_fd,
-	    .exec_flags = p->exec_flags,
-	    .n_fds = (uint32_t)p->n_fds,
-	    .n_groups = (uint32_t)p->n_groups,
-	    .uid = {p->uid[0], p->uid[1], p->uid[2]},
-	    .gid = {p->gid[0], p->gid[1], p->gid[2]},
-	    .umask = p->umask,
-	    .sig_ignored = p->sig_ignored,
-	    .sig_blocked = p->sig_blocked,
-	    .pgrp_mode = p->pgrp_mode,
-	    .userns = p->userns,
-	    .n_masks = (uint32_t)p->n_masks,
-	    .filter_len = p->filter ? p->filter_len : 0,
-	    .net_none = p->net_none,
-	    .expect_dev = p->expect_dev,
-	    .expect_ino = p->expect_ino,
-	    .stub_ctl = p->has_stub_ctl,
-	};
-	while (p->argv[w.argc])
-		w.argc++;
-	while (p->envp[w.envc])
-		w.envc++;
+	free(b->iov);
+	free(b->targets);
+}
+
+static int plan_blob(const struct rd_launch_plan *p, struct plan_blob *b, struct rd_error *err)
+{
+	*b = (struct plan_blob){.w = {
+	                            .exec_mode = p->exec_fd == AT_FDCWD ? 0
+	                                         : p->exec_fd_is_target ? 1
+	                                                                : 2,
+	                            .exec_fd = p->exec_fd,
+	                            .exec_flags = p->exec_flags,
+	                            .n_fds = (uint32_t)p->n_fds,
+	                            .n_groups = (uint32_t)p->n_groups,
+	                            .uid = {p->uid[0], p->uid[1], p->uid[2]},
+	                            .gid = {p->gid[0], p->gid[1], p->gid[2]},
+	                            .umask = p->umask,
+	                            .sig_ignored = p->sig_ignored,
+	                            .sig_blocked = p->sig_blocked,
+	                            .pgrp_mode = p->pgrp_mode,
+	                            .userns = p->userns,
+	                            .n_masks = (uint32_t)p->n_masks,
+	                            .filter_len = p->filter ? p->filter_len : 0,
+	                            .net_none = p->net_none,
+	                            .expect_dev = p->expect_dev,
+	                            .expect_ino = p->expect_ino,
+	                            .stub_ctl = p->has_stub_ctl,
+	                        }};
+	struct plan_wire *w = &b->w;
+	while (p->argv[w->argc])
+		w->argc++;
+	while (p->envp[w->envc])
+		w->envc++;
 	for (int r = 0; r < RLIM_NLIMITS; r++) {
-		w.rlim[r] = p->rlim[r];
-		w.have_rlim[r] = p->have_rlim[r];
+		w->rlim[r] = p->rlim[r];
+		w->have_rlim[r] = p->have_rlim[r];
 	}
-	_cleanup_close_ int fd = memfd_create("runnerd-plan", MFD_CLOEXEC);
-	if (fd < 0)
-		return rd_error_set(err, errno, "memfd_create: %s", strerror(errno));
-	size_t n = 1 + w.argc + w.envc + p->n_masks;
-	struct iovec *iov = calloc(n + 4, sizeof(*iov));
-	int *targets = calloc(p->n_fds + 1, sizeof(int));
-	if (!iov || !targets) {
-		free(iov);
-		free(targets);
+	size_t n = 1 + w->argc + w->envc + p->n_masks;
+	b->iov = calloc(n + 4, sizeof(*b->iov));
+	b->targets = calloc(p->n_fds + 1, sizeof(int));
+	if (!b->iov || !b->targets) {
+		plan_blob_free(b);
 		return rd_error_set(err, ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < p->n_fds; i++)
-		targets[i] = p->fds[i].target;
+		b->targets[i] = p->fds[i].target;
 	size_t k = 0;
-	iov[k++] = (struct iovec){&w, sizeof(w)};
-	iov[k++] = (struct iovec){targets, sizeof(int) * p->n_fds};
+	struct iovec *iov = b->iov;
+	iov[k++] = (struct iovec){w, sizeof(*w)};
+	iov[k++] = (struct iovec){b->targets, sizeof(int) * p->n_fds};
 	iov[k++] = (struct iovec){(void *)p->groups, sizeof(gid_t) * p->n_groups};
-	iov[k++] = (struct iovec){(void *)p->filter, sizeof(struct sock_filter) * w.filter_len};
+	iov[k++] = (struct iovec){(void *)p->filter, sizeof(struct sock_filter) * w->filter_len};
 	iov[k++] = (struct iovec){(void *)p->exec_path, strlen(p->exec_path) + 1};
-	for (uint32_t i = 0; i < w.argc; i++)
+	for (uint32_t i = 0; i < w->argc; i++)
 		iov[k++] = (struct iovec){p->argv[i], strlen(p->argv[i]) + 1};
-	for (uint32_t i = 0; i < w.envc; i++)
+	for (uint32_t i = 0; i < w->envc; i++)
 		iov[k++] = (struct iovec){p->envp[i], strlen(p->envp[i]) + 1};
 	for (size_t i = 0; i < p->n_masks; i++)
 		iov[k++] = (struct iovec){p->masks[i], strlen(p->masks[i]) + 1};
+	b->n_iov = k;
+	for (size_t i = 0; i < k; i++)
+		b->size += iov[i].iov_len;
+	return 0;
+}
+
+/* A plan too large for one packet, in a memfd. */
+static int plan_memfd(const struct plan_blob *b, struct rd_error *err)
+{
+	_cleanup_close_ int fd = memfd_create("runnerd-plan", MFD_CLOEXEC);
+	if (fd < 0)
+		return rd_error_set(err, errno, "memfd_create: %s", strerror(errno));
 	/* writev takes at most IOV_MAX (1024) entries at a time. */
-	int r = 0;
-	for (size_t off = 0; off < k && r == 0; off += 1024) {
-		size_t cnt = k - off < 1024 ? k - off : 1024, want = 0;
+	for (size_t off = 0; off < b->n_iov; off += 1024) {
+		size_t cnt = b->n_iov - off < 1024 ? b->n_iov - off : 1024, want = 0;
 		for (size_t i = 0; i < cnt; i++)
-			want += iov[off + i].iov_len;
-		ssize_t got = writev(fd, iov + off, (int)cnt);
+			want += b->iov[off + i].iov_len;
+		ssize_t got = writev(fd, b->iov + off, (int)cnt);
 		if (got < 0 || (size_t)got != want)
-			r = rd_error_set(err, got < 0 ? errno : EIO, "writing the plan: %s",
-			                 strerror(got < 0 ? errno : EIO));
+			return rd_error_set(err, got < 0 ? errno : EIO, "writing the plan: %s",
+			                    strerror(got < 0 ? errno : EIO));
 	}
-	free(iov);
-	free(targets);
-	return r < 0 ? r : steal_fd(&fd);
+	return steal_fd(&fd);
 }
 
 /* The preset's report, and each masked path looked up again from inside the spare: it must
@@ -332,20 +361,38 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 		                 p->join_pgid, strerror(errno));
 		goto fail;
 	}
-	mfd = plan_memfd(p, err);
-	if (mfd < 0) {
+	/* The first packet: the plan itself if it fits (else a 0 and the plan in a memfd, its
+	 * first fd), with the fds of struct plan_wire's order and as many of the caller's as
+	 * fit; then the rest of the caller's, FDS_PER_MSG at a time. */
+	struct plan_blob b;
+	r = plan_blob(p, &b, err);
+	if (r < 0)
+		goto fail;
+	bool inline_plan = b.size <= PLAN_INLINE_MAX && b.n_iov <= 1024;
+	if (!inline_plan && (mfd = plan_memfd(&b, err)) < 0) {
+		plan_blob_free(&b);
 		r = mfd;
 		goto fail;
 	}
-	int head[4] = {mfd, p->cwd_fd};
-	uint32_t nhead = 2;
+	int first[FDS_PER_MSG];
+	uint32_t nfirst = 0;
+	if (!inline_plan)
+		first[nfirst++] = mfd;
+	first[nfirst++] = p->cwd_fd;
 	if (p->has_stub_ctl)
-		head[nhead++] = p->stub_ctl_fd;
+		first[nfirst++] = p->stub_ctl_fd;
 	if (p->exec_fd != AT_FDCWD && !p->exec_fd_is_target)
-		head[nhead++] = p->exec_fd;
-	r = send_fds(sb->plan_fd, head, nhead);
+		first[nfirst++] = p->exec_fd;
+	size_t sent = 0;
+	while (sent < p->n_fds && nfirst < FDS_PER_MSG)
+		first[nfirst++] = p->fds[sent++].fd;
+	uint32_t zero = 0;
+	struct iovec marker = {&zero, sizeof(zero)};
+	r = inline_plan ? send_with_fds(sb->plan_fd, b.iov, b.n_iov, b.size, first, nfirst)
+	                : send_with_fds(sb->plan_fd, &marker, 1, sizeof(zero), first, nfirst);
+	plan_blob_free(&b);
 	int chunk[FDS_PER_MSG];
-	for (size_t i = 0; r == 0 && i < p->n_fds; i += FDS_PER_MSG) {
+	for (size_t i = sent; r == 0 && i < p->n_fds; i += FDS_PER_MSG) {
 		uint32_t cnt = p->n_fds - i < FDS_PER_MSG ? (uint32_t)(p->n_fds - i) : FDS_PER_MSG;
 		for (uint32_t j = 0; j < cnt; j++)
 			chunk[j] = p->fds[i + j].fd;

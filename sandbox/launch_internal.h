@@ -21,9 +21,12 @@ struct setup_msg {
 };
 
 /* The plan as it crosses from runnerd to a waiting reaper: this header, then the fd targets,
- * the groups, and the exec path, argv and envp strings, each NUL-terminated, in one memfd.
- * The fds themselves follow over the socket (SCM_RIGHTS): the memfd, cwd, the stub's control
- * socket if stub_ctl, the exec fd if runnerd's own (exec_mode 2); then the caller's in order. */
+ * the groups, the filter, and the exec path, argv, envp and mask strings, each NUL-terminated.
+ * It is the data of the first packet on the plan socket if it is at most PLAN_INLINE_MAX bytes;
+ * else that data is a 0 (uint32_t) and the plan is in a memfd, the packet's first fd. The
+ * packet's fds go on with cwd, the stub's control socket if stub_ctl, the exec fd if runnerd's
+ * own (exec_mode 2), then as many of the caller's as fit, in order; the rest of the caller's
+ * follow, FDS_PER_MSG a packet, each led by its count (uint32_t). */
 struct plan_wire {
 	int exec_mode; /* 0: AT_FDCWD, 1: a target number (exec_fd), 2: runnerd's fd (passed) */
 	int exec_fd;
@@ -43,7 +46,8 @@ struct plan_wire {
 	uint8_t stub_ctl;
 };
 
-#define FDS_PER_MSG 250
+#define FDS_PER_MSG     250
+#define PLAN_INLINE_MAX (32 * 1024)
 
 /* What a reaper with a preset reports once it is all in place: for each mask path, what the
  * path leads to in the sandbox's view with every mask placed (absent: nothing there). Its root

@@ -207,28 +207,61 @@ static int recv_fds(int sock, int *fds, int want)
 	return (int)count;
 }
 
-/* In the reaper: the plan runnerd sent, rebuilt with pointers into the mapped memfd. */
+/* The first packet of a plan, which holds the plan itself unless it is large (struct
+ * plan_wire needs 8-byte alignment); the plan's pointers point into it from then on. */
+static _Alignas(16) char plan_buf[PLAN_INLINE_MAX];
+
+/* In the reaper: the plan runnerd sent, rebuilt with pointers into its first packet or the
+ * mapped memfd. */
 static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 {
-	int head[4];
-	int n = recv_fds(sock, head, 4);
-	if (n < 2)
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)];
+	} cbuf;
+	struct iovec iov = {.iov_base = plan_buf, .iov_len = sizeof(plan_buf)};
+	struct msghdr mh = {.msg_iov = &iov,
+	                    .msg_iovlen = 1,
+	                    .msg_control = cbuf.b,
+	                    .msg_controllen = sizeof(cbuf.b)};
+	ssize_t len = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	struct cmsghdr *c = len > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (len < (ssize_t)sizeof(uint32_t) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || !c ||
+	    c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
 		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
-	struct stat st;
-	if (fstat(head[0], &st) < 0 || (size_t)st.st_size < sizeof(struct plan_wire))
+	int first[FDS_PER_MSG];
+	size_t nfirst = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int), k = 0;
+	memcpy(first, CMSG_DATA(c), sizeof(int) * nfirst);
+	const char *blob = plan_buf;
+	size_t size = (size_t)len;
+	if (len == sizeof(uint32_t)) {
+		/* Too large for a packet: in a memfd, the first fd. */
+		struct stat st;
+		uint32_t zero;
+		memcpy(&zero, plan_buf, sizeof(zero));
+		if (zero != 0 || nfirst < 1 || fstat(first[0], &st) < 0 ||
+		    (size_t)st.st_size < sizeof(struct plan_wire))
+			fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
+		size = (size_t)st.st_size;
+		blob = mmap(NULL, size, PROT_READ, MAP_PRIVATE, first[0], 0);
+		if (blob == MAP_FAILED)
+			fail(err_fd, STAGE_SETUP, "mapping the plan", errno);
+		close(first[k++]);
+	} else if (size < sizeof(struct plan_wire)) {
 		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
-	const char *blob = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, head[0], 0);
-	if (blob == MAP_FAILED)
-		fail(err_fd, STAGE_SETUP, "mapping the plan", errno);
-	close(head[0]);
+	}
 	const struct plan_wire *w = (const void *)blob;
-	const char *end = blob + st.st_size;
+	const char *end = blob + size;
 	/* The blob is runnerd's own, but a count that could overflow or an fd that did not come
 	 * stops here rather than anywhere later. */
+	size_t need = k + 1 + !!w->stub_ctl + (w->exec_mode == 2);
 	if (w->argc > (1u << 24) || w->envc > (1u << 24) || w->n_masks > (1u << 16) ||
 	    w->n_fds > (1u << 20) || w->n_groups > (1u << 17) || w->filter_len > BPF_MAXINSNS ||
-	    n != 2 + !!w->stub_ctl + (w->exec_mode == 2))
+	    nfirst < need || nfirst - need > w->n_fds)
 		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
+	int cwd_fd = first[k++];
+	int stub_ctl_fd = w->stub_ctl ? first[k++] : -1;
+	int own_exec_fd = w->exec_mode == 2 ? first[k++] : -1;
 	const int *targets = (const int *)(w + 1);
 	const gid_t *groups = (const gid_t *)(targets + w->n_fds);
 	const char *insns = (const char *)(groups + w->n_groups);
@@ -255,12 +288,17 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	}
 	if (str > end)
 		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
-	for (uint32_t got = 0; got < w->n_fds;) {
+	uint32_t got = 0;
+	while (k < nfirst) {
+		fds[got] = (struct rd_fd_map){.fd = first[k++], .target = targets[got]};
+		got++;
+	}
+	while (got < w->n_fds) {
 		int chunk[FDS_PER_MSG];
-		int k = recv_fds(sock, chunk, FDS_PER_MSG);
-		if (k <= 0)
+		int cnt = recv_fds(sock, chunk, FDS_PER_MSG);
+		if (cnt <= 0)
 			fail(err_fd, STAGE_SETUP, "receiving the caller's fds", EPROTO);
-		for (int i = 0; i < k && got < w->n_fds; i++, got++)
+		for (int i = 0; i < cnt && got < w->n_fds; i++, got++)
 			fds[got] = (struct rd_fd_map){.fd = chunk[i], .target = targets[got]};
 	}
 	for (int r = 0; r < RLIM_NLIMITS; r++)
@@ -268,7 +306,7 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	*p = (struct rd_launch_plan){
 	    .exec_fd = w->exec_mode == 0   ? AT_FDCWD
 	               : w->exec_mode == 1 ? w->exec_fd
-	                                   : head[n - 1],
+	                                   : own_exec_fd,
 	    .exec_fd_is_target = w->exec_mode == 1,
 	    .exec_path = exec_path,
 	    .exec_flags = w->exec_flags,
@@ -276,7 +314,7 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	    .envp = envp,
 	    .fds = fds,
 	    .n_fds = w->n_fds,
-	    .cwd_fd = head[1],
+	    .cwd_fd = cwd_fd,
 	    .uid = {w->uid[0], w->uid[1], w->uid[2]},
 	    .gid = {w->gid[0], w->gid[1], w->gid[2]},
 	    .groups = groups,
@@ -296,7 +334,7 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 	    .expect_dev = (dev_t)w->expect_dev,
 	    .expect_ino = (ino_t)w->expect_ino,
 	    .has_stub_ctl = w->stub_ctl,
-	    .stub_ctl_fd = w->stub_ctl ? head[2] : -1,
+	    .stub_ctl_fd = stub_ctl_fd,
 	};
 }
 
