@@ -125,7 +125,7 @@ int rd_sandbox_spare_begin(struct rd_zygote *z, bool userns, const struct rd_san
 		};
 		pid = rd_clone3(&ca, sizeof(ca));
 		if (pid == 0)
-			rd_reaper_main(go[0], pl[1], ep[1], sp[1], preset);
+			rd_reaper_main(go[0], pl[1], ep[1], sp[1], preset, 0);
 		if (pid < 0)
 			r = rd_error_set(err, errno, "clone3 (new pid and mount namespace%s): %s",
 			                 userns ? " in a new user namespace" : "", strerror(errno));

@@ -61,7 +61,18 @@ struct preset_seen {
 
 /* pid 1 of a sandbox (reaper.c), from the child of the clone. */
 _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
-                              const struct rd_sandbox_preset *preset);
+                              const struct rd_sandbox_preset *preset, unsigned inherited);
+
+/* What a reaper inherits done from the process that clones it (rd_reaper_main's inherited). */
+enum {
+	RD_INHERIT_DISPOSITIONS = 1, /* every signal disposition the default */
+	RD_INHERIT_BOUNDING = 2,     /* an empty capability bounding set (not across a new user
+	                              * namespace, which starts with a full one) */
+};
+
+/* In the zygote, once: what its reapers would otherwise each do. Returns RD_INHERIT_* for
+ * what it did. */
+unsigned rd_reaper_parent_setup(void);
 
 /* The child's ends of a sandbox's pipes and socket, in the order rd_reaper_main takes them. */
 enum { RD_REAPER_GO, RD_REAPER_PLAN, RD_REAPER_ERR, RD_REAPER_STATUS, RD_REAPER_NFDS };

@@ -519,8 +519,14 @@ static _Noreturn void report_end(const struct rd_launch_plan *p, int status_fd, 
  * of runnerd's, sets up the namespace, then waits for a plan. It forks the command, forwards
  * every signal runnerd sends it, reaps whatever the command leaves behind, and reports the
  * command's wait status. When it exits, the kernel kills everything left in the namespace. */
+unsigned rd_reaper_parent_setup(void)
+{
+	set_dispositions(~0ULL, SIG_DFL);
+	return RD_INHERIT_DISPOSITIONS | (drop_caps_bounding() == 0 ? RD_INHERIT_BOUNDING : 0);
+}
+
 _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
-                              const struct rd_sandbox_preset *preset)
+                              const struct rd_sandbox_preset *preset, unsigned inherited)
 {
 	/* Dies with runnerd; a reaper that could outlive it must not run at all. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -539,9 +545,11 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	/* What every command gets, done before the plan comes (off the exec path): default
 	 * dispositions, which the command only sets apart for what its caller ignores; and an
 	 * empty capability bounding set, which the command inherits. The reaper keeps its own
-	 * effective capabilities for the mounts. */
-	set_dispositions(~0ULL, SIG_DFL);
-	int r = drop_caps_bounding();
+	 * effective capabilities for the mounts. A zygote may have done either for all its
+	 * reapers (rd_reaper_parent_setup). */
+	if (!(inherited & RD_INHERIT_DISPOSITIONS))
+		set_dispositions(~0ULL, SIG_DFL);
+	int r = inherited & RD_INHERIT_BOUNDING ? 0 : drop_caps_bounding();
 	if (r < 0)
 		fail(err_fd, STAGE_SETUP, "dropping the capability bounding set", -r);
 	/* The command's stack, below a guard page that stops an overflow from reaching the

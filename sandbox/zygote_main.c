@@ -89,6 +89,9 @@ int main(void)
 	rd_close_range(0, ZYGOTE_FD - 1, 0);
 	rd_close_range(ZYGOTE_FD + 1, ~0U, 0);
 
+	/* Default dispositions and, where it may, an empty bounding set, once for every reaper. */
+	unsigned inherited = rd_reaper_parent_setup();
+
 	char *buf = malloc(ZYGOTE_MAX_MSG);
 	struct kept_preset kept = {0};
 	if (!buf)
@@ -150,7 +153,8 @@ int main(void)
 		if (pid == 0) {
 			prctl(PR_SET_NAME, "runnerd", 0, 0, 0);
 			rd_reaper_main(fds[RD_REAPER_GO], fds[RD_REAPER_PLAN], fds[RD_REAPER_ERR],
-			               fds[RD_REAPER_STATUS], pre);
+			               fds[RD_REAPER_STATUS], pre,
+			               userns ? inherited & ~RD_INHERIT_BOUNDING : inherited);
 		}
 		int e = errno;
 		/* Dumpable, the zygote could be read by anything of runnerd's user: better gone,
