@@ -449,10 +449,6 @@ static void begin_handoff(struct sup *u, struct cmd *c, uint64_t notif_id)
 	u->cmds = c;
 	c->ctl_src = (struct src){.type = SRC_CTL, .cmd = c};
 	rd_sup_watch(u, c->ctl_fd, &c->ctl_src);
-	if (c->sb.status_fd >= 0) {
-		c->status_src = (struct src){.type = SRC_STATUS, .cmd = c};
-		rd_sup_watch(u, c->sb.status_fd, &c->status_src);
-	}
 	/* Interrupt first, then answer (the control socket's ADDFD answers the call): the stop
 	 * comes as the exec returns, before any signal is dequeued, so the registers there are
 	 * the syscall's. */
@@ -659,8 +655,6 @@ int rd_sup_launch_approved(struct sup *u, struct cmd *c)
 		                     (exec_errno == ENOENT ? 127 : 126) << 8);
 	} else {
 		clock_gettime(CLOCK_MONOTONIC, &c->start);
-		c->status_src = (struct src){.type = SRC_STATUS, .cmd = c};
-		rd_sup_watch(u, c->sb.status_fd, &c->status_src);
 		rd_sup_make_spare(u);
 	}
 	rd_sup_req_free(q);

@@ -20,7 +20,6 @@
 
 enum src_type {
 	SRC_SIGNAL,
-	SRC_STATUS,
 	SRC_CTL,
 	SRC_TIMER,
 	SRC_CONTROL,        /* the control socket: accept */
@@ -80,7 +79,7 @@ struct cmd {
 	/* The stub's control socket: runnerd's end (a copy goes to the reaper with the plan),
 	 * and the stub's end until it is put into the caller. */
 	int ctl_fd, ctl_peer;
-	struct src status_src, ctl_src, timer_src;
+	struct src ctl_src, timer_src;
 	int timer_fd;          /* timeout_s: -1 if none */
 	unsigned kill_grace_s; /* from SIGTERM to SIGKILL */
 	bool timed_out;        /* SIGTERM sent for the timeout: the caller sees 124 */

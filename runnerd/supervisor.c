@@ -301,6 +301,8 @@ static void handle_tracee(struct sup *u, pid_t pid, int st)
 	}
 }
 
+static bool read_status(struct sup *u, struct cmd *c);
+
 static void reap(struct sup *u)
 {
 	for (;;) {
@@ -343,6 +345,8 @@ static void reap(struct sup *u)
 		for (struct cmd *c = u->cmds; c; c = c->next)
 			if (c->sb.reaper == pid) {
 				c->reaped = found = true;
+				if (!c->status_known && c->sb.status_fd >= 0)
+					read_status(u, c);
 				rd_sup_cmd_free_if_done(u, c);
 				break;
 			}
@@ -351,11 +355,21 @@ static void reap(struct sup *u)
 	}
 }
 
-static void handle_status(struct sup *u, struct cmd *c)
+/* The reaper's report of the command's end, read when the stub has gone or the reaper has
+ * exited (or the agent has): not watched, it wakes no one. The last report counts. Returns
+ * whether the end is known now: a report, or the reaper gone without one. */
+static bool read_status(struct sup *u, struct cmd *c)
 {
-	struct rd_reaper_report rep = {0};
-	ssize_t n = read(c->sb.status_fd, &rep, sizeof(rep));
-	if (n == sizeof(rep)) {
+	struct rd_reaper_report rep = {0}, more;
+	bool got = false;
+	ssize_t n;
+	while ((n = read(c->sb.status_fd, &more, sizeof(more))) == sizeof(more)) {
+		rep = more;
+		got = true;
+	}
+	if (!got && n < 0 && (errno == EAGAIN || errno == EINTR))
+		return false; /* the command has not ended (or the reaper not written yet) */
+	if (got) {
 		c->status = rep.status;
 	} else {
 		/* The reaper died without a word: killed, as everything in its namespace. */
@@ -366,10 +380,12 @@ static void handle_status(struct sup *u, struct cmd *c)
 	rd_sup_unwatch(u, &c->sb.status_fd);
 	/* A command stopped for its timeout ends, for its caller, as timeout(1) reports it.
 	 * Where the reaper told the stub itself, the caller saw what the reaper knew: a
-	 * timeout that came as the command was ending may not have reached it. */
+	 * timeout that came as the command was ending may not have reached it. A mark the
+	 * reaper saw without runnerd's timeout (anyone of the sandbox's uid can queue one) is
+	 * not one: the audit keeps the command's own status. */
 	bool told = rep.flags & RD_REPORT_STUB_TOLD;
 	if (told)
-		c->timed_out = rep.flags & RD_REPORT_TIMEOUT;
+		c->timed_out = c->timed_out && (rep.flags & RD_REPORT_TIMEOUT);
 	int real = c->status;
 	if (c->timed_out)
 		c->status = 124 << 8;
@@ -389,6 +405,7 @@ static void handle_status(struct sup *u, struct cmd *c)
 	if (!told)
 		rd_sup_stub_exit(c, c->status);
 	rd_sup_cmd_free_if_done(u, c);
+	return true;
 }
 
 /* The agent has exited: a command whose end its caller may have seen already (the reaper
@@ -397,9 +414,8 @@ static void drain_statuses(struct sup *u)
 {
 	for (struct cmd *c = u->cmds, *next; c; c = next) {
 		next = c->next;
-		struct pollfd p = {c->sb.status_fd, POLLIN, 0};
-		if (!c->status_known && c->sb.status_fd >= 0 && poll(&p, 1, 0) == 1)
-			handle_status(u, c);
+		if (!c->status_known && c->sb.status_fd >= 0)
+			read_status(u, c);
 	}
 }
 
@@ -452,7 +468,7 @@ static void handle_ctl(struct sup *u, struct cmd *c)
 		rd_sup_ask_signal(u, c, 0); /* frees c once it is done */
 		return;
 	}
-	if (!c->status_known) {
+	if (!c->status_known && !(c->sb.status_fd >= 0 && read_status(u, c))) {
 		c->killed = "its caller died";
 		rd_sup_kill_sandbox(c);
 	}
@@ -606,9 +622,6 @@ int rd_supervise(struct rd_session *s)
 			switch (src->type) {
 			case SRC_SIGNAL:
 				handle_signal(&u);
-				break;
-			case SRC_STATUS:
-				handle_status(&u, src->cmd);
 				break;
 			case SRC_CTL:
 				handle_ctl(&u, src->cmd);

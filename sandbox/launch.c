@@ -91,7 +91,7 @@ int rd_sandbox_spare_begin(struct rd_zygote *z, bool userns, const struct rd_san
 		preset = NULL;
 	if (pipe2(go, O_CLOEXEC) < 0)
 		return rd_error_set(err, errno, "pipe: %s", strerror(errno));
-	if (pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0 ||
+	if (pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC | O_NONBLOCK) < 0 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pl) < 0) {
 		int e = errno;
 		close(go[0]);
@@ -441,8 +441,8 @@ int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error 
 
 int rd_sandbox_timeout(struct rd_sandbox *s)
 {
-	/* SI_QUEUE from outside the sandbox's pid namespace: the reaper sees si_pid 0, which no
-	 * process inside can send as. */
+	/* SI_QUEUE with a mark: the reaper tells it from a plain SIGTERM, which it passes on as
+	 * the command's own. */
 	siginfo_t si = {.si_signo = SIGTERM, .si_code = SI_QUEUE};
 	si.si_pid = getpid();
 	si.si_uid = getuid();

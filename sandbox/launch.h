@@ -82,7 +82,7 @@ struct rd_reaper_report {
 };
 
 enum {
-	RD_REPORT_STUB_TOLD = 1, /* the stub has its RD_STUB_EXIT from the reaper already */
+	RD_REPORT_STUB_TOLD = 1, /* the stub has its RD_STUB_EXIT from the reaper */
 	RD_REPORT_TIMEOUT = 2,   /* ... with the timeout's status (124), not the command's */
 };
 
@@ -112,7 +112,8 @@ enum rd_preset_use {
 struct rd_sandbox {
 	pid_t reaper; /* pid 1 of the sandbox, as runnerd sees it */
 	int reaper_pidfd;
-	int status_fd; /* the reaper writes a struct rd_reaper_report here, then exits */
+	int status_fd; /* O_NONBLOCK; the reaper writes a struct rd_reaper_report here (two if
+	                * the second corrects the first), then exits */
 	int setup_fd;  /* EOF once the command exec'd; a message if anything failed */
 	int plan_fd;   /* where the plan goes; -1 once sent */
 	/* The spare's preset (the caller's memory, unchanged until the plan is sent), or NULL. */

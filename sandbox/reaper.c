@@ -1,6 +1,7 @@
 /* The reaper: pid 1 of every sandbox, and the command it starts. It runs in a child of runnerd
  * (a clone of the zygote, runnerd-zygote, or of runnerd itself), and from then on hears from
  * runnerd only through the fds it was given. */
+#include "../intercept/raw_syscall.h"
 #include "../intercept/stub_proto.h"
 #include "../intercept/syscalls.h"
 #include "launch_internal.h"
@@ -79,10 +80,10 @@ static void set_dispositions(uint64_t which, __sighandler_t handler)
 }
 
 /* Runs in a CLONE_VM child of the reaper (shared memory, a stack of its own, separate fd
- * table, signal handlers, cwd and credentials) while the reaper goes on: no allocation, no
- * glibc state; what it needs was prepared by the reaper, which changes none of it. Raw set*id
- * syscalls: glibc's wrappers would broadcast to threads it believes the (shared) process has.
- */
+ * table, signal handlers, cwd and credentials) while the reaper goes on: no allocation, and
+ * of glibc's state only errno, which the reaper leaves alone meanwhile; what it needs was
+ * prepared by the reaper, which changes none of it. Raw set*id syscalls: glibc's wrappers
+ * would broadcast to threads it believes the (shared) process has. */
 static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi, cap_t empty)
 {
 	/* Dispositions as after the caller's exec: what it ignored stays ignored. Every other
@@ -491,28 +492,37 @@ static void close_all_but(int *keep, int n)
 		if (keep[i] < 0)
 			continue;
 		if ((unsigned)keep[i] > from)
-			rd_close_range(from, (unsigned)keep[i] - 1, 0);
+			sys3(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
 		from = (unsigned)keep[i] + 1;
 	}
-	rd_close_range(from, ~0U, 0);
+	sys3(SYS_close_range, from, ~0U, 0);
 }
 
-/* The command's end, to the stub (if runnerd gave us its control socket and the command
- * started: a command that failed before its exec is runnerd's to report) and to runnerd. */
+/* The command's end, to runnerd and then to the stub (if runnerd gave us its control socket
+ * and the command started: a command that failed before its exec is runnerd's to report).
+ * runnerd first, so that when the stub has gone, runnerd finds why. If the stub cannot be
+ * told (its queue full), a second report says so, and runnerd tells it. */
 static _Noreturn void report_end(const struct rd_launch_plan *p, int status_fd, int st,
                                  bool timed_out)
 {
+	bool tell = p->has_stub_ctl && !command_failed;
 	struct rd_reaper_report rep = {.status = st};
 	if (timed_out)
 		rep.flags |= RD_REPORT_TIMEOUT;
-	if (p->has_stub_ctl && !command_failed) {
+	if (tell)
+		rep.flags |= RD_REPORT_STUB_TOLD;
+	if (write(status_fd, &rep, sizeof(rep)) != sizeof(rep))
+		_exit(1);
+	if (tell) {
 		struct rd_stub_msg m = {.type = RD_STUB_EXIT, .value = timed_out ? 124 << 8 : st};
-		if (send(p->stub_ctl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) ==
-		    (ssize_t)sizeof(m))
-			rep.flags |= RD_REPORT_STUB_TOLD;
+		if (send(p->stub_ctl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+		    errno != EPIPE && errno != ECONNRESET) {
+			rep.flags &= ~(uint32_t)RD_REPORT_STUB_TOLD;
+			if (write(status_fd, &rep, sizeof(rep)) != sizeof(rep))
+				_exit(1);
+		}
 	}
-	ssize_t n = write(status_fd, &rep, sizeof(rep));
-	_exit(n == sizeof(rep) ? 0 : 1);
+	_exit(0);
 }
 
 /* pid 1 of the sandbox. Made ahead of time (a spare, while runnerd is idle): it holds nothing
@@ -603,27 +613,30 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	/* At once, not after the command's exec: the setup pipe's EOF, which tells runnerd that
 	 * the exec went through, and the caller's pipes' EOF must not wait until the reaper gets a
 	 * CPU again (which, as the command runs, can be its end). */
+	/* From here until the command has exec'd, only raw system calls (raw_syscall.h): glibc's
+	 * set errno, which the command's side shares and reads after each of its failed calls. */
 	int left[] = {status_fd, p->has_stub_ctl ? p->stub_ctl_fd : -1};
 	close_all_but(left, 2);
 
 	bool timed_out = false;
 	for (;;) {
 		siginfo_t si;
-		int sig = (int)syscall(SYS_rt_sigtimedwait, &all, &si, NULL, sizeof(all));
+		int sig = (int)sys4(SYS_rt_sigtimedwait, &all, &si, 0, sizeof(all));
 		if (sig < 0)
 			continue;
 		if (sig != SIGCHLD) {
-			/* runnerd's timeout: only runnerd, outside this pid namespace, is pid 0
-			 * here. */
+			/* runnerd's timeout. A process of the sandbox's uid can queue the same
+			 * mark; all it gets is the caller seeing 124, which the command can exit
+			 * with anyway. runnerd's audit goes by its own timer. */
 			if (sig == SIGTERM && si.si_code == SI_QUEUE && si.si_pid == 0 &&
 			    si.si_value.sival_int == RD_REAPER_TIMEOUT_MARK)
 				timed_out = true;
-			kill(child, sig);
+			sys2(SYS_kill, child, sig);
 			continue;
 		}
 		int st;
-		pid_t w;
-		while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+		long w;
+		while ((w = sys4(SYS_wait4, -1, &st, WNOHANG, 0)) > 0)
 			if (w == child)
 				report_end(p, status_fd, st, timed_out);
 	}
