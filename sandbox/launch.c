@@ -390,6 +390,22 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 	struct iovec marker = {&zero, sizeof(zero)};
 	r = inline_plan ? send_with_fds(sb->plan_fd, b.iov, b.n_iov, b.size, first, nfirst)
 	                : send_with_fds(sb->plan_fd, &marker, 1, sizeof(zero), first, nfirst);
+	if (r == -EMSGSIZE && inline_plan) {
+		/* A socket buffer smaller than the plan (net.core.wmem_default): the memfd. */
+		if ((mfd = plan_memfd(&b, err)) < 0) {
+			plan_blob_free(&b);
+			r = mfd;
+			goto fail;
+		}
+		memmove(first + 1, first,
+		        sizeof(int) * (nfirst < FDS_PER_MSG ? nfirst : nfirst - 1));
+		first[0] = mfd;
+		if (nfirst < FDS_PER_MSG)
+			nfirst++;
+		else
+			sent--; /* the last caller's fd goes with the next packet */
+		r = send_with_fds(sb->plan_fd, &marker, 1, sizeof(zero), first, nfirst);
+	}
 	plan_blob_free(&b);
 	int chunk[FDS_PER_MSG];
 	for (size_t i = sent; r == 0 && i < p->n_fds; i += FDS_PER_MSG) {
