@@ -51,12 +51,13 @@ static int check_file(int fd, struct rd_target *out)
 	out->ino = st.st_ino;
 	char link[64], buf[4096];
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, buf, sizeof(buf) - 1);
-	if (n > 0) {
-		buf[n] = '\0';
-		out->resolved = strdup(buf);
-	}
-	return 0;
+	/* Rules match the resolved path, and the audit names it: without it (whole), no exec. */
+	ssize_t n = readlink(link, buf, sizeof(buf));
+	if (n <= 0 || n >= (ssize_t)sizeof(buf))
+		return n < 0 ? -errno : -ENAMETOOLONG;
+	buf[n] = '\0';
+	out->resolved = strdup(buf);
+	return out->resolved ? 0 : -ENOMEM;
 }
 
 /* Whether the file starts as an ELF binary does (read through runnerd's own O_PATH fd). */
@@ -93,6 +94,24 @@ static int caller_fd_path(const char *path)
 			return atoi(n);
 	}
 	return -1;
+}
+
+/* In "/proc/PID[/task/TID]/ENTRY[/N]/...", where the entry ends: past ENTRY, and past N for
+ * "fd" and "map_files". That much is the caller's own magic link; what follows is not. */
+static size_t proc_entry_end(const char *p)
+{
+	const char *s = p + strlen("/proc/");
+	s += strspn(s, "0123456789");
+	if (strncmp(s, "/task/", 6) == 0)
+		s += 6 + strspn(s + 6, "0123456789");
+	if (*s != '/')
+		return strlen(p);
+	const char *entry = ++s;
+	s += strcspn(s, "/");
+	if (*s == '/' && ((s - entry == 2 && strncmp(entry, "fd", 2) == 0) ||
+	                  (s - entry == 9 && strncmp(entry, "map_files", 9) == 0)))
+		s += 1 + strcspn(s + 1, "/");
+	return (size_t)(s - p);
 }
 
 /* Does the path have a ".." component? */
@@ -188,6 +207,19 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 			return -ENAMETOOLONG;
 		open_path = proc_path;
 		via_proc = true;
+		/* Only the first magic link is the caller's: in "/proc/self/root/proc/self/exe"
+		 * the second "self" would be runnerd. What follows it is looked up from there with
+		 * no magic link allowed. */
+		size_t cut = magic_ok ? proc_entry_end(proc_path) : 0;
+		if (cut && proc_path[cut]) {
+			proc_path[cut] = '\0';
+			struct open_how entry = {.flags = O_PATH | O_CLOEXEC};
+			base = base_fd = rd_openat2(AT_FDCWD, proc_path, &entry);
+			if (base_fd < 0)
+				return -errno;
+			open_path = proc_path + cut + 1;
+			magic_ok = false;
+		}
 	} else if (path[0] != '/') {
 		if (dirfd == AT_FDCWD) {
 			int r = rd_task_cwd(t, err);

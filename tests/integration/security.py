@@ -589,7 +589,8 @@ AGENT_PROC_DOTDOT = r"""
 import json, os, subprocess
 out = {}
 for name, path in (("dotdot", "/proc/self/../self/exe"), ("other", "/proc/1/exe"),
-                   ("own", "/proc/self/exe")):
+                   ("own", "/proc/self/exe"), ("second", "/proc/self/root/proc/self/exe"),
+                   ("own_root", "/proc/self/root/usr/bin/env")):
     try:
         p = subprocess.run([path, "--version"], capture_output=True, text=True)
         out[name] = [p.returncode, (p.stdout + p.stderr).strip()]
@@ -616,6 +617,10 @@ def test_proc_dotdot(tmp):
           got["other"][0] == "errno" and got["other"][1] in (1, 13), repr(got))
     check("/proc: the caller's own /proc/self/exe still runs", got["own"][0] == 0 and
           "Python" in got["own"][1], repr(got))
+    check("/proc: a second magic link after the caller's (/proc/self/root/proc/self/exe) is "
+          "refused, never runnerd's own binary", got["second"] == ["errno", 1], repr(got))
+    check("/proc: a plain path under the caller's /proc/self/root still runs",
+          got["own_root"][0] == 0 and "env" in got["own_root"][1], repr(got))
 
 
 def test_mask_moved(tmp):
