@@ -130,9 +130,13 @@ static bool other_namespaces(pid_t pid)
 static bool ours(pid_t pid)
 {
 	pid_t self = getpid();
-	for (int depth = 0; pid > 1 && depth < 4096; depth++) {
+	for (int depth = 0;; depth++) {
 		if (pid == self)
-			return true;
+			return true; /* before the pid 1 test: runnerd may be pid 1 (a container) */
+		if (pid <= 1)
+			return false;
+		if (depth >= 4096)
+			return true; /* a chain too deep to follow: not to be trusted */
 		char p[64], buf[4096];
 		snprintf(p, sizeof(p), "/proc/%d/status", pid);
 		int fd = open(p, O_RDONLY | O_CLOEXEC);
@@ -148,7 +152,6 @@ static bool ours(pid_t pid)
 			return true;
 		pid = (pid_t)atoi(pp + 6);
 	}
-	return false;
 }
 
 static void comm_of(pid_t pid, char out[17])
