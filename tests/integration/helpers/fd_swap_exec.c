@@ -1,7 +1,7 @@
 /*
  * fd_swap_exec: N times, a child execs /dev/fd/50 holding /usr/bin/true while another of its
  * threads keeps dup2()ing /usr/bin/env and /usr/bin/true over fd 50. A rule that grants a
- * name to /usr/bin/true must never see it reach env: prints "leaks=K", the number of runs
+ * name to /usr/bin/true must never see it reach env: prints "leaks=K ran=R", the number of runs
  * whose output held the name's value. Usage: fd_swap_exec N MARKER
  */
 #ifndef _GNU_SOURCE
@@ -33,7 +33,7 @@ int main(int argc, char **argv)
 {
 	if (argc != 3)
 		return 2;
-	int n = atoi(argv[1]), leaks = 0;
+	int n = atoi(argv[1]), leaks = 0, ran = 0;
 	for (int i = 0; i < n; i++) {
 		int p[2];
 		if (pipe(p) < 0)
@@ -71,7 +71,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		leaks += strstr(buf, argv[2]) != NULL;
+		ran += WIFEXITED(st) && WEXITSTATUS(st) == 0;
 	}
-	printf("leaks=%d\n", leaks);
+	/* ran: execs that went through (a refused one exits 127), so that a run where every
+	 * exec failed cannot pass as one without leaks. */
+	printf("leaks=%d ran=%d\n", leaks, ran);
 	return 0;
 }
