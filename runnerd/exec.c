@@ -756,16 +756,14 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 		    "exec %llu: the agent's own process exec'd %s: it continues as a sandboxed "
 		    "command, its own execs no longer intercepted",
 		    (unsigned long long)id, path);
-	json_t *ev =
-	    !rd_audit_on(u->s->audit)
-	        ? NULL
-	        : json_pack("{s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:s, s:b}", "id", (json_int_t)id,
-	                    "tid", tid, "path", rd_json_bytes(path), "resolved",
-	                    rd_json_bytes(q->tg.resolved), "argv",
-	                    rd_json_strv(q->strs.argv, q->strs.argc), "env", json_env(&q->env),
-	                    "rule", rule ? json_integer((json_int_t)rule->index) : json_null(),
-	                    "action", rd_action_str(action), "caller_is_agent", is_agent);
-	if (rd_audit_on(u->s->audit) && rd_audit(u->s->audit, "exec", ev) < 0) {
+	if (rd_audit_on(u->s->audit) &&
+	    rd_audit(u->s->audit, "exec",
+	             json_pack("{s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:s, s:b}", "id",
+	                       (json_int_t)id, "tid", tid, "path", rd_json_bytes(path), "resolved",
+	                       rd_json_bytes(q->tg.resolved), "argv",
+	                       rd_json_strv(q->strs.argv, q->strs.argc), "env", json_env(&q->env),
+	                       "rule", rule ? json_integer((json_int_t)rule->index) : json_null(),
+	                       "action", rd_action_str(action), "caller_is_agent", is_agent)) < 0) {
 		refuse(u, n->id, id, tid, path, EPERM, "the audit log cannot be written");
 		goto out;
 	}
@@ -867,8 +865,8 @@ void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
 	r = start_sandbox(u, c, &q->plan, &err);
 	int exec_errno = 0;
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
-	 * the fd itself. If the command's exec then fails, the caller keeps this O_CLOEXEC fd
-	 * until its next exec. */
+	 * the fd itself. If the command's exec then fails, a pipelined handoff closes it again
+	 * (rd_sup_undo); otherwise the caller keeps this O_CLOEXEC fd until its next exec. */
 	if (r == 0 && rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, stub_want_fd(c, q),
 	                                  &c->stub_in_task, &err) < 0) {
 		rd_sandbox_destroy(&c->sb);

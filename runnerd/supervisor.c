@@ -579,6 +579,17 @@ static int setup(struct sup *u, struct rd_session *s)
 	return 0;
 }
 
+/* The commands finished in this round of events. */
+static void free_dead(struct sup *u)
+{
+	while (u->dead) {
+		struct cmd *c = u->dead;
+		u->dead = c->next;
+		free(c->path);
+		free(c);
+	}
+}
+
 int rd_supervise(struct rd_session *s)
 {
 	struct sup u;
@@ -649,12 +660,7 @@ int rd_supervise(struct rd_session *s)
 				break;
 			}
 		}
-		while (u.dead) {
-			struct cmd *c = u.dead;
-			u.dead = c->next;
-			free(c->path);
-			free(c);
-		}
+		free_dead(&u);
 		rd_control_reap(&u);
 	}
 	/* The agent is gone: so is every command it started, and every ask it waits for. */
@@ -673,12 +679,7 @@ int rd_supervise(struct rd_session *s)
 		                   rd_ms_since(&c->start), "reason", "killed", "killed_because",
 		                   "the agent exited"));
 	}
-	while (u.dead) {
-		struct cmd *c = u.dead;
-		u.dead = c->next;
-		free(c->path);
-		free(c);
-	}
+	free_dead(&u);
 	/* A spare still asked of the zygote exits without its go (runnerd's end closes here). */
 	if (u.spare.reaper >= 0)
 		kill(u.spare.reaper, SIGKILL);

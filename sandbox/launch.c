@@ -282,6 +282,27 @@ static int plan_memfd(const struct plan_blob *b, struct rd_error *err)
 	return steal_fd(&fd);
 }
 
+/* The plan's first packet: the plan itself (mfd < 0) or a 0 and the memfd, then the fds of
+ * struct plan_wire's order and as many of the caller's as fit; *sent says how many of those. */
+static int send_plan(int sock, const struct rd_launch_plan *p, const struct plan_blob *b, int mfd,
+                     size_t *sent)
+{
+	int first[FDS_PER_MSG];
+	uint32_t n = 0, zero = 0;
+	if (mfd >= 0)
+		first[n++] = mfd;
+	first[n++] = p->cwd_fd;
+	if (p->has_stub_ctl)
+		first[n++] = p->stub_ctl_fd;
+	if (p->exec_fd != AT_FDCWD && !p->exec_fd_is_target)
+		first[n++] = p->exec_fd;
+	for (*sent = 0; *sent < p->n_fds && n < FDS_PER_MSG;)
+		first[n++] = p->fds[(*sent)++].fd;
+	struct iovec marker = {&zero, sizeof(zero)};
+	return mfd < 0 ? send_with_fds(sock, b->iov, b->n_iov, b->size, first, n)
+	               : send_with_fds(sock, &marker, 1, sizeof(zero), first, n);
+}
+
 /* The preset's report, and each masked path looked up again from inside the spare: it must
  * lead to what it led to once the masks were placed, or still to nothing. A path replaced since
  * (a new file there, a symlink turned elsewhere, a mount lost with an unlinked dentry) or one
@@ -340,10 +361,6 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 	/* A spare still being cloned: wait for it. If it failed, one is made below. */
 	if (sb->pending && rd_sandbox_spare_finish(z, sb, err) < 0)
 		rd_error_clear(err);
-	/* Whether the command gets setgroups, and who writes the maps, follow the sandbox's own
-	 * user namespace: a spare made for the other kind does not serve. */
-	if (sb->reaper >= 0 && sb->userns != p->userns)
-		rd_sandbox_destroy(sb);
 	if (sb->reaper >= 0 && sb->preset) {
 		use = rd_sandbox_preset_fits(sb->preset, p) ? preset_check(sb) : RD_PRESET_UNFIT;
 		if (use != RD_PRESET_USED)
@@ -368,43 +385,21 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 	r = plan_blob(p, &b, err);
 	if (r < 0)
 		goto fail;
-	bool inline_plan = b.size <= PLAN_INLINE_MAX && b.n_iov <= 1024;
-	if (!inline_plan && (mfd = plan_memfd(&b, err)) < 0) {
+	if ((b.size > PLAN_INLINE_MAX || b.n_iov > 1024) && (mfd = plan_memfd(&b, err)) < 0) {
 		plan_blob_free(&b);
 		r = mfd;
 		goto fail;
 	}
-	int first[FDS_PER_MSG];
-	uint32_t nfirst = 0;
-	if (!inline_plan)
-		first[nfirst++] = mfd;
-	first[nfirst++] = p->cwd_fd;
-	if (p->has_stub_ctl)
-		first[nfirst++] = p->stub_ctl_fd;
-	if (p->exec_fd != AT_FDCWD && !p->exec_fd_is_target)
-		first[nfirst++] = p->exec_fd;
-	size_t sent = 0;
-	while (sent < p->n_fds && nfirst < FDS_PER_MSG)
-		first[nfirst++] = p->fds[sent++].fd;
-	uint32_t zero = 0;
-	struct iovec marker = {&zero, sizeof(zero)};
-	r = inline_plan ? send_with_fds(sb->plan_fd, b.iov, b.n_iov, b.size, first, nfirst)
-	                : send_with_fds(sb->plan_fd, &marker, 1, sizeof(zero), first, nfirst);
-	if (r == -EMSGSIZE && inline_plan) {
+	size_t sent;
+	r = send_plan(sb->plan_fd, p, &b, mfd, &sent);
+	if (r == -EMSGSIZE && mfd < 0) {
 		/* A socket buffer smaller than the plan (net.core.wmem_default): the memfd. */
 		if ((mfd = plan_memfd(&b, err)) < 0) {
 			plan_blob_free(&b);
 			r = mfd;
 			goto fail;
 		}
-		memmove(first + 1, first,
-		        sizeof(int) * (nfirst < FDS_PER_MSG ? nfirst : nfirst - 1));
-		first[0] = mfd;
-		if (nfirst < FDS_PER_MSG)
-			nfirst++;
-		else
-			sent--; /* the last caller's fd goes with the next packet */
-		r = send_with_fds(sb->plan_fd, &marker, 1, sizeof(zero), first, nfirst);
+		r = send_plan(sb->plan_fd, p, &b, mfd, &sent);
 	}
 	plan_blob_free(&b);
 	int chunk[FDS_PER_MSG];
@@ -473,8 +468,6 @@ void rd_sandbox_destroy(struct rd_sandbox *s)
 	 * supervisor's loop reaps it like any child. By pidfd: the pid is not ours to reuse. */
 	if (s->reaper_pidfd >= 0)
 		rd_pidfd_send_signal(s->reaper_pidfd, SIGKILL, NULL, 0);
-	else if (s->reaper > 0)
-		kill(s->reaper, SIGKILL);
 	rd_sandbox_close(s);
 	s->reaper = -1;
 	s->preset = NULL;
