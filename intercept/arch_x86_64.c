@@ -1,7 +1,7 @@
 /* x86_64: the only file that knows registers. At the interrupt stop after the reply, rip is
  * just past the 2-byte "syscall" instruction (0f 05), rax holds the result (the control fd's
  * number, which the answer returned) and orig_rax the syscall number. */
-#include "handoff.h"
+#include "intercept/handoff.h"
 
 #include <asm/unistd_64.h>
 #include <errno.h>

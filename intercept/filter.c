@@ -1,5 +1,5 @@
-#include "filter.h"
-#include "syscalls.h"
+#include "intercept/filter.h"
+#include "lib/syscalls.h"
 
 #include <seccomp.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
 #ifndef RD_FILTER_H
 #define RD_FILTER_H
 
-#include "cmdfilter.h"
-#include "error.h"
+#include "lib/bpf.h"
+#include "lib/error.h"
 
 #include <stdbool.h>
 

@@ -1,4 +1,4 @@
-#include "handoff.h"
+#include "intercept/handoff.h"
 
 #include <fcntl.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 #ifndef RD_HANDOFF_H
 #define RD_HANDOFF_H
 
-#include "error.h"
+#include "lib/error.h"
 
 #include <linux/seccomp.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
-#include "launcher.h"
-#include "syscalls.h"
+#include "intercept/launcher.h"
+#include "lib/syscalls.h"
 
 #include <poll.h>
 #include <stdbool.h>

@@ -2,8 +2,8 @@
 #ifndef RD_LAUNCHER_H
 #define RD_LAUNCHER_H
 
-#include "error.h"
-#include "filter.h"
+#include "intercept/filter.h"
+#include "lib/error.h"
 
 #include <signal.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* Reading an exec request out of a trapped task (see reader.h). Which errno the task sees
  * depends on the order the kernel checks things in, so that order is followed to the letter;
  * the memory reads are batched because this runs on every exec the agent makes. */
-#include "reader.h"
+#include "intercept/reader.h"
 
 #include <errno.h>
 #include <limits.h>

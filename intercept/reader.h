@@ -6,7 +6,7 @@
 #ifndef RD_READER_H
 #define RD_READER_H
 
-#include "error.h"
+#include "lib/error.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
-#include "resolve.h"
-#include "syscalls.h"
+#include "intercept/resolve.h"
+#include "lib/syscalls.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>

@@ -7,8 +7,8 @@
 #ifndef RD_RESOLVE_H
 #define RD_RESOLVE_H
 
-#include "error.h"
-#include "task.h"
+#include "intercept/task.h"
+#include "lib/error.h"
 
 #include <stdbool.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
-#include "task.h"
-#include "syscalls.h"
+#include "intercept/task.h"
+#include "lib/syscalls.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 #ifndef RD_TASK_H
 #define RD_TASK_H
 
-#include "error.h"
+#include "lib/error.h"
 
 #include <stdbool.h>
 #include <stdint.h>

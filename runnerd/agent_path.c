@@ -1,4 +1,4 @@
-#include "agent_path.h"
+#include "runnerd/agent_path.h"
 
 #include <fcntl.h>
 #include <stdbool.h>

@@ -6,7 +6,7 @@
 #ifndef RD_AGENT_PATH_H
 #define RD_AGENT_PATH_H
 
-#include "error.h"
+#include "lib/error.h"
 
 /* Resolve name on path_env (":"-separated; an empty entry is "."), as execvp would. NULL if
  * not found. */

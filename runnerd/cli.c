@@ -1,4 +1,4 @@
-#include "cli.h"
+#include "runnerd/cli.h"
 
 #include <stdio.h>
 #include <string.h>

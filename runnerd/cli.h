@@ -2,7 +2,7 @@
 #ifndef RD_CLI_H
 #define RD_CLI_H
 
-#include "config.h"
+#include "policy/config.h"
 
 #include <stdbool.h>
 

@@ -2,8 +2,8 @@
  * sessions of this user, through their control sockets (runnerd/control.c). An ID is
  * SESSION-N as pending prints it (SESSION: any unique prefix of the session id), or N alone
  * when one session is running. */
-#include "cli.h"
-#include "supervisor.h"
+#include "runnerd/cli.h"
+#include "supervisor/supervisor.h"
 
 #include <dirent.h>
 #include <poll.h>

@@ -1,5 +1,5 @@
 /* runnerd check: validate runner.json and the profiles, print every error, exit 1 on any. */
-#include "cli.h"
+#include "runnerd/cli.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 /* runnerd explain: apply a profile to the current environment and show, for every name, whether
  * it passes and why. Names only: a value is never printed, not even a fragment of one. */
-#include "agent_path.h"
-#include "cli.h"
-#include "envpolicy.h"
-#include "rules.h"
+#include "policy/envpolicy.h"
+#include "policy/rules.h"
+#include "runnerd/agent_path.h"
+#include "runnerd/cli.h"
 
 #include <getopt.h>
 #include <jansson.h>

@@ -1,13 +1,13 @@
 /* runnerd [--config F] --profile P [--audit FILE] [-v] -- AGENT [ARGS...]: run the agent under
  * the exec filter and supervise every command it starts. */
-#include "agent_path.h"
-#include "audit.h"
-#include "cli.h"
-#include "envpolicy.h"
-#include "filter.h"
-#include "launcher.h"
-#include "rules.h"
-#include "supervisor.h"
+#include "intercept/filter.h"
+#include "intercept/launcher.h"
+#include "policy/envpolicy.h"
+#include "policy/rules.h"
+#include "runnerd/agent_path.h"
+#include "runnerd/cli.h"
+#include "supervisor/audit.h"
+#include "supervisor/supervisor.h"
 
 #include <fcntl.h>
 #include <limits.h>

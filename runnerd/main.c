@@ -1,6 +1,6 @@
 /* runnerd: start an AI coding agent so that the commands it runs never see secrets they were
  * not granted. This file only parses the command line and dispatches. */
-#include "cli.h"
+#include "runnerd/cli.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* runnerd's side of a sandbox: a spare made ahead of time (through the zygote, or by a clone of
  * runnerd), its preset checked, the plan handed over, the command's exec waited for. */
-#include "../intercept/syscalls.h"
-#include "launch_internal.h"
+#include "lib/syscalls.h"
+#include "sandbox/launch_internal.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -4,8 +4,8 @@
 #ifndef RD_LAUNCH_H
 #define RD_LAUNCH_H
 
-#include "error.h"
-#include "zygote.h"
+#include "lib/error.h"
+#include "sandbox/zygote.h"
 
 #include <linux/filter.h>
 #include <stdbool.h>

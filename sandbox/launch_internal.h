@@ -3,8 +3,8 @@
 #ifndef RD_LAUNCH_INTERNAL_H
 #define RD_LAUNCH_INTERNAL_H
 
-#include "launch.h"
-#include "zygote.h"
+#include "sandbox/launch.h"
+#include "sandbox/zygote.h"
 
 #include <linux/filter.h>
 #include <stdint.h>

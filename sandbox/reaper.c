@@ -1,10 +1,10 @@
 /* The reaper: pid 1 of every sandbox, and the command it starts. It runs in a child of runnerd
  * (a clone of the zygote, runnerd-zygote, or of runnerd itself), and from then on hears from
  * runnerd only through the fds it was given. */
-#include "../intercept/raw_syscall.h"
-#include "../intercept/stub_proto.h"
-#include "../intercept/syscalls.h"
-#include "launch_internal.h"
+#include "lib/raw_syscall.h"
+#include "lib/stub_proto.h"
+#include "lib/syscalls.h"
+#include "sandbox/launch_internal.h"
 
 #include <fcntl.h>
 #include <linux/magic.h>

@@ -1,5 +1,5 @@
-#include "../intercept/syscalls.h"
-#include "launch_internal.h"
+#include "lib/syscalls.h"
+#include "sandbox/launch_internal.h"
 
 #include <fcntl.h>
 #include <signal.h>

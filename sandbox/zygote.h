@@ -11,7 +11,7 @@
 #ifndef RD_ZYGOTE_H
 #define RD_ZYGOTE_H
 
-#include "error.h"
+#include "lib/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>

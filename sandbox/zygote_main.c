@@ -4,8 +4,8 @@
  * its address space, each reaper tears that copy down when it exits, and both it and its reapers
  * take a copy-on-write fault for every page they write after a clone. None of it holds anything
  * of runnerd's memory, nor an environment to show in /proc/1/environ inside a sandbox. */
-#include "../intercept/syscalls.h"
-#include "launch_internal.h"
+#include "lib/syscalls.h"
+#include "sandbox/launch_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

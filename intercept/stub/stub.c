@@ -7,8 +7,8 @@
  *
  * Freestanding: no libc, no TLS, no stack protector, no relocations. One exec of it must cost
  * little more than the kernel's own work (a static glibc stub cost ≈560 µs per command). */
-#include "stub_proto.h"
-#include "stub_syscall.h"
+#include "intercept/stub/stub_syscall.h"
+#include "lib/stub_proto.h"
 
 _Static_assert(sizeof(struct rd_stub_msg) == 500, "rd_stub_msg is a fixed 500-byte packet");
 

@@ -46,7 +46,7 @@
 #error "runnerd-stub: add this architecture's syscall numbers and syscall instruction"
 #endif
 
-#include "../raw_syscall.h"
+#include "lib/raw_syscall.h"
 
 /* errno values the stub tests for (identical on x86_64 and arm64). */
 #define EINTR  4

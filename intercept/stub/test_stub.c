@@ -3,7 +3,7 @@
  * other fds open. The parent plays runnerd on the other end of the socket.
  *
  * Usage: test_stub PATH-TO-STUB. Exit 0 if all pass, 1 on any failure, 77 if PATH is missing. */
-#include "stub_proto.h"
+#include "lib/stub_proto.h"
 
 #include <dirent.h>
 #include <errno.h>

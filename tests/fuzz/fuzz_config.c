@@ -1,6 +1,6 @@
 /* libFuzzer target for the config loader: any bytes, as runner.json and as a profile, must give
  * either a loaded config or an error message with a position, never a crash or a leak. */
-#include "config.h"
+#include "policy/config.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* libFuzzer harness: whatever jansson accepts must be indexed, with every jansson value found at
  * the pointer config code would build for it, at a position that starts that kind of value. */
-#include "jsonpos.h"
+#include "policy/jsonpos.h"
 
 #include <errno.h>
 #include <jansson.h>

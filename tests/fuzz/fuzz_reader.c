@@ -3,7 +3,7 @@
  * arrays into it (or points at raw bytes), and picks the limit. rd_read_strings and
  * rd_read_path must then agree exactly, errno and every byte, with a plain byte-at-a-time model
  * of the kernel (count, count, pointer limit, envp then argv from the last string down). */
-#include "reader.h"
+#include "intercept/reader.h"
 
 #include <errno.h>
 #include <stdint.h>

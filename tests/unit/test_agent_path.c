@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "agent_path.h"
+#include "runnerd/agent_path.h"
 
 #include <stdio.h>
 #include <stdlib.h>

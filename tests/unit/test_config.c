@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "policy/config.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 // clang-format on
 
-#include "envpolicy.h"
+#include "policy/envpolicy.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
-#include "jsonpos.h"
+#include "policy/jsonpos.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -7,8 +7,8 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "envpolicy.h"
+#include "policy/config.h"
+#include "policy/envpolicy.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 // clang-format on
 
-#include "reader.h"
+#include "intercept/reader.h"
 
 #include <errno.h>
 #include <signal.h>

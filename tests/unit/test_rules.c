@@ -6,8 +6,8 @@
 
 #include <cmocka.h>
 
-#include "rules.h"
-#include "util.h"
+#include "lib/util.h"
+#include "policy/rules.h"
 
 #include <string.h>
 

@@ -1,4 +1,4 @@
-#include "audit.h"
+#include "supervisor/audit.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-#include "glob.h"
-#include "util.h"
+#include "policy/glob.h"
+#include "lib/util.h"
 
 #include <fnmatch.h>
 #include <string.h>

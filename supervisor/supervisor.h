@@ -3,10 +3,10 @@
 #ifndef RD_SUPERVISOR_H
 #define RD_SUPERVISOR_H
 
-#include "audit.h"
-#include "cmdfilter.h"
-#include "config.h"
-#include "launcher.h"
+#include "intercept/launcher.h"
+#include "policy/config.h"
+#include "sandbox/cmdfilter.h"
+#include "supervisor/audit.h"
 
 #include <signal.h>
 #include <stdio.h>

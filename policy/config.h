@@ -3,8 +3,8 @@
 #ifndef RD_CONFIG_H
 #define RD_CONFIG_H
 
-#include "error.h"
-#include "policy.h"
+#include "lib/error.h"
+#include "policy/policy.h"
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
-#include "rules.h"
-#include "glob.h"
-#include "util.h"
+#include "policy/rules.h"
+#include "lib/util.h"
+#include "policy/glob.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -4,7 +4,7 @@
 #ifndef RD_AUDIT_H
 #define RD_AUDIT_H
 
-#include "error.h"
+#include "lib/error.h"
 
 #include <jansson.h>
 #include <stdbool.h>

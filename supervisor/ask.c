@@ -2,8 +2,8 @@
  * waits; approved, the command runs from the plan held since the trap; denied, timed out or
  * withdrawn, the stub tells the caller why (one line on its stderr) and exits 126. One answer
  * wins: the first ends the ask, a later one is refused with what the first was. */
-#include "stub_proto.h"
-#include "sup_internal.h"
+#include "lib/stub_proto.h"
+#include "supervisor/sup_internal.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * {"op":"deny","id":N}. The peer must be runnerd's own user (or root), and neither runnerd
  * nor anything it started: an agent, or a command, must never answer its own ask. Commands
  * cannot even see the socket: its directory is masked in every sandbox. */
-#include "sup_internal.h"
+#include "supervisor/sup_internal.h"
 
 #include <ctype.h>
 #include <fcntl.h>

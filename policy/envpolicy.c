@@ -1,5 +1,5 @@
-#include "envpolicy.h"
-#include "glob.h"
+#include "policy/envpolicy.h"
+#include "policy/glob.h"
 
 #include <stdint.h>
 #include <stdlib.h>

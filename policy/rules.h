@@ -2,7 +2,7 @@
 #ifndef RD_RULES_H
 #define RD_RULES_H
 
-#include "policy.h"
+#include "policy/policy.h"
 
 #include <stddef.h>
 #include <sys/types.h>

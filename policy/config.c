@@ -1,7 +1,7 @@
-#include "config.h"
-#include "glob.h"
-#include "jsonpos.h"
-#include "sha256.h"
+#include "policy/config.h"
+#include "lib/sha256.h"
+#include "policy/glob.h"
+#include "policy/jsonpos.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -3,13 +3,13 @@
 #ifndef RD_SUP_INTERNAL_H
 #define RD_SUP_INTERNAL_H
 
-#include "envpolicy.h"
-#include "handoff.h"
-#include "launch.h"
-#include "reader.h"
-#include "resolve.h"
-#include "supervisor.h"
-#include "task.h"
+#include "intercept/handoff.h"
+#include "intercept/reader.h"
+#include "intercept/resolve.h"
+#include "intercept/task.h"
+#include "policy/envpolicy.h"
+#include "sandbox/launch.h"
+#include "supervisor/supervisor.h"
 
 #include <linux/seccomp.h>
 #include <stdbool.h>

@@ -2,7 +2,7 @@
  * jansson forgets positions once a parse succeeds, so this re-scans the same text. It is a
  * strict RFC 8259 recogniser rather than a skimmer that trusts its input, because it also sees
  * arbitrary bytes (fuzzing, or a caller that indexes before jansson has checked the text). */
-#include "jsonpos.h"
+#include "policy/jsonpos.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-#include "policy.h"
+#include "policy/policy.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,14 +1,14 @@
 /* The exec path of the supervisor: read a trapped exec, decide, launch its command in a
  * sandbox, and start the handoff of its caller to the stub. */
-#include "envpolicy.h"
-#include "handoff.h"
-#include "reader.h"
-#include "resolve.h"
-#include "rules.h"
-#include "stub_proto.h"
-#include "sup_internal.h"
-#include "syscalls.h"
-#include "task.h"
+#include "intercept/handoff.h"
+#include "intercept/reader.h"
+#include "intercept/resolve.h"
+#include "intercept/task.h"
+#include "lib/stub_proto.h"
+#include "lib/syscalls.h"
+#include "policy/envpolicy.h"
+#include "policy/rules.h"
+#include "supervisor/sup_internal.h"
 
 #include <fcntl.h>
 #include <pwd.h>

@@ -3,7 +3,7 @@
 #ifndef RD_ERROR_H
 #define RD_ERROR_H
 
-#include "util.h"
+#include "lib/util.h"
 
 #include <stddef.h>
 

@@ -3,8 +3,8 @@
 #ifndef RD_ENVPOLICY_H
 #define RD_ENVPOLICY_H
 
-#include "error.h"
-#include "policy.h"
+#include "lib/error.h"
+#include "policy/policy.h"
 
 #include <stdbool.h>
 #include <stddef.h>
