@@ -1,4 +1,5 @@
 #include "intercept/launcher.h"
+#include "lib/fdpass.h"
 #include "lib/syscalls.h"
 
 #include <poll.h>
@@ -40,17 +41,8 @@ static _Noreturn void child(int sock, const char *path, char *const argv[], char
 		send(sock, &m, sizeof(m), MSG_NOSIGNAL);
 		_exit(127);
 	}
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	m.stage = 0;
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+	if (rd_send_buf_fds(sock, &m, sizeof(m), &fd, 1, 0) < 0)
 		_exit(127);
 	close(fd);
 
@@ -82,14 +74,13 @@ int rd_agent_start(const char *path, char *const argv[], char *const envp[],
 	out->pid = pid;
 
 	struct launch_msg m = {0};
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	size_t n_fds = 0;
+	ssize_t n = rd_recv_buf_fds(sock, &m, sizeof(m), &out->listener, 1, &n_fds, 0);
 	int r;
-	if (n != sizeof(m) || m.stage != 0 || !c || c->cmsg_type != SCM_RIGHTS) {
+	if (n != sizeof(m) || m.stage != 0 || n_fds != 1) {
+		if (n_fds == 1)
+			close(out->listener);
+		out->listener = -1;
 		r = rd_error_set(err, m.err ? m.err : EPROTO, "loading the exec filter failed: %s",
 		                 m.err ? strerror(m.err) : "the launcher died");
 		if (m.err == EINVAL)
@@ -98,7 +89,6 @@ int rd_agent_start(const char *path, char *const argv[], char *const envp[],
 			             "WAIT_KILLABLE_RECV (Linux 5.19 or later is needed)");
 		goto fail;
 	}
-	memcpy(&out->listener, CMSG_DATA(c), sizeof(int));
 
 	/* The launcher's own execve of the agent is the first notification, from the launcher's
 	 * tid, and the only original call ever let through with CONTINUE. */

@@ -1,5 +1,6 @@
 /* runnerd's side of a sandbox: a spare made ahead of time (through the zygote, or by a clone of
  * runnerd), its preset checked, the plan handed over, the command's exec waited for. */
+#include "lib/fdpass.h"
 #include "lib/syscalls.h"
 #include "sandbox/launch_internal.h"
 
@@ -14,30 +15,10 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 
-/* One packet: the data in iov (want bytes in all), count fds with it (SCM_RIGHTS). */
-static int send_with_fds(int sock, struct iovec *iov, size_t n_iov, size_t want, const int *fds,
-                         uint32_t count)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)] = {0};
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = n_iov};
-	if (count) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * count);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * count);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * count);
-	}
-	ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-	return n == (ssize_t)want ? 0 : n < 0 ? -errno : -EIO;
-}
-
 /* A packet of fds alone, led by their count. */
 static int send_fds(int sock, const int *fds, uint32_t count)
 {
-	struct iovec iov = {.iov_base = &count, .iov_len = sizeof(count)};
-	return send_with_fds(sock, &iov, 1, sizeof(count), fds, count);
+	return rd_send_buf_fds(sock, &count, sizeof(count), fds, count, 0);
 }
 
 static int write_file(pid_t pid, const char *name, const char *text)
@@ -299,8 +280,8 @@ static int send_plan(int sock, const struct rd_launch_plan *p, const struct plan
 	for (*sent = 0; *sent < p->n_fds && n < FDS_PER_MSG;)
 		first[n++] = p->fds[(*sent)++].fd;
 	struct iovec marker = {&zero, sizeof(zero)};
-	return mfd < 0 ? send_with_fds(sock, b->iov, b->n_iov, b->size, first, n)
-	               : send_with_fds(sock, &marker, 1, sizeof(zero), first, n);
+	return mfd < 0 ? rd_send_fds(sock, b->iov, b->n_iov, first, n, 0)
+	               : rd_send_fds(sock, &marker, 1, first, n, 0);
 }
 
 /* The preset's report, and each masked path looked up again from inside the spare: it must
@@ -313,25 +294,16 @@ static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
 	const struct rd_sandbox_preset *pre = sb->preset;
 	size_t want = sizeof(uint32_t) + sizeof(struct preset_seen) * pre->n_masks;
 	_cleanup_free_ char *buf = malloc(want + 1);
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {.iov_base = buf, .iov_len = want + 1};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	if (!buf)
 		return RD_PRESET_BROKEN;
-	ssize_t n;
-	do
-		n = recvmsg(sb->plan_fd, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(sizeof(int)))
-		return RD_PRESET_BROKEN;
 	_cleanup_close_ int root = -1;
-	memcpy(&root, CMSG_DATA(c), sizeof(int));
+	size_t n_fds = 0;
+	ssize_t n = rd_recv_buf_fds(sb->plan_fd, buf, want + 1, &root, 1, &n_fds, 0);
+	if (n < 0 || n_fds != 1)
+		return RD_PRESET_BROKEN;
 	uint32_t count;
 	memcpy(&count, buf, sizeof(count));
-	if ((size_t)n != want || count != pre->n_masks || (mh.msg_flags & MSG_CTRUNC))
+	if ((size_t)n != want || count != pre->n_masks)
 		return RD_PRESET_BROKEN;
 	for (size_t i = 0; i < pre->n_masks; i++) {
 		struct preset_seen then;

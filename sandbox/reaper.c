@@ -1,6 +1,7 @@
 /* The reaper: pid 1 of every sandbox, and the command it starts. It runs in a child of runnerd
  * (a clone of the zygote, runnerd-zygote, or of runnerd itself), and from then on hears from
  * runnerd only through the fds it was given. */
+#include "lib/fdpass.h"
 #include "lib/raw_syscall.h"
 #include "lib/stub_proto.h"
 #include "lib/syscalls.h"
@@ -189,22 +190,15 @@ static int command_start(void *arg)
 /* The command's stack until its exec: mapped ahead of time, touched only as used. */
 #define COMMAND_STACK (256 * 1024)
 
-/* Receive up to want fds in one packet; returns how many came, or -1. */
+/* Receive up to want fds in one packet, led by their count; returns how many came, or -1. */
 static int recv_fds(int sock, int *fds, int want)
 {
-	char cbuf[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)];
 	uint32_t count = 0;
-	struct iovec iov = {.iov_base = &count, .iov_len = sizeof(count)};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	if (recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) != sizeof(count) || (int)count > want)
+	size_t got = 0;
+	if (rd_recv_buf_fds(sock, &count, sizeof(count), fds, (size_t)want, &got, 0) !=
+	        sizeof(count) ||
+	    count != got)
 		return -1;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	if (count == 0)
-		return 0;
-	if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int) * count))
-		return -1;
-	memcpy(fds, CMSG_DATA(c), sizeof(int) * count);
 	return (int)count;
 }
 
@@ -216,23 +210,12 @@ static _Alignas(16) char plan_buf[PLAN_INLINE_MAX];
  * mapped memfd. */
 static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 {
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)];
-	} cbuf;
-	struct iovec iov = {.iov_base = plan_buf, .iov_len = sizeof(plan_buf)};
-	struct msghdr mh = {.msg_iov = &iov,
-	                    .msg_iovlen = 1,
-	                    .msg_control = cbuf.b,
-	                    .msg_controllen = sizeof(cbuf.b)};
-	ssize_t len = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	struct cmsghdr *c = len > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (len < (ssize_t)sizeof(uint32_t) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || !c ||
-	    c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
-		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
 	int first[FDS_PER_MSG];
-	size_t nfirst = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int), k = 0;
-	memcpy(first, CMSG_DATA(c), sizeof(int) * nfirst);
+	size_t nfirst = 0, k = 0;
+	ssize_t len =
+	    rd_recv_buf_fds(sock, plan_buf, sizeof(plan_buf), first, FDS_PER_MSG, &nfirst, 0);
+	if (len < (ssize_t)sizeof(uint32_t) || nfirst < 1)
+		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
 	const char *blob = plan_buf;
 	size_t size = (size_t)len;
 	if (len == sizeof(uint32_t)) {
@@ -414,18 +397,9 @@ static void no_network(int err_fd)
 
 static int preset_send(int sock, const struct preset_seen *seen, uint32_t n, int root)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
 	struct iovec iov[2] = {{.iov_base = &n, .iov_len = sizeof(n)},
 	                       {.iov_base = (void *)seen, .iov_len = sizeof(*seen) * n}};
-	struct msghdr mh = {
-	    .msg_iov = iov, .msg_iovlen = 2, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &root, sizeof(int));
-	size_t want = sizeof(n) + sizeof(*seen) * n;
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)want ? 0 : -1;
+	return rd_send_fds(sock, iov, 2, &root, 1, 0);
 }
 
 /* In a spare's reaper, before any plan: the masks and network most commands get, then

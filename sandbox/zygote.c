@@ -1,3 +1,4 @@
+#include "lib/fdpass.h"
 #include "lib/syscalls.h"
 #include "sandbox/launch_internal.h"
 
@@ -145,19 +146,10 @@ int rd_zygote_request(struct rd_zygote *z, bool userns, const struct rd_sandbox_
 		send_len = sizeof(*q);
 	}
 
-	char cbuf[CMSG_SPACE(sizeof(int) * RD_REAPER_NFDS)] = {0};
-	struct iovec iov = {.iov_base = req, .iov_len = send_len};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * RD_REAPER_NFDS);
-	memcpy(CMSG_DATA(c), fds, sizeof(int) * RD_REAPER_NFDS);
-	if (sendmsg(z->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)send_len) {
-		int e = errno ? errno : EPROTO;
+	int r = rd_send_buf_fds(z->fd, req, send_len, fds, RD_REAPER_NFDS, MSG_DONTWAIT);
+	if (r < 0) {
 		rd_zygote_lost(z);
-		return rd_error_set(err, e, "the zygote: %s", strerror(e));
+		return rd_error_set(err, r, "the zygote: %s", strerror(-r));
 	}
 	if (preset && !same) {
 		free(z->last);
@@ -170,22 +162,12 @@ int rd_zygote_request(struct rd_zygote *z, bool userns, const struct rd_sandbox_
 long rd_zygote_answer(struct rd_zygote *z, bool userns, int *pidfd, struct rd_error *err)
 {
 	struct zygote_reply r;
-	char rbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec riov = {.iov_base = &r, .iov_len = sizeof(r)};
-	struct msghdr rh = {
-	    .msg_iov = &riov, .msg_iovlen = 1, .msg_control = rbuf, .msg_controllen = sizeof(rbuf)};
-	ssize_t n = -1;
-	errno = EPIPE;
-	while (z->fd >= 0 && (n = recvmsg(z->fd, &rh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	struct cmsghdr *rc = n == sizeof(r) ? CMSG_FIRSTHDR(&rh) : NULL;
 	int fd = -1;
-	if (rc && rc->cmsg_level == SOL_SOCKET && rc->cmsg_type == SCM_RIGHTS &&
-	    rc->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&fd, CMSG_DATA(rc), sizeof(int));
-	if (n != sizeof(r) || (r.pid > 0) != (fd >= 0)) {
-		int e = n < 0 ? errno : EPROTO;
-		if (fd >= 0)
+	size_t n_fds = 0;
+	ssize_t n = z->fd >= 0 ? rd_recv_buf_fds(z->fd, &r, sizeof(r), &fd, 1, &n_fds, 0) : -EPIPE;
+	if (n != sizeof(r) || (r.pid > 0) != (n_fds == 1)) {
+		int e = n < 0 ? (int)-n : EPROTO;
+		if (n_fds == 1)
 			close(fd);
 		rd_zygote_lost(z);
 		return rd_error_set(err, e, "the zygote did not answer: %s", strerror(e));

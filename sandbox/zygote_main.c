@@ -4,6 +4,7 @@
  * its address space, each reaper tears that copy down when it exits, and both it and its reapers
  * take a copy-on-write fault for every page they write after a clone. None of it holds anything
  * of runnerd's memory, nor an environment to show in /proc/1/environ inside a sandbox. */
+#include "lib/fdpass.h"
 #include "lib/syscalls.h"
 #include "sandbox/launch_internal.h"
 
@@ -58,19 +59,7 @@ static int parse_preset(char *buf, size_t n, struct kept_preset *out)
 static void reply(int sock, long pid, int err, int pidfd)
 {
 	struct zygote_reply r = {.pid = (int32_t)pid, .err = err};
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = &r, .iov_len = sizeof(r)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (pidfd >= 0) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pidfd, sizeof(int));
-	}
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL) != sizeof(r))
+	if (rd_send_buf_fds(sock, &r, sizeof(r), &pidfd, pidfd >= 0, 0) < 0)
 		_exit(1); /* runnerd is gone, or gave us up */
 }
 
@@ -98,25 +87,14 @@ int main(void)
 		_exit(1);
 	reply(sock, 0, 0, -1); /* ready */
 	for (;;) {
-		char cbuf[CMSG_SPACE(sizeof(int) * RD_REAPER_NFDS)];
-		struct iovec iov = {.iov_base = buf, .iov_len = ZYGOTE_MAX_MSG};
-		struct msghdr mh = {.msg_iov = &iov,
-		                    .msg_iovlen = 1,
-		                    .msg_control = cbuf,
-		                    .msg_controllen = sizeof(cbuf)};
-		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			_exit(0); /* runnerd closed its end: the session is over */
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-		    c->cmsg_len != CMSG_LEN(sizeof(int) * RD_REAPER_NFDS) ||
-		    (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-		    (size_t)n < sizeof(struct zygote_req))
-			_exit(1);
 		int fds[RD_REAPER_NFDS];
-		memcpy(fds, CMSG_DATA(c), sizeof(fds));
+		size_t n_fds = 0;
+		ssize_t n =
+		    rd_recv_buf_fds(sock, buf, ZYGOTE_MAX_MSG, fds, RD_REAPER_NFDS, &n_fds, 0);
+		if (n == 0)
+			_exit(0); /* runnerd closed its end: the session is over */
+		if (n < (ssize_t)sizeof(struct zygote_req) || n_fds != RD_REAPER_NFDS)
+			_exit(1);
 		const struct zygote_req *q = (const void *)buf;
 		bool userns = q->userns != 0;
 		const struct rd_sandbox_preset *pre = NULL;

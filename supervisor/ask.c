@@ -2,6 +2,7 @@
  * waits; approved, the command runs from the plan held since the trap; denied, timed out or
  * withdrawn, the stub tells the caller why (one line on its stderr) and exits 126. One answer
  * wins: the first ends the ask, a later one is refused with what the first was. */
+#include "lib/fdpass.h"
 #include "lib/stub_proto.h"
 #include "supervisor/sup_internal.h"
 
@@ -26,7 +27,7 @@ void rd_sup_stub_exit(struct cmd *c, int status)
 		send(c->ctl_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-void rd_sup_stub_say_exit(struct cmd *c, int say_fd, const char *text, int status)
+void rd_sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status)
 {
 	if (c->ctl_fd < 0)
 		return;
@@ -34,22 +35,11 @@ void rd_sup_stub_say_exit(struct cmd *c, int say_fd, const char *text, int statu
 	size_t len = strlen(text);
 	m.len = (uint32_t)(len < RD_STUB_TEXT_MAX ? len : RD_STUB_TEXT_MAX);
 	memcpy(m.text, text, m.len);
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} ctl = {0};
-	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (say_fd >= 0) {
-		mh.msg_control = ctl.b;
-		mh.msg_controllen = sizeof(ctl.b);
-		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
-		h->cmsg_level = SOL_SOCKET;
-		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(h), &say_fd, sizeof(int));
-		sendmsg(c->ctl_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	}
+	/* The caller's stderr goes with the text, and the stub writes it there. Without it there
+	 * is nothing to say, only the exit. */
+	if (say_fd >= 0 && rd_send_buf_fds(c->ctl_fd, &m, sizeof(m), &say_fd, 1, MSG_DONTWAIT) < 0)
+		rd_sup_log(u, "exec %llu: the stub could not be told why: %s",
+		           (unsigned long long)c->id, "its queue is full or it is gone");
 	rd_sup_stub_exit(c, status);
 }
 
@@ -137,7 +127,7 @@ int rd_sup_ask_answer(struct sup *u, struct cmd *c, enum ask_answer a, const str
 		if (a != ANSWER_WITHDRAWN) {
 			char line[RD_STUB_TEXT_MAX];
 			snprintf(line, sizeof(line), "runnerd: %s: %s\n", path, what);
-			rd_sup_stub_say_exit(c, rd_sup_caller_stderr(c->req), line, 126 << 8);
+			rd_sup_stub_say_exit(u, c, rd_sup_caller_stderr(c->req), line, 126 << 8);
 		}
 		c->reaped = c->status_known = true;
 		rd_sup_req_free(c->req);

@@ -651,7 +651,7 @@ int rd_sup_launch_approved(struct sup *u, struct cmd *c)
 		         exec_errno ? strerror(exec_errno) : err.msg);
 		c->sb = RD_SANDBOX_NONE;
 		c->reaped = c->status_known = true;
-		rd_sup_stub_say_exit(c, rd_sup_caller_stderr(q), line,
+		rd_sup_stub_say_exit(u, c, rd_sup_caller_stderr(q), line,
 		                     (exec_errno == ENOENT ? 127 : 126) << 8);
 	} else {
 		clock_gettime(CLOCK_MONOTONIC, &c->start);

@@ -244,7 +244,7 @@ void rd_sup_ask_signal(struct sup *u, struct cmd *c, int sig);
 void rd_sup_stub_exit(struct cmd *c, int status);
 /* ask.c: the stub of c says text (one line) on say_fd (the caller's stderr, or -1 for
  * nowhere) and exits with status. */
-void rd_sup_stub_say_exit(struct cmd *c, int say_fd, const char *text, int status);
+void rd_sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status);
 /* exec.c: the caller's stderr as runnerd holds it (a copy from the snapshot), or -1. */
 int rd_sup_caller_stderr(const struct req *q);
 

@@ -3,6 +3,7 @@
  * other fds open. The parent plays runnerd on the other end of the socket.
  *
  * Usage: test_stub PATH-TO-STUB. Exit 0 if all pass, 1 on any failure, 77 if PATH is missing. */
+#include "lib/fdpass.h"
 #include "lib/stub_proto.h"
 
 #include <dirent.h>
@@ -240,25 +241,9 @@ static bool wait_ready(struct kid *k)
 
 static bool send_raw(int sock, const void *buf, size_t len, int pass_fd)
 {
-	struct iovec iov = {(void *)buf, len};
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-
-	if (pass_fd >= 0) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = &ctl;
-		mh.msg_controllen = sizeof(ctl.b);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-	}
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL) != (ssize_t)len) {
-		fail("sendmsg: %s", strerror(errno));
+	int r = rd_send_buf_fds(sock, buf, len, &pass_fd, pass_fd >= 0, 0);
+	if (r < 0) {
+		fail("sendmsg: %s", strerror(-r));
 		return false;
 	}
 	return true;
