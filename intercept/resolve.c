@@ -141,15 +141,31 @@ static int exec_caller_fd(struct rd_task *t, int fd, struct rd_target *out)
 	return 0;
 }
 
-int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct rd_target *out,
-               struct rd_error *err)
+/* A miss (r: -errno, or 0 for none): the caller's exec fails with that errno, as the kernel's
+ * would, and nothing else is said. */
+static enum rd_resolve_outcome done(int r, int *e)
 {
+	*e = -r;
+	return r < 0 ? RD_RESOLVE_MISS : RD_RESOLVED;
+}
+
+/* Not a miss: runnerd will not run it (r: -errno, err says why). */
+static enum rd_resolve_outcome refused(int r, int *e)
+{
+	*e = -r;
+	return RD_RESOLVE_REFUSED;
+}
+
+enum rd_resolve_outcome rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags,
+                                   struct rd_target *out, int *e, struct rd_error *err)
+{
+	*e = 0;
 	memset(out, 0, sizeof(*out));
 	out->own_fd = out->caller_fd = -1;
 	if (flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
-		return -EINVAL;
+		return done(-EINVAL, e);
 	if (path[0] == '\0')
-		return (flags & AT_EMPTY_PATH) ? exec_caller_fd(t, dirfd, out) : -ENOENT;
+		return done((flags & AT_EMPTY_PATH) ? exec_caller_fd(t, dirfd, out) : -ENOENT, e);
 	/* "/proc//self" and "/proc/./self" name what "/proc/self" does: fold them first, so the
 	 * translation below cannot be sidestepped. (The path runs as the caller gave it.) */
 	const char *given = path; /* what the sandbox execs by name: the caller's own string */
@@ -169,7 +185,7 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 	}
 	int cfd = caller_fd_path(path);
 	if (cfd >= 0)
-		return exec_caller_fd(t, cfd, out);
+		return done(exec_caller_fd(t, cfd, out), e);
 
 	/* Any other /proc path: runnerd opens it where the caller would ("self" being the
 	 * caller), since the sandbox's /proc is of another pid namespace. Magic links (exe, fd/N,
@@ -184,11 +200,12 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 	if (strncmp(path, "/proc/", 6) == 0) {
 		const char *rest = path + 6;
 		if (has_dotdot(rest))
-			return rd_error_set(
-			    err, EPERM,
-			    "%s: runnerd does not resolve \"..\" under /proc as the "
-			    "caller",
-			    path);
+			return refused(
+			    rd_error_set(err, EPERM,
+			                 "%s: runnerd does not resolve \"..\" under /proc "
+			                 "as the caller",
+			                 path),
+			    e);
 		char own[16];
 		int ol = snprintf(own, sizeof(own), "%d", t->tgid);
 		int w;
@@ -204,7 +221,7 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 			    strncmp(rest, own, (size_t)ol) == 0 && (rest[ol] == '/' || !rest[ol]);
 		}
 		if (w < 0 || (size_t)w >= sizeof(proc_path))
-			return -ENAMETOOLONG;
+			return done(-ENAMETOOLONG, e);
 		open_path = proc_path;
 		via_proc = true;
 		/* Only the first magic link is the caller's: in "/proc/self/root/proc/self/exe"
@@ -216,7 +233,7 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 			struct open_how entry = {.flags = O_PATH | O_CLOEXEC};
 			base = base_fd = rd_openat2(AT_FDCWD, proc_path, &entry);
 			if (base_fd < 0)
-				return -errno;
+				return done(-errno, e);
 			open_path = proc_path + cut + 1;
 			magic_ok = false;
 		}
@@ -224,12 +241,13 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 		if (dirfd == AT_FDCWD) {
 			int r = rd_task_cwd(t, err);
 			if (r < 0)
-				return r;
+				return refused(r,
+				               e); /* runnerd could not look where the caller is */
 			base = t->cwd_fd;
 		} else {
 			base = base_fd = rd_task_getfd(t, dirfd);
 			if (base_fd < 0)
-				return base_fd;
+				return done(base_fd, e);
 		}
 	}
 
@@ -243,19 +261,20 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 		int probe = openat(base, open_path, of);
 		if (probe >= 0) {
 			close(probe);
-			return rd_error_set(err, EPERM,
-			                    "%s leads through a /proc magic link runnerd cannot "
-			                    "resolve as the caller",
-			                    path);
+			return refused(rd_error_set(err, EPERM,
+			                            "%s leads through a /proc magic link runnerd "
+			                            "cannot resolve as the caller",
+			                            path),
+			               e);
 		}
 		errno = ELOOP;
 	}
 	if (fd < 0)
-		return -errno;
+		return done(-errno, e);
 	out->own_fd = fd;
 	int r = check_file(fd, out);
 	if (r < 0)
-		return r;
+		return done(r, e);
 	/* A binary runs from the very file the decision was made on: by its fd, so no rename
 	 * between now and the sandbox's exec can swap it. A script must keep its name (its
 	 * interpreter opens it, and $0 is that name): the sandbox checks dev+ino just before. */
@@ -263,7 +282,7 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 		out->exec_fd = fd;
 		out->exec_path = "";
 		out->exec_flags = AT_EMPTY_PATH;
-		return 0;
+		return RD_RESOLVED;
 	}
 	if (path[0] == '/' || dirfd == AT_FDCWD) {
 		/* The sandbox sits in the caller's cwd: the same path names the same file. */
@@ -276,5 +295,5 @@ int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct
 	}
 	out->exec_path = given;
 	out->exec_flags = flags & AT_SYMLINK_NOFOLLOW;
-	return 0;
+	return RD_RESOLVED;
 }

@@ -29,10 +29,18 @@ struct rd_target {
 	ino_t ino;
 };
 
+enum rd_resolve_outcome {
+	RD_RESOLVED,        /* out says what to run */
+	RD_RESOLVE_MISS,    /* the kernel's own exec would fail with *e: answer that, say nothing */
+	RD_RESOLVE_REFUSED, /* runnerd will not run it as the caller asks (a /proc magic link it
+	                     * cannot follow as the caller, "..", or the caller's cwd cannot be
+	                     * looked at): refuse with *e, err says why */
+};
+
 /* Resolve path (as passed to execve, or execveat with dirfd and flags) for task t. t->cwd_fd
- * is opened here if it is not yet. Returns 0, or -errno: the errno the caller's exec gets. */
-int rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags, struct rd_target *out,
-               struct rd_error *err) _wur_;
+ * is opened here if it is not yet. *e is the errno the caller's exec gets unless resolved. */
+enum rd_resolve_outcome rd_resolve(struct rd_task *t, int dirfd, const char *path, int flags,
+                                   struct rd_target *out, int *e, struct rd_error *err) _wur_;
 
 /* Once the caller's fds are known (rd_task_snapshot): use the caller's own fd number when
  * the command inherits that fd anyway. */

@@ -56,12 +56,12 @@ int rd_task_parse_status(const char *text, struct rd_task *t, struct rd_error *e
 		return rd_error_set(err, EPROTO, "task %d: unexpected /proc status format", t->tid);
 	t->tgid = tgid;
 	for (int i = 0; i < 3; i++) {
-		t->uid[i] = u[i];
-		t->gid[i] = g[i];
+		t->inh.uid[i] = u[i];
+		t->inh.gid[i] = g[i];
 	}
-	t->umask = (mode_t)um;
-	t->sig_blocked = blk;
-	t->sig_ignored = ign;
+	t->inh.umask = (mode_t)um;
+	t->inh.sig_blocked = blk;
+	t->inh.sig_ignored = ign;
 
 	const char *end = strchr(f, '\n');
 	size_t n = 0, cap = 16;
@@ -176,17 +176,17 @@ static int copy_fds(struct rd_task *t, struct rd_error *err)
 
 struct rlimit rd_task_rlimit(struct rd_task *t, int res, struct rlimit fallback)
 {
-	if (!t->have_rlim[res])
-		t->have_rlim[res] = prlimit(t->tgid, res, NULL, &t->rlim[res]) == 0;
-	return t->have_rlim[res] ? t->rlim[res] : fallback;
+	struct rd_inherit *h = &t->inh;
+	if (!h->have_rlim[res])
+		h->have_rlim[res] = prlimit(t->tgid, res, NULL, &h->rlim[res]) == 0;
+	return h->have_rlim[res] ? h->rlim[res] : fallback;
 }
 
 int rd_task_snapshot(struct rd_task *t, struct rd_error *err)
 {
 	/* Those already read (rd_task_rlimit, for the exec's own checks) are not read again. */
 	for (int res = 0; res < RLIM_NLIMITS; res++)
-		if (!t->have_rlim[res])
-			t->have_rlim[res] = prlimit(t->tgid, res, NULL, &t->rlim[res]) == 0;
+		(void)rd_task_rlimit(t, res, (struct rlimit){0, 0});
 	t->sid = getsid(t->tid);
 	t->pgid = getpgid(t->tid);
 	if (t->sid < 0 || t->pgid < 0)

@@ -18,16 +18,22 @@ struct rd_fd_copy {
 	int fd;     /* runnerd's copy (CLOEXEC) */
 };
 
-struct rd_task {
-	pid_t tid, tgid;
+/* What the command inherits of its caller's state at the exec: plain data (the launch plan
+ * carries it to the sandbox as it is). */
+struct rd_inherit {
 	uid_t uid[3]; /* real, effective, saved */
 	gid_t gid[3];
-	gid_t *groups;
-	size_t n_groups;
 	mode_t umask;
 	uint64_t sig_blocked, sig_ignored; /* bit n-1 = signal n, as /proc/PID/status shows */
 	struct rlimit rlim[RLIM_NLIMITS];
 	bool have_rlim[RLIM_NLIMITS];
+};
+
+struct rd_task {
+	pid_t tid, tgid;
+	struct rd_inherit inh;
+	gid_t *groups; /* supplementary groups */
+	size_t n_groups;
 	pid_t sid, pgid;
 	int pidfd;  /* on the thread group */
 	int cwd_fd; /* O_PATH of the task's cwd */

@@ -286,34 +286,42 @@ static int get_action(struct ctx *c, json_t *obj, const char *ptr, const char *k
 	return 0;
 }
 
-/* One of two words, as an enum: 1 for the first, 2 for the second (0 stays "inherit"). */
-static int get_choice(struct ctx *c, json_t *obj, const char *ptr, const char *key, const char *one,
-                      const char *two, int *out)
+/* One of the key's words: *out is the word's index + 1 (left alone when the key is absent). */
+static int get_word(struct ctx *c, json_t *obj, const char *ptr, const struct rd_box_key *key,
+                    uint64_t *out)
 {
 	_cleanup_free_ char *v = NULL;
-	if (!json_object_get(obj, key))
+	if (!json_object_get(obj, key->name))
 		return 0;
-	int r = get_string(c, obj, ptr, key, false, &v);
+	int r = get_string(c, obj, ptr, key->name, false, &v);
 	if (r < 0)
 		return r;
-	if (strcmp(v, one) == 0) {
-		*out = 1;
-	} else if (strcmp(v, two) == 0) {
-		*out = 2;
-	} else {
-		char vp[512], name[512];
-		sub(vp, sizeof(vp), ptr, key);
-		ctx_err(c, vp, false, "\"%s\" must be \"%s\" or \"%s\", not \"%s\"",
-		        show(vp, name, sizeof(name)), one, two, v);
-		return -EINVAL;
-	}
-	return 0;
+	size_t n = 0;
+	while (n < ARRAY_SIZE(key->words) && key->words[n])
+		n++;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v, key->words[i]) == 0) {
+			*out = i + 1;
+			return 0;
+		}
+	char vp[512], name[512], choices[256] = "";
+	size_t o = 0;
+	for (size_t i = 0; i < n && o < sizeof(choices); i++)
+		o += (size_t)snprintf(choices + o, sizeof(choices) - o, "%s\"%s\"",
+		                      i == 0       ? ""
+		                      : i + 1 == n ? " or "
+		                                   : ", ",
+		                      key->words[i]);
+	sub(vp, sizeof(vp), ptr, key->name);
+	ctx_err(c, vp, false, "\"%s\" must be %s, not \"%s\"", show(vp, name, sizeof(name)),
+	        choices, v);
+	return -EINVAL;
 }
 
 /* A positive number of seconds, at most max (max_words says how long that is); an error, not a
  * silent cut, above it. *out is left alone when the key is absent. */
 static int get_seconds(struct ctx *c, json_t *obj, const char *ptr, const char *key, size_t max,
-                       const char *max_words, unsigned *out)
+                       const char *max_words, uint64_t *out)
 {
 	size_t t = 0;
 	int r = get_size(c, obj, ptr, key, 1, &t);
@@ -326,30 +334,89 @@ static int get_seconds(struct ctx *c, json_t *obj, const char *ptr, const char *
 		        show(vp, name, sizeof(name)), max, max_words);
 		return -EINVAL;
 	}
-	*out = (unsigned)t;
+	*out = t;
 	return 0;
 }
 
-/* seccomp, network, timeout_s, kill_grace_s: the same keys on a rule, commands and sandbox. */
-static void get_box(struct ctx *c, json_t *obj, const char *ptr, struct rd_box_opts *b)
+/* The known keys of an object at level (RD_IN_*) that also takes the sandbox keys: fixed (NULL-
+ * terminated), then the sandbox keys of that level, a group ("rlimits") once, into out
+ * (NULL-terminated). With group set: that group's keys only. */
+static void box_names(const char *const *fixed, unsigned level, const char *group, const char **out)
 {
-	int v = 0;
-	if (get_choice(c, obj, ptr, "seccomp", "default", "none", &v) == 0 && v)
-		b->seccomp = v == 1 ? RD_SECCOMP_DEFAULT : RD_SECCOMP_NONE;
-	v = 0;
-	if (get_choice(c, obj, ptr, "network", "host", "none", &v) == 0 && v)
-		b->network = v == 1 ? RD_NET_HOST : RD_NET_NONE;
-	(void)get_seconds(c, obj, ptr, "timeout_s", 86400 * 365, "a year", &b->timeout_s);
-	(void)get_seconds(c, obj, ptr, "kill_grace_s", 3600, "an hour", &b->kill_grace_s);
-	char rp[512];
-	json_t *rl = get_object(c, obj, ptr, "rlimits", false, rp, sizeof(rp));
-	if (rl) {
-		static const char *const keys[] = {"nofile", "nproc", "as", "cpu", "fsize", NULL};
-		check_keys(c, rl, rp, keys);
-		for (int k = 0; k < RD_RLIMITS; k++) {
-			size_t lim = 0;
-			if (get_size(c, rl, rp, rd_rlimit_names[k], 1, &lim) == 0)
-				b->rlimit[k] = lim;
+	size_t n = 0;
+	for (size_t i = 0; fixed && fixed[i]; i++)
+		out[n++] = fixed[i];
+	for (size_t k = 0; k < RD_BOX_NKEYS; k++) {
+		const struct rd_box_key *key = &rd_box_keys[k];
+		if (!(key->where & level))
+			continue;
+		const char *name =
+		    group        ? (key->group && strcmp(key->group, group) == 0 ? key->name : NULL)
+		    : key->group ? key->group
+		                 : key->name;
+		bool seen = false;
+		for (size_t i = 0; name && i < n; i++)
+			seen = seen || strcmp(out[i], name) == 0;
+		if (name && !seen)
+			out[n++] = name;
+	}
+	out[n] = NULL;
+}
+
+/* Room for box_names: the fixed keys of any object and every sandbox key. */
+#define KNOWN_MAX (16 + RD_BOX_NKEYS)
+
+/* Every key of obj is one of fixed or a sandbox key of this level. */
+static void check_box_keys(struct ctx *c, json_t *obj, const char *ptr, const char *const *fixed,
+                           unsigned level)
+{
+	const char *known[KNOWN_MAX + 1];
+	box_names(fixed, level, NULL, known);
+	check_keys(c, obj, ptr, known);
+}
+
+/* The sandbox keys of one level (RD_IN_*), by the table (policy/box.h). */
+static void get_box(struct ctx *c, json_t *obj, const char *ptr, unsigned level, struct rd_box *b)
+{
+	const char *group = NULL;
+	json_t *gobj = NULL;
+	char gp[512];
+	for (size_t k = 0; k < RD_BOX_NKEYS; k++) {
+		const struct rd_box_key *key = &rd_box_keys[k];
+		if (!(key->where & level))
+			continue;
+		json_t *o = obj;
+		const char *op = ptr;
+		if (key->group) {
+			if (!group || strcmp(group, key->group) != 0) {
+				group = key->group;
+				gobj = get_object(c, obj, ptr, group, false, gp, sizeof(gp));
+				if (gobj) {
+					const char *known[KNOWN_MAX + 1];
+					box_names(NULL, level, group, known);
+					check_keys(c, gobj, gp, known);
+				}
+			}
+			if (!gobj)
+				continue;
+			o = gobj;
+			op = gp;
+		}
+		size_t n = 0;
+		switch (key->type) {
+		case RD_BOX_WORD:
+			(void)get_word(c, o, op, key, &b->v[k]);
+			break;
+		case RD_BOX_SECONDS:
+			(void)get_seconds(c, o, op, key->name, key->max, key->max_words, &b->v[k]);
+			break;
+		case RD_BOX_RLIMIT:
+			if (get_size(c, o, op, key->name, 1, &n) == 0)
+				b->v[k] = n;
+			break;
+		case RD_BOX_PATHS:
+			(void)get_strv(c, o, op, key->name, false, RD_MASK_PATH, &b->list[k]);
+			break;
 		}
 	}
 }
@@ -457,12 +524,8 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 		char sbp[512];
 		json_t *sb = get_object(&c, root, "", "sandbox", false, sbp, sizeof(sbp));
 		if (sb) {
-			static const char *const sandbox_keys[] = {
-			    "mask",         "seccomp", "network", "timeout_s",
-			    "kill_grace_s", "rlimits", NULL};
-			check_keys(&c, sb, sbp, sandbox_keys);
-			(void)get_strv(&c, sb, sbp, "mask", false, RD_MASK_PATH, &out->mask);
-			get_box(&c, sb, sbp, &out->box);
+			check_box_keys(&c, sb, sbp, NULL, RD_IN_SANDBOX);
+			get_box(&c, sb, sbp, RD_IN_SANDBOX, &out->box);
 		}
 		json_t *audit = get_object(&c, root, "", "audit", false, ap, sizeof(ap));
 		if (audit) {
@@ -491,10 +554,9 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 
 static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, struct rd_rule *r)
 {
-	static const char *const rule_keys[] = {
-	    "match",        "action",  "env_allow",   "env_deny",      "max_keys",
-	    "max_bytes",    "mask",    "seccomp",     "network",       "timeout_s",
-	    "kill_grace_s", "rlimits", "description", "ask_timeout_s", NULL};
+	static const char *const rule_keys[] = {"match",       "action",        "env_allow",
+	                                        "env_deny",    "max_keys",      "max_bytes",
+	                                        "description", "ask_timeout_s", NULL};
 	static const char *const match_keys[] = {"path", "args", NULL};
 	char mp[512], name[512];
 
@@ -505,7 +567,7 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 		        show(rp, name, sizeof(name)), type_name(rj));
 		return -EINVAL;
 	}
-	check_keys(c, rj, rp, rule_keys);
+	check_box_keys(c, rj, rp, rule_keys, RD_IN_RULE);
 	json_t *m = get_object(c, rj, rp, "match", true, mp, sizeof(mp));
 	if (m) {
 		check_keys(c, m, mp, match_keys);
@@ -527,8 +589,7 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 	(void)get_strv(c, rj, rp, "env_deny", false, RD_GLOB_ENV_NAME, &r->env_deny);
 	(void)get_size(c, rj, rp, "max_keys", 1, &r->max_keys);
 	(void)get_size(c, rj, rp, "max_bytes", 1, &r->max_bytes);
-	(void)get_strv(c, rj, rp, "mask", false, RD_MASK_PATH, &r->mask);
-	get_box(c, rj, rp, &r->box);
+	get_box(c, rj, rp, RD_IN_RULE, &r->box);
 	(void)get_string(c, rj, rp, "description", false, &r->description);
 	if (json_object_get(rj, "ask_timeout_s") && r->action != RD_ACTION_ASK) {
 		char vp[512];
@@ -536,7 +597,9 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 		ctx_err(c, vp, false, "\"%s\" applies only to a rule whose action is \"ask\"",
 		        show(vp, name, sizeof(name)));
 	} else {
-		(void)get_seconds(c, rj, rp, "ask_timeout_s", 86400, "a day", &r->ask_timeout_s);
+		uint64_t secs = 0;
+		if (get_seconds(c, rj, rp, "ask_timeout_s", 86400, "a day", &secs) == 0 && secs)
+			r->ask_timeout_s = (unsigned)secs;
 	}
 	if (r->action == RD_ACTION_ASK && !r->ask_timeout_s)
 		r->ask_timeout_s = RD_ASK_TIMEOUT_DEFAULT_S;
@@ -557,9 +620,7 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 	static const char *const root_keys[] = {"version", "name",     "description",
 	                                        "agent",   "commands", NULL};
 	static const char *const agent_keys[] = {"env_allow", "extra_env", NULL};
-	static const char *const cmd_keys[] = {"default",   "env_allow",    "env_deny", "rules",
-	                                       "mask",      "unmask",       "seccomp",  "network",
-	                                       "timeout_s", "kill_grace_s", "rlimits",  NULL};
+	static const char *const cmd_keys[] = {"default", "env_allow", "env_deny", "rules", NULL};
 
 	struct rd_error local = {0};
 	if (!err)
@@ -603,15 +664,11 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 		}
 		json_t *cmds = get_object(&c, root, "", "commands", true, cp, sizeof(cp));
 		if (cmds) {
-			check_keys(&c, cmds, cp, cmd_keys);
+			check_box_keys(&c, cmds, cp, cmd_keys, RD_IN_COMMANDS);
 			(void)get_action(&c, cmds, cp, "default", false, &out->commands_default);
 			(void)get_strv(&c, cmds, cp, "env_allow", false, RD_GLOB_ENV_NAME,
 			               &out->commands_env_allow);
-			(void)get_strv(&c, cmds, cp, "mask", false, RD_MASK_PATH,
-			               &out->commands_mask);
-			(void)get_strv(&c, cmds, cp, "unmask", false, RD_MASK_PATH,
-			               &out->commands_unmask);
-			get_box(&c, cmds, cp, &out->commands_box);
+			get_box(&c, cmds, cp, RD_IN_COMMANDS, &out->commands_box);
 			(void)get_strv(&c, cmds, cp, "env_deny", false, RD_GLOB_ENV_NAME,
 			               &out->commands_env_deny);
 			json_t *rules = member(&c, cmds, cp, "rules", false);

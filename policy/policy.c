@@ -2,20 +2,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-
-const char *const rd_rlimit_names[RD_RLIMITS] = {"nofile", "nproc", "as", "cpu", "fsize"};
-const int rd_rlimit_resources[RD_RLIMITS] = {RLIMIT_NOFILE, RLIMIT_NPROC, RLIMIT_AS, RLIMIT_CPU,
-                                             RLIMIT_FSIZE};
-
-void rd_strv_free(struct rd_strv *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	s->v = NULL;
-	s->n = 0;
-}
 
 void rd_rule_free(struct rd_rule *r)
 {
@@ -23,7 +9,7 @@ void rd_rule_free(struct rd_rule *r)
 	rd_strv_free(&r->match_args);
 	rd_strv_free(&r->env_allow);
 	rd_strv_free(&r->env_deny);
-	rd_strv_free(&r->mask);
+	rd_box_free(&r->box);
 	free(r->description);
 	memset(r, 0, sizeof(*r));
 }
@@ -37,8 +23,7 @@ void rd_profile_free(struct rd_profile *p)
 	rd_strv_free(&p->agent_extra_env);
 	rd_strv_free(&p->commands_env_allow);
 	rd_strv_free(&p->commands_env_deny);
-	rd_strv_free(&p->commands_mask);
-	rd_strv_free(&p->commands_unmask);
+	rd_box_free(&p->commands_box);
 	for (size_t i = 0; i < p->n_rules; i++)
 		rd_rule_free(&p->rules[i]);
 	free(p->rules);
@@ -54,7 +39,7 @@ void rd_config_free(struct rd_config *c)
 	rd_strv_free(&c->env.deny);
 	rd_strv_free(&c->env.hard_deny);
 	rd_strv_free(&c->env.extra_env);
-	rd_strv_free(&c->mask);
+	rd_box_free(&c->box);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -1,49 +1,18 @@
 /* The policy as loaded from runner.json and a profile: plain structs, no behaviour. The
- * loader (runnerd/config.c) fills them; envpolicy.c and the rule matcher read them. */
+ * loader (policy/config.c) fills them; envpolicy.c and the rule matcher read them. */
 #ifndef RD_POLICY_H
 #define RD_POLICY_H
 
+#include "lib/strv.h"
+#include "policy/box.h"
+
 #include <stdbool.h>
 #include <stddef.h>
-
-/* A list of strings (names, globs or paths), owned. */
-struct rd_strv {
-	char **v;
-	size_t n;
-};
 
 enum rd_action {
 	RD_ACTION_ALLOW,
 	RD_ACTION_DENY,
 	RD_ACTION_ASK,
-};
-
-/* runner.json "env" */
-/* The command's seccomp profile; INHERIT falls back rule -> commands -> sandbox -> DEFAULT. */
-enum rd_seccomp_mode {
-	RD_SECCOMP_INHERIT = 0,
-	RD_SECCOMP_DEFAULT, /* sandbox/cmdfilter.c: EPERM for the calls that reach beyond */
-	RD_SECCOMP_NONE,
-};
-
-enum rd_network {
-	RD_NET_INHERIT = 0,
-	RD_NET_HOST, /* the host's network (default) */
-	RD_NET_NONE, /* a network namespace of its own with only lo, up */
-};
-
-/* The rlimits a rule may cap, in this order: nofile, nproc, as, cpu, fsize. */
-#define RD_RLIMITS 5
-extern const char *const rd_rlimit_names[RD_RLIMITS];
-extern const int rd_rlimit_resources[RD_RLIMITS];
-
-/* Per-command sandbox settings; 0 / INHERIT falls back rule -> commands -> sandbox. */
-struct rd_box_opts {
-	unsigned long long rlimit[RD_RLIMITS]; /* caps; 0: none */
-	enum rd_seccomp_mode seccomp;
-	enum rd_network network;
-	unsigned timeout_s;    /* 0: none */
-	unsigned kill_grace_s; /* after SIGTERM on timeout, before SIGKILL; 0: 5 s */
 };
 
 struct rd_env_config {
@@ -65,10 +34,9 @@ struct rd_rule {
 	enum rd_action action;
 	struct rd_strv env_allow;
 	struct rd_strv env_deny;
-	size_t max_keys;     /* 0 = inherit */
-	size_t max_bytes;    /* 0 = inherit */
-	struct rd_strv mask; /* more paths to mask for this rule */
-	struct rd_box_opts box;
+	size_t max_keys;        /* 0 = inherit */
+	size_t max_bytes;       /* 0 = inherit */
+	struct rd_box box;      /* the sandbox keys this rule sets (policy/box.h) */
 	unsigned ask_timeout_s; /* action "ask": seconds until no answer denies (the loader sets
 	                         * RD_ASK_TIMEOUT_DEFAULT_S when the rule gives none) */
 	char *description;      /* NULL if none */
@@ -85,9 +53,7 @@ struct rd_profile {
 	enum rd_action commands_default;
 	struct rd_strv commands_env_allow;
 	struct rd_strv commands_env_deny;
-	struct rd_strv commands_mask;   /* paths masked for every command, on top of sandbox.mask */
-	struct rd_strv commands_unmask; /* entries of sandbox.mask this profile keeps visible */
-	struct rd_box_opts commands_box;
+	struct rd_box commands_box; /* the sandbox keys of "commands" (policy/box.h) */
 	struct rd_rule *rules;
 	size_t n_rules;
 };
@@ -98,11 +64,9 @@ struct rd_config {
 	char *profiles_dir; /* absolute, or relative to the working directory */
 	char *audit_path;   /* NULL = no audit file */
 	struct rd_env_config env;
-	struct rd_strv mask;    /* sandbox.mask: paths no command sees ("~/" = the caller's home) */
-	struct rd_box_opts box; /* sandbox.seccomp, network, timeout_s, kill_grace_s */
+	struct rd_box box; /* "sandbox": the sandbox keys (policy/box.h) */
 };
 
-void rd_strv_free(struct rd_strv *s);
 void rd_rule_free(struct rd_rule *r);
 void rd_profile_free(struct rd_profile *p);
 void rd_config_free(struct rd_config *c);

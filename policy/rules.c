@@ -124,13 +124,16 @@ int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
 	size_t cap = 0;
 	int r = 0;
 	memset(out, 0, sizeof(*out));
-	for (size_t i = 0; r == 0 && i < cfg->mask.n; i++)
-		if (!listed(&prof->commands_unmask, cfg->mask.v[i]))
-			r = add_mask(out, &cap, cfg->mask.v[i], home, uid);
-	for (size_t i = 0; r == 0 && i < prof->commands_mask.n; i++)
-		r = add_mask(out, &cap, prof->commands_mask.v[i], home, uid);
-	for (size_t i = 0; r == 0 && rule && i < rule->mask.n; i++)
-		r = add_mask(out, &cap, rule->mask.v[i], home, uid);
+	const struct rd_strv *global = &cfg->box.list[RD_BOX_MASK];
+	const struct rd_strv *unmask = &prof->commands_box.list[RD_BOX_UNMASK];
+	const struct rd_strv *more[] = {&prof->commands_box.list[RD_BOX_MASK],
+	                                rule ? &rule->box.list[RD_BOX_MASK] : NULL};
+	for (size_t i = 0; r == 0 && i < global->n; i++)
+		if (!listed(unmask, global->v[i]))
+			r = add_mask(out, &cap, global->v[i], home, uid);
+	for (size_t l = 0; l < ARRAY_SIZE(more); l++)
+		for (size_t i = 0; r == 0 && more[l] && i < more[l]->n; i++)
+			r = add_mask(out, &cap, more[l]->v[i], home, uid);
 	if (r < 0)
 		rd_strv_free(out);
 	return r;
@@ -139,30 +142,6 @@ int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
 struct rd_box_opts rd_box_resolve(const struct rd_config *cfg, const struct rd_profile *prof,
                                   const struct rd_rule *rule)
 {
-	const struct rd_box_opts *layers[] = {rule ? &rule->box : NULL, &prof->commands_box,
-	                                      &cfg->box};
-	struct rd_box_opts o = {0};
-	for (size_t i = 0; i < ARRAY_SIZE(layers); i++) {
-		const struct rd_box_opts *l = layers[i];
-		if (!l)
-			continue;
-		if (!o.seccomp)
-			o.seccomp = l->seccomp;
-		if (!o.network)
-			o.network = l->network;
-		if (!o.timeout_s)
-			o.timeout_s = l->timeout_s;
-		if (!o.kill_grace_s)
-			o.kill_grace_s = l->kill_grace_s;
-		for (int k = 0; k < RD_RLIMITS; k++)
-			if (!o.rlimit[k])
-				o.rlimit[k] = l->rlimit[k];
-	}
-	if (!o.seccomp)
-		o.seccomp = RD_SECCOMP_DEFAULT;
-	if (!o.network)
-		o.network = RD_NET_HOST;
-	if (!o.kill_grace_s)
-		o.kill_grace_s = 5;
-	return o;
+	const struct rd_box *levels[] = {rule ? &rule->box : NULL, &prof->commands_box, &cfg->box};
+	return rd_box_merge(levels, ARRAY_SIZE(levels));
 }

@@ -36,9 +36,8 @@ const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct 
 int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
                  const struct rd_rule *rule, const char *home, uid_t uid, struct rd_strv *out);
 
-/* The sandbox settings for a command: each from the rule if it sets it, else the profile's
- * commands, else runner.json's sandbox, else the defaults (seccomp default, host network, no
- * timeout, 5 s grace). */
+/* The sandbox keys' values for a command: each from the rule if it sets it, else the profile's
+ * commands, else runner.json's sandbox, else the key's default (policy/box.h). */
 struct rd_box_opts rd_box_resolve(const struct rd_config *cfg, const struct rd_profile *prof,
                                   const struct rd_rule *rule);
 

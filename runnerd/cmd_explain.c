@@ -42,17 +42,44 @@ static int cmp_verdict(const void *pa, const void *pb)
 	return (a->name_len > b->name_len) - (a->name_len < b->name_len);
 }
 
-/* The sandbox a command matched by rule (or none) gets: network, seccomp, limits, masks, and
- * for an ask how long it waits. Masks with "~/" are shown for the running user's home. */
+/* One merged sandbox key as JSON: its word, its number, or null when not set. */
+static json_t *box_value(const struct rd_box_opts *b, size_t k)
+{
+	if (rd_box_keys[k].type == RD_BOX_WORD)
+		return b->v[k] ? json_string(rd_box_word(k, b->v[k])) : json_null();
+	return b->v[k] ? json_integer((json_int_t)b->v[k]) : json_null();
+}
+
+/* The sandbox a command matched by rule (or none) gets, by the table of sandbox keys
+ * (policy/box.h): each key by its name, a group's keys that are set in an object of the group's
+ * name, and the masks, with "~/" for the running user's home; for an ask, how long it waits. */
 static json_t *sandbox_json(const struct rd_config *cfg, const struct rd_profile *prof,
                             const struct rd_rule *rule)
 {
 	struct rd_box_opts b = rd_box_resolve(cfg, prof, rule);
-	json_t *lim = json_object();
-	for (int k = 0; k < RD_RLIMITS; k++)
-		if (b.rlimit[k])
-			json_object_set_new(lim, rd_rlimit_names[k],
-			                    json_integer((json_int_t)b.rlimit[k]));
+	json_t *o = json_object();
+	const struct rd_box *levels[] = {rule ? &rule->box : NULL, &prof->commands_box, &cfg->box};
+	for (size_t k = 0; o && k < RD_BOX_NKEYS; k++) {
+		const struct rd_box_key *key = &rd_box_keys[k];
+		if (k == RD_BOX_MASK || k == RD_BOX_UNMASK)
+			continue; /* shown as "masks", below */
+		if (key->type == RD_BOX_PATHS) {
+			json_t *all = json_array();
+			for (size_t l = 0; l < ARRAY_SIZE(levels); l++)
+				for (size_t i = 0; levels[l] && i < levels[l]->list[k].n; i++)
+					json_array_append_new(all,
+					                      json_string(levels[l]->list[k].v[i]));
+			json_object_set_new(o, key->name, all);
+		} else if (key->group) {
+			json_t *g = json_object_get(o, key->group);
+			if (!g)
+				json_object_set_new(o, key->group, g = json_object());
+			if (b.v[k])
+				json_object_set_new(g, key->name, box_value(&b, k));
+		} else {
+			json_object_set_new(o, key->name, box_value(&b, k));
+		}
+	}
 	json_t *masks = json_array();
 	struct passwd *pw = getpwuid(getuid());
 	struct rd_strv list = {0};
@@ -60,15 +87,22 @@ static json_t *sandbox_json(const struct rd_config *cfg, const struct rd_profile
 		for (size_t i = 0; i < list.n; i++)
 			json_array_append_new(masks, json_string(list.v[i]));
 	rd_strv_free(&list);
-	json_t *o = json_pack("{s:s, s:s, s:o, s:i, s:o, s:o}", "network",
-	                      b.network == RD_NET_NONE ? "none" : "host", "seccomp",
-	                      b.seccomp == RD_SECCOMP_NONE ? "none" : "default", "timeout_s",
-	                      b.timeout_s ? json_integer(b.timeout_s) : json_null(), "kill_grace_s",
-	                      (int)b.kill_grace_s, "rlimits", lim, "masks", masks);
+	json_object_set_new(o, "masks", masks);
 	enum rd_action a = rule ? rule->action : prof->commands_default;
 	if (o && a == RD_ACTION_ASK)
 		json_object_set_new(o, "ask_timeout_s", json_integer(rule->ask_timeout_s));
 	return o;
+}
+
+/* Shown on the first line, or on lines of their own: the rest of the keys come one a line. */
+static bool shown_apart(const char *name)
+{
+	static const char *const apart[] = {"network", "seccomp",       "timeout_s", "kill_grace_s",
+	                                    "masks",   "ask_timeout_s", "rlimits"};
+	for (size_t i = 0; i < ARRAY_SIZE(apart); i++)
+		if (strcmp(apart[i], name) == 0)
+			return true;
+	return false;
 }
 
 static void print_sandbox(json_t *sb)
@@ -94,6 +128,14 @@ static void print_sandbox(json_t *sb)
 		n++;
 	}
 	printf("%s\n", n ? "" : " the caller's");
+	json_object_foreach(sb, k, v)
+	{
+		if (shown_apart(k))
+			continue;
+		char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+		printf("%s: %s\n", k, json_is_string(v) ? json_string_value(v) : text ? text : "?");
+		free(text);
+	}
 	size_t i;
 	json_array_foreach(json_object_get(sb, "masks"), i, v)
 	    printf("mask: %s\n", json_string_value(v));

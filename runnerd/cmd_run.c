@@ -233,7 +233,8 @@ static int prompt_injectable(const struct rd_config *cfg, const struct rd_profil
 		const struct rd_rule *r = i < prof->n_rules ? &prof->rules[i] : NULL;
 		if (r ? r->action == RD_ACTION_DENY : prof->commands_default == RD_ACTION_DENY)
 			continue;
-		if (rd_box_resolve(cfg, prof, r).seccomp != RD_SECCOMP_NONE)
+		struct rd_box_opts box = rd_box_resolve(cfg, prof, r);
+		if (!rd_box_is(&box, RD_BOX_SECCOMP, RD_SECCOMP_NONE))
 			continue;
 		if (r)
 			return rd_error_set(

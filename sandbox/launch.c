@@ -92,11 +92,15 @@ int rd_sandbox_spare_begin(struct rd_zygote *z, bool userns, const struct rd_san
 	int ends[RD_REAPER_NFDS] = {go[0], pl[1], ep[1], sp[1]};
 	int r = -ENOSYS, pidfd = -1;
 	long pid = 0;
-	if (z && z->fd >= 0 && (r = rd_zygote_request(z, userns, preset, ends, err)) == 0)
+	/* A zygote lost on the way, or a preset too large for it, is not an error: runnerd clones
+	 * the reaper itself. */
+	struct rd_error zerr = {0};
+	if (z && z->fd >= 0 && (r = rd_zygote_request(z, userns, preset, ends, &zerr)) == 0)
 		out->pending = true;
-	else if (r != -ENOSYS && r != -EMSGSIZE && !z->lost)
+	else if (r != -ENOSYS && r != -EMSGSIZE && !z->lost) {
+		r = rd_error_set(err, -r, "%s", zerr.msg);
 		goto fail;
-	rd_error_clear(err);
+	}
 	if (!out->pending) {
 		struct clone_args ca = {
 		    .flags =
@@ -156,96 +160,23 @@ static int sandbox_now(struct rd_zygote *z, bool userns, const struct rd_sandbox
                        struct rd_sandbox *out, struct rd_error *err)
 {
 	bool had_zygote = !z->lost;
-	int r = rd_sandbox_spare_begin(z, userns, preset, out, err);
+	struct rd_error first = {0};
+	int r = rd_sandbox_spare_begin(z, userns, preset, out, &first);
 	if (r == 0 && out->pending)
-		r = rd_sandbox_spare_finish(z, out, err);
+		r = rd_sandbox_spare_finish(z, out, &first);
 	if (r < 0 && had_zygote && z->lost) {
 		/* The zygote died under this request: once more, cloned by runnerd itself. */
-		rd_error_clear(err);
 		r = rd_sandbox_spare_begin(z, userns, preset, out, err);
 		if (r == 0 && out->pending)
 			r = rd_sandbox_spare_finish(z, out, err);
+	} else if (r < 0) {
+		rd_error_set(err, -r, "%s", first.msg);
 	}
 	return r;
 }
 
-/* The plan in the layout of struct plan_wire, as iovecs into p (and into w and targets). */
-struct plan_blob {
-	struct plan_wire w;
-	int *targets;
-	struct iovec *iov;
-	size_t n_iov, size;
-};
-
-static void plan_blob_free(struct plan_blob *b)
-{
-	free(b->iov);
-	free(b->targets);
-}
-
-static int plan_blob(const struct rd_launch_plan *p, struct plan_blob *b, struct rd_error *err)
-{
-	*b = (struct plan_blob){.w = {
-	                            .exec_mode = p->exec_fd == AT_FDCWD ? 0
-	                                         : p->exec_fd_is_target ? 1
-	                                                                : 2,
-	                            .exec_fd = p->exec_fd,
-	                            .exec_flags = p->exec_flags,
-	                            .n_fds = (uint32_t)p->n_fds,
-	                            .n_groups = (uint32_t)p->n_groups,
-	                            .uid = {p->uid[0], p->uid[1], p->uid[2]},
-	                            .gid = {p->gid[0], p->gid[1], p->gid[2]},
-	                            .umask = p->umask,
-	                            .sig_ignored = p->sig_ignored,
-	                            .sig_blocked = p->sig_blocked,
-	                            .pgrp_mode = p->pgrp_mode,
-	                            .userns = p->userns,
-	                            .n_masks = (uint32_t)p->n_masks,
-	                            .filter_len = p->filter ? p->filter_len : 0,
-	                            .net_none = p->net_none,
-	                            .expect_dev = p->expect_dev,
-	                            .expect_ino = p->expect_ino,
-	                            .stub_ctl = p->has_stub_ctl,
-	                        }};
-	struct plan_wire *w = &b->w;
-	while (p->argv[w->argc])
-		w->argc++;
-	while (p->envp[w->envc])
-		w->envc++;
-	for (int r = 0; r < RLIM_NLIMITS; r++) {
-		w->rlim[r] = p->rlim[r];
-		w->have_rlim[r] = p->have_rlim[r];
-	}
-	size_t n = 1 + w->argc + w->envc + p->n_masks;
-	b->iov = calloc(n + 4, sizeof(*b->iov));
-	b->targets = calloc(p->n_fds + 1, sizeof(int));
-	if (!b->iov || !b->targets) {
-		plan_blob_free(b);
-		return rd_error_set(err, ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < p->n_fds; i++)
-		b->targets[i] = p->fds[i].target;
-	size_t k = 0;
-	struct iovec *iov = b->iov;
-	iov[k++] = (struct iovec){w, sizeof(*w)};
-	iov[k++] = (struct iovec){b->targets, sizeof(int) * p->n_fds};
-	iov[k++] = (struct iovec){(void *)p->groups, sizeof(gid_t) * p->n_groups};
-	iov[k++] = (struct iovec){(void *)p->filter, sizeof(struct sock_filter) * w->filter_len};
-	iov[k++] = (struct iovec){(void *)p->exec_path, strlen(p->exec_path) + 1};
-	for (uint32_t i = 0; i < w->argc; i++)
-		iov[k++] = (struct iovec){p->argv[i], strlen(p->argv[i]) + 1};
-	for (uint32_t i = 0; i < w->envc; i++)
-		iov[k++] = (struct iovec){p->envp[i], strlen(p->envp[i]) + 1};
-	for (size_t i = 0; i < p->n_masks; i++)
-		iov[k++] = (struct iovec){p->masks[i], strlen(p->masks[i]) + 1};
-	b->n_iov = k;
-	for (size_t i = 0; i < k; i++)
-		b->size += iov[i].iov_len;
-	return 0;
-}
-
 /* A plan too large for one packet, in a memfd. */
-static int plan_memfd(const struct plan_blob *b, struct rd_error *err)
+static int plan_memfd(const struct rd_plan_blob *b, struct rd_error *err)
 {
 	_cleanup_close_ int fd = memfd_create("runnerd-plan", MFD_CLOEXEC);
 	if (fd < 0)
@@ -263,21 +194,21 @@ static int plan_memfd(const struct plan_blob *b, struct rd_error *err)
 	return steal_fd(&fd);
 }
 
-/* The plan's first packet: the plan itself (mfd < 0) or a 0 and the memfd, then the fds of
- * struct plan_wire's order and as many of the caller's as fit; *sent says how many of those. */
-static int send_plan(int sock, const struct rd_launch_plan *p, const struct plan_blob *b, int mfd,
-                     size_t *sent)
+/* The plan's first packet: the plan itself (mfd < 0) or a 0 and the memfd, then the plan's lead
+ * fds and as many of the caller's as fit; *sent says how many of those. */
+static int send_plan(int sock, const struct rd_launch_plan *p, const struct rd_plan_blob *b,
+                     int mfd, size_t *sent)
 {
 	int first[FDS_PER_MSG];
 	uint32_t n = 0, zero = 0;
 	if (mfd >= 0)
 		first[n++] = mfd;
 	first[n++] = p->cwd_fd;
-	if (p->has_stub_ctl)
+	if (p->h.has_stub_ctl)
 		first[n++] = p->stub_ctl_fd;
-	if (p->exec_fd != AT_FDCWD && !p->exec_fd_is_target)
-		first[n++] = p->exec_fd;
-	for (*sent = 0; *sent < p->n_fds && n < FDS_PER_MSG;)
+	if (p->h.exec_via == RD_EXEC_OWN)
+		first[n++] = p->own_exec_fd;
+	for (*sent = 0; *sent < p->h.n_fds && n < FDS_PER_MSG;)
 		first[n++] = p->fds[(*sent)++].fd;
 	struct iovec marker = {&zero, sizeof(zero)};
 	return mfd < 0 ? rd_send_fds(sock, b->iov, b->n_iov, first, n, 0)
@@ -330,35 +261,39 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 	_cleanup_close_ int mfd = -1;
 	int r;
 	enum rd_preset_use use = RD_PRESET_NONE;
-	/* A spare still being cloned: wait for it. If it failed, one is made below. */
-	if (sb->pending && rd_sandbox_spare_finish(z, sb, err) < 0)
-		rd_error_clear(err);
+	/* A spare still being cloned: wait for it. If it failed (its reaper is -1 then), one is
+	 * made below, and that one's failure is what counts. */
+	struct rd_error spare_err = {0};
+	if (sb->pending && rd_sandbox_spare_finish(z, sb, &spare_err) < 0)
+		sb->preset = NULL;
 	if (sb->reaper >= 0 && sb->preset) {
 		use = rd_sandbox_preset_fits(sb->preset, p) ? preset_check(sb) : RD_PRESET_UNFIT;
 		if (use != RD_PRESET_USED)
 			rd_sandbox_destroy(sb);
 	}
-	if (sb->reaper < 0 && (r = sandbox_now(z, p->userns, NULL, sb, err)) < 0)
+	if (sb->reaper < 0 && (r = sandbox_now(z, p->h.userns, NULL, sb, err)) < 0)
 		return r;
 	/* The caller may change the preset from now on. */
 	sb->preset = NULL;
 	sb->preset_use = use;
 	/* Join the caller's process group when it shares runnerd's session, so terminal job
 	 * control sees the command where it would have been. */
-	if (p->pgrp_mode == RD_PGRP_JOIN && setpgid(sb->reaper, p->join_pgid) < 0) {
+	if (p->h.pgrp_mode == RD_PGRP_JOIN && setpgid(sb->reaper, p->h.join_pgid) < 0) {
 		r = rd_error_set(err, errno, "joining the caller's process group %d: %s",
-		                 p->join_pgid, strerror(errno));
+		                 p->h.join_pgid, strerror(errno));
 		goto fail;
 	}
 	/* The first packet: the plan itself if it fits (else a 0 and the plan in a memfd, its
-	 * first fd), with the fds of struct plan_wire's order and as many of the caller's as
-	 * fit; then the rest of the caller's, FDS_PER_MSG at a time. */
-	struct plan_blob b;
-	r = plan_blob(p, &b, err);
-	if (r < 0)
+	 * first fd), with its lead fds and as many of the caller's as fit; then the rest of the
+	 * caller's, FDS_PER_MSG at a time. */
+	struct rd_plan_blob b;
+	r = rd_plan_pack(p, &b);
+	if (r < 0) {
+		rd_error_set(err, -r, "packing the plan: %s", strerror(-r));
 		goto fail;
+	}
 	if ((b.size > PLAN_INLINE_MAX || b.n_iov > 1024) && (mfd = plan_memfd(&b, err)) < 0) {
-		plan_blob_free(&b);
+		rd_plan_blob_free(&b);
 		r = mfd;
 		goto fail;
 	}
@@ -367,16 +302,17 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 	if (r == -EMSGSIZE && mfd < 0) {
 		/* A socket buffer smaller than the plan (net.core.wmem_default): the memfd. */
 		if ((mfd = plan_memfd(&b, err)) < 0) {
-			plan_blob_free(&b);
+			rd_plan_blob_free(&b);
 			r = mfd;
 			goto fail;
 		}
 		r = send_plan(sb->plan_fd, p, &b, mfd, &sent);
 	}
-	plan_blob_free(&b);
+	rd_plan_blob_free(&b);
 	int chunk[FDS_PER_MSG];
-	for (size_t i = sent; r == 0 && i < p->n_fds; i += FDS_PER_MSG) {
-		uint32_t cnt = p->n_fds - i < FDS_PER_MSG ? (uint32_t)(p->n_fds - i) : FDS_PER_MSG;
+	for (size_t i = sent; r == 0 && i < p->h.n_fds; i += FDS_PER_MSG) {
+		uint32_t cnt =
+		    p->h.n_fds - i < FDS_PER_MSG ? (uint32_t)(p->h.n_fds - i) : FDS_PER_MSG;
 		for (uint32_t j = 0; j < cnt; j++)
 			chunk[j] = p->fds[i + j].fd;
 		r = send_fds(sb->plan_fd, chunk, cnt);

@@ -5,6 +5,7 @@
 #define RD_LAUNCH_H
 
 #include "lib/error.h"
+#include "sandbox/plan.h"
 #include "sandbox/zygote.h"
 
 #include <linux/filter.h>
@@ -12,68 +13,6 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
-
-struct rd_fd_map {
-	int fd;     /* runnerd's fd */
-	int target; /* the number the command gets it at */
-};
-
-struct rd_launch_plan {
-	/* How the command is executed: execveat(exec_fd, exec_path, argv, envp, exec_flags).
-	 * exec_fd is AT_FDCWD (relative to cwd_fd), one of fds[] by its target number
-	 * (exec_fd_is_target), or runnerd's own fd. */
-	int exec_fd;
-	bool exec_fd_is_target;
-	const char *exec_path;
-	int exec_flags;
-	char *const *argv;
-	char *const *envp;
-
-	const struct rd_fd_map *fds;
-	size_t n_fds;
-	int cwd_fd;
-	uid_t uid[3];
-	gid_t gid[3];
-	const gid_t *groups;
-	size_t n_groups;
-	mode_t umask;
-	uint64_t sig_ignored, sig_blocked;
-	const struct rlimit *rlim; /* RLIM_NLIMITS entries */
-	const bool *have_rlim;
-	/* Where the command stands in sessions and process groups, as the caller did. */
-	enum rd_pgrp_mode {
-		RD_PGRP_JOIN,    /* join join_pgid (the caller's group, in runnerd's session) */
-		RD_PGRP_OWN,     /* the caller led its own group: the command leads one too */
-		RD_PGRP_SESSION, /* the caller led its own session: so does the command */
-		RD_PGRP_OTHER,   /* the caller is in another session it does not lead */
-	} pgrp_mode;
-	pid_t join_pgid;
-
-	bool userns; /* runnerd is not root: map runnerd's uid and gid to themselves */
-
-	/* Absolute paths the command must not see: an empty read-only tmpfs goes over a
-	 * directory, /dev/null over anything else; a path that does not exist is fine. */
-	char *const *masks;
-	size_t n_masks;
-
-	/* The command's seccomp filter (BPF), loaded after no_new_privs, just before its exec;
-	 * NULL for none. */
-	const struct sock_filter *filter;
-	unsigned short filter_len;
-
-	/* A network namespace of its own, with only lo, up (rule "network": "none"). */
-	bool net_none;
-
-	/* The file the decision was made on. The command refuses to exec anything else under
-	 * exec_path, or at exec_fd for an exec by fd (0: no check). */
-	dev_t expect_dev;
-	ino_t expect_ino;
-
-	/* runnerd's end of the stub's control socket (has_stub_ctl): the reaper tells the stub
-	 * the command's end itself (RD_STUB_EXIT), one hop sooner than through runnerd. */
-	bool has_stub_ctl;
-	int stub_ctl_fd;
-};
 
 /* What the reaper writes to status_fd once the command has ended, then it exits. */
 struct rd_reaper_report {

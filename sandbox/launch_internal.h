@@ -20,32 +20,11 @@ struct setup_msg {
 	char what[120];
 };
 
-/* The plan as it crosses from runnerd to a waiting reaper: this header, then the fd targets,
- * the groups, the filter, and the exec path, argv, envp and mask strings, each NUL-terminated.
- * It is the data of the first packet on the plan socket if it is at most PLAN_INLINE_MAX bytes;
- * else that data is a 0 (uint32_t) and the plan is in a memfd, the packet's first fd. The
- * packet's fds go on with cwd, the stub's control socket if stub_ctl, the exec fd if runnerd's
- * own (exec_mode 2), then as many of the caller's as fit, in order; the rest of the caller's
- * follow, FDS_PER_MSG a packet, each led by its count (uint32_t). */
-struct plan_wire {
-	int exec_mode; /* 0: AT_FDCWD, 1: a target number (exec_fd), 2: runnerd's fd (passed) */
-	int exec_fd;
-	int exec_flags;
-	uint32_t argc, envc, n_fds, n_groups;
-	uint32_t uid[3], gid[3];
-	uint32_t umask;
-	uint64_t sig_ignored, sig_blocked;
-	struct rlimit rlim[RLIM_NLIMITS];
-	uint8_t have_rlim[RLIM_NLIMITS];
-	int pgrp_mode;
-	uint8_t userns;
-	uint32_t n_masks;    /* their paths follow envp's strings */
-	uint32_t filter_len; /* BPF instructions, after the groups */
-	uint8_t net_none;
-	uint64_t expect_dev, expect_ino;
-	uint8_t stub_ctl;
-};
-
+/* The plan crosses from runnerd to a waiting reaper (sandbox/plan.h) as the data of the first
+ * packet on the plan socket if it is at most PLAN_INLINE_MAX bytes; else that data is a 0
+ * (uint32_t) and the plan is in a memfd, the packet's first fd. The packet's fds go on with the
+ * plan's lead fds (rd_plan_lead_fds), then as many of the caller's as fit, in order; the rest of
+ * the caller's follow, FDS_PER_MSG a packet, each led by its count (uint32_t). */
 #define FDS_PER_MSG     250
 #define PLAN_INLINE_MAX (32 * 1024)
 

@@ -89,69 +89,71 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 {
 	/* Dispositions as after the caller's exec: what it ignored stays ignored. Every other
 	 * one is the default already (the reaper's, set_dispositions). */
-	set_dispositions(p->sig_ignored, SIG_IGN);
+	set_dispositions(p->h.inh.sig_ignored, SIG_IGN);
 
 	/* The caller's fds at their numbers. Everything we still need moves above the highest
 	 * target first, so that no dup2 can clobber it, then every low fd is closed. */
 	int top = 3;
-	for (size_t i = 0; i < p->n_fds; i++)
+	for (size_t i = 0; i < p->h.n_fds; i++)
 		if (p->fds[i].target + 1 > top)
 			top = p->fds[i].target + 1;
 	int e = fcntl(err_fd, F_DUPFD_CLOEXEC, top);
 	if (e < 0)
 		fail(err_fd, STAGE_SETUP, "moving fds", errno);
 	err_fd = e;
-	for (size_t i = 0; i < p->n_fds; i++)
+	for (size_t i = 0; i < p->h.n_fds; i++)
 		if ((hi[i] = fcntl(p->fds[i].fd, F_DUPFD_CLOEXEC, top)) < 0)
 			fail(err_fd, STAGE_SETUP, "moving the caller's fds", errno);
 	int cwd = fcntl(p->cwd_fd, F_DUPFD_CLOEXEC, top);
-	int exec_fd = p->exec_fd;
-	if (exec_fd != AT_FDCWD && !p->exec_fd_is_target)
-		exec_fd = fcntl(p->exec_fd, F_DUPFD_CLOEXEC, top);
+	int exec_fd = p->h.exec_via == RD_EXEC_CWD ? AT_FDCWD
+	              : p->h.exec_via == RD_EXEC_TARGET
+	                  ? p->h.exec_fd
+	                  : fcntl(p->own_exec_fd, F_DUPFD_CLOEXEC, top);
 	if (cwd < 0 || (exec_fd < 0 && exec_fd != AT_FDCWD))
 		fail(err_fd, STAGE_SETUP, "moving fds", errno);
 	rd_close_range(0, (unsigned)top - 1, 0);
 	/* Anything of runnerd's above: closed at exec whatever it was opened with. */
 	rd_close_range((unsigned)top, ~0U, CLOSE_RANGE_CLOEXEC);
-	for (size_t i = 0; i < p->n_fds; i++)
+	for (size_t i = 0; i < p->h.n_fds; i++)
 		if (dup2(hi[i], p->fds[i].target) < 0)
 			fail(err_fd, STAGE_SETUP, "placing the caller's fds", errno);
 	if (fchdir(cwd) < 0)
 		fail(err_fd, STAGE_SETUP, "entering the caller's cwd", errno);
-	if (p->pgrp_mode == RD_PGRP_SESSION && setsid() < 0)
+	if (p->h.pgrp_mode == RD_PGRP_SESSION && setsid() < 0)
 		fail(err_fd, STAGE_SETUP, "setsid", errno);
-	if (p->pgrp_mode == RD_PGRP_OWN && setpgid(0, 0) < 0)
+	if (p->h.pgrp_mode == RD_PGRP_OWN && setpgid(0, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "setpgid", errno);
 
 	/* The bounding set is empty already: the reaper's, dropped before the plan came. */
 	/* In a user namespace setgroups is denied (we wrote "deny" to map the gid without
 	 * privilege); the caller's groups are runnerd's, which the command inherits. */
-	if (!p->userns && syscall(SYS_setgroups, p->n_groups, p->groups) < 0)
+	if (!p->h.userns && syscall(SYS_setgroups, p->h.n_groups, p->groups) < 0)
 		fail(err_fd, STAGE_SETUP, "setting the caller's groups", errno);
-	if (syscall(SYS_setresgid, p->gid[0], p->gid[1], p->gid[2]) < 0)
+	if (syscall(SYS_setresgid, p->h.inh.gid[0], p->h.inh.gid[1], p->h.inh.gid[2]) < 0)
 		fail(err_fd, STAGE_SETUP, "setting the caller's gids", errno);
-	if (syscall(SYS_setresuid, p->uid[0], p->uid[1], p->uid[2]) < 0)
+	if (syscall(SYS_setresuid, p->h.inh.uid[0], p->h.inh.uid[1], p->h.inh.uid[2]) < 0)
 		fail(err_fd, STAGE_SETUP, "setting the caller's uids", errno);
 	if (cap_set_proc(empty) < 0)
 		fail(err_fd, STAGE_SETUP, "dropping capabilities", errno);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "setting no_new_privs", errno);
 	if (p->filter) {
-		struct sock_fprog prog = {.len = p->filter_len,
+		struct sock_fprog prog = {.len = (unsigned short)p->h.filter_len,
 		                          .filter = (struct sock_filter *)p->filter};
 		if (rd_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
 			fail(err_fd, STAGE_SETUP, "loading the command's seccomp filter", errno);
 	}
-	umask(p->umask);
+	umask(p->h.inh.umask);
 	/* The caller's rlimits, with a rule's caps applied. One we cannot set (raising a hard
 	 * limit needs privilege we dropped) stays runnerd's, never zero; but a limit left above
 	 * what was asked would drop a cap, so that stops the command. */
 	for (int res = 0; res < RLIM_NLIMITS; res++) {
 		struct rlimit now;
-		if (!p->have_rlim[res] || setrlimit(res, &p->rlim[res]) == 0)
+		const struct rlimit *want = &p->h.inh.rlim[res];
+		if (!p->h.inh.have_rlim[res] || setrlimit(res, want) == 0)
 			continue;
-		if (getrlimit(res, &now) < 0 || now.rlim_cur > p->rlim[res].rlim_cur ||
-		    now.rlim_max > p->rlim[res].rlim_max)
+		if (getrlimit(res, &now) < 0 || now.rlim_cur > want->rlim_cur ||
+		    now.rlim_max > want->rlim_max)
 			fail(err_fd, STAGE_SETUP, "lowering a resource limit",
 			     errno ? errno : EPERM);
 	}
@@ -159,18 +161,18 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 	/* The file the decision was made on, still under this name or fd? A rename in between,
 	 * or another thread of the caller dup2()ing over the fd number it exec's, must not swap
 	 * in another program (and with it the rule's grants). */
-	if (p->expect_ino) {
+	if (p->h.expect_ino) {
 		struct stat st;
 		if (fstatat(exec_fd, p->exec_path, &st,
-		            p->exec_flags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) < 0 ||
-		    st.st_dev != p->expect_dev || st.st_ino != p->expect_ino)
+		            p->h.exec_flags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) < 0 ||
+		    st.st_dev != p->h.expect_dev || st.st_ino != p->h.expect_ino)
 			fail(err_fd, STAGE_SETUP,
 			     "the file changed between the decision and the exec", EAGAIN);
 	}
 	/* The mask, exactly, for the same reason: glibc's sigprocmask drops 32 and 33. */
-	uint64_t mask = p->sig_blocked;
+	uint64_t mask = p->h.inh.sig_blocked;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof(mask));
-	rd_execveat(exec_fd, p->exec_path, p->argv, p->envp, p->exec_flags);
+	rd_execveat(exec_fd, p->exec_path, p->argv, p->envp, p->h.exec_flags);
 	fail(err_fd, STAGE_EXEC, "exec", errno);
 }
 
@@ -202,12 +204,12 @@ static int recv_fds(int sock, int *fds, int want)
 	return (int)count;
 }
 
-/* The first packet of a plan, which holds the plan itself unless it is large (struct
- * plan_wire needs 8-byte alignment); the plan's pointers point into it from then on. */
+/* The first packet of a plan, which holds the plan itself unless it is large; the plan's
+ * pointers point into it from then on. */
 static _Alignas(16) char plan_buf[PLAN_INLINE_MAX];
 
-/* In the reaper: the plan runnerd sent, rebuilt with pointers into its first packet or the
- * mapped memfd. */
+/* In the reaper: the plan runnerd sent (sandbox/plan.h), in its first packet or the mapped
+ * memfd, with its fds. */
 static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 {
 	int first[FDS_PER_MSG];
@@ -223,103 +225,58 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 		struct stat st;
 		uint32_t zero;
 		memcpy(&zero, plan_buf, sizeof(zero));
-		if (zero != 0 || nfirst < 1 || fstat(first[0], &st) < 0 ||
-		    (size_t)st.st_size < sizeof(struct plan_wire))
+		if (zero != 0 || fstat(first[0], &st) < 0)
 			fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
 		size = (size_t)st.st_size;
 		blob = mmap(NULL, size, PROT_READ, MAP_PRIVATE, first[0], 0);
 		if (blob == MAP_FAILED)
 			fail(err_fd, STAGE_SETUP, "mapping the plan", errno);
 		close(first[k++]);
-	} else if (size < sizeof(struct plan_wire)) {
-		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
 	}
-	const struct plan_wire *w = (const void *)blob;
-	const char *end = blob + size;
-	/* The blob is runnerd's own, but a count that could overflow or an fd that did not come
-	 * stops here rather than anywhere later. */
-	size_t need = k + 1 + !!w->stub_ctl + (w->exec_mode == 2);
-	if (w->argc > (1u << 24) || w->envc > (1u << 24) || w->n_masks > (1u << 16) ||
-	    w->n_fds > (1u << 20) || w->n_groups > (1u << 17) || w->filter_len > BPF_MAXINSNS ||
-	    nfirst < need || nfirst - need > w->n_fds)
+	void *arena;
+	if (rd_plan_unpack(blob, size, p, &arena) < 0)
 		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
-	int cwd_fd = first[k++];
-	int stub_ctl_fd = w->stub_ctl ? first[k++] : -1;
-	int own_exec_fd = w->exec_mode == 2 ? first[k++] : -1;
-	const int *targets = (const int *)(w + 1);
-	const gid_t *groups = (const gid_t *)(targets + w->n_fds);
-	const char *insns = (const char *)(groups + w->n_groups);
-	const char *str = insns + sizeof(struct sock_filter) * w->filter_len;
-	char **argv = calloc(w->argc + 1, sizeof(char *));
-	char **envp = calloc(w->envc + 1, sizeof(char *));
-	char **masks = calloc(w->n_masks + 1, sizeof(char *));
-	struct rd_fd_map *fds = calloc(w->n_fds + 1, sizeof(*fds));
-	/* Copied out: the blob gives it no alignment of its own. */
-	struct sock_filter *filter = calloc(w->filter_len + 1, sizeof(*filter));
-	if (filter && (const char *)str <= end)
-		memcpy(filter, insns, sizeof(*filter) * w->filter_len);
-	bool *have = calloc(RLIM_NLIMITS, sizeof(bool));
-	if (!argv || !envp || !masks || !fds || !filter || !have || (const char *)str > end)
-		fail(err_fd, STAGE_SETUP, "receiving the plan", ENOMEM);
-	const char *exec_path = str;
-	str += strnlen(str, (size_t)(end - str)) + 1;
-	for (uint32_t i = 0; i < w->argc + w->envc + w->n_masks && str < end; i++) {
-		char **slot = i < w->argc             ? &argv[i]
-		              : i < w->argc + w->envc ? &envp[i - w->argc]
-		                                      : &masks[i - w->argc - w->envc];
-		*slot = (char *)str;
-		str += strnlen(str, (size_t)(end - str)) + 1;
-	}
-	if (str > end)
+	/* An fd that did not come stops here rather than anywhere later. */
+	size_t lead = rd_plan_lead_fds(&p->h);
+	if (nfirst - k < lead || nfirst - k - lead > p->h.n_fds)
 		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
+	p->cwd_fd = first[k++];
+	if (p->h.has_stub_ctl)
+		p->stub_ctl_fd = first[k++];
+	if (p->h.exec_via == RD_EXEC_OWN)
+		p->own_exec_fd = first[k++];
+	struct rd_fd_map *fds = (struct rd_fd_map *)p->fds;
 	uint32_t got = 0;
-	while (k < nfirst) {
-		fds[got] = (struct rd_fd_map){.fd = first[k++], .target = targets[got]};
-		got++;
-	}
-	while (got < w->n_fds) {
+	while (k < nfirst)
+		fds[got++].fd = first[k++];
+	while (got < p->h.n_fds) {
 		int chunk[FDS_PER_MSG];
 		int cnt = recv_fds(sock, chunk, FDS_PER_MSG);
 		if (cnt <= 0)
 			fail(err_fd, STAGE_SETUP, "receiving the caller's fds", EPROTO);
-		for (int i = 0; i < cnt && got < w->n_fds; i++, got++)
-			fds[got] = (struct rd_fd_map){.fd = chunk[i], .target = targets[got]};
+		for (int i = 0; i < cnt && got < p->h.n_fds; i++)
+			fds[got++].fd = chunk[i];
 	}
-	for (int r = 0; r < RLIM_NLIMITS; r++)
-		have[r] = w->have_rlim[r];
-	*p = (struct rd_launch_plan){
-	    .exec_fd = w->exec_mode == 0   ? AT_FDCWD
-	               : w->exec_mode == 1 ? w->exec_fd
-	                                   : own_exec_fd,
-	    .exec_fd_is_target = w->exec_mode == 1,
-	    .exec_path = exec_path,
-	    .exec_flags = w->exec_flags,
-	    .argv = argv,
-	    .envp = envp,
-	    .fds = fds,
-	    .n_fds = w->n_fds,
-	    .cwd_fd = cwd_fd,
-	    .uid = {w->uid[0], w->uid[1], w->uid[2]},
-	    .gid = {w->gid[0], w->gid[1], w->gid[2]},
-	    .groups = groups,
-	    .n_groups = w->n_groups,
-	    .umask = (mode_t)w->umask,
-	    .sig_ignored = w->sig_ignored,
-	    .sig_blocked = w->sig_blocked,
-	    .rlim = w->rlim,
-	    .have_rlim = have,
-	    .pgrp_mode = w->pgrp_mode,
-	    .userns = w->userns,
-	    .masks = masks,
-	    .n_masks = w->n_masks,
-	    .filter = w->filter_len ? filter : NULL,
-	    .filter_len = (unsigned short)w->filter_len,
-	    .net_none = w->net_none,
-	    .expect_dev = (dev_t)w->expect_dev,
-	    .expect_ino = (ino_t)w->expect_ino,
-	    .has_stub_ctl = w->stub_ctl,
-	    .stub_ctl_fd = stub_ctl_fd,
-	};
+}
+
+/* A rule's rlimit caps (the sandbox keys of type RD_BOX_RLIMIT): the command gets the lower of
+ * the caller's limit and the cap; a limit the caller's could not be read counts as infinite. */
+static void cap_rlimits(struct rd_plan_head *h)
+{
+	for (size_t k = 0; k < RD_BOX_NKEYS; k++) {
+		uint64_t cap = h->box.v[k];
+		if (rd_box_keys[k].type != RD_BOX_RLIMIT || !cap)
+			continue;
+		int res = rd_box_keys[k].resource;
+		struct rlimit *l = &h->inh.rlim[res];
+		if (!h->inh.have_rlim[res])
+			*l = (struct rlimit){RLIM_INFINITY, RLIM_INFINITY};
+		if (l->rlim_cur > cap)
+			l->rlim_cur = cap;
+		if (l->rlim_max > cap)
+			l->rlim_max = cap;
+		h->inh.have_rlim[res] = true;
+	}
 }
 
 /* Is st, found at a masked path just after its mask was mounted, that mask: the empty tmpfs
@@ -443,13 +400,14 @@ static bool same_strings(char *const *a, char *const *b, size_t n)
 
 bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p)
 {
-	if (p->net_none != pre->net_none || p->n_masks != pre->n_masks ||
-	    !same_strings(p->masks, pre->masks, p->n_masks))
+	bool net_none = rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE);
+	if (net_none != pre->net_none || p->h.n_masks != pre->n_masks ||
+	    !same_strings(p->masks, pre->masks, p->h.n_masks))
 		return false;
 	if (!p->filter || !pre->filter)
 		return !p->filter && !pre->filter;
-	return p->filter_len == pre->filter_len &&
-	       memcmp(p->filter, pre->filter, sizeof(*p->filter) * p->filter_len) == 0;
+	return p->h.filter_len == pre->filter_len &&
+	       memcmp(p->filter, pre->filter, sizeof(*p->filter) * p->h.filter_len) == 0;
 }
 
 /* Close every fd but the n in keep (distinct, -1 for none). */
@@ -479,7 +437,7 @@ static void close_all_but(int *keep, int n)
 static _Noreturn void report_end(const struct rd_launch_plan *p, int status_fd, int st,
                                  bool timed_out)
 {
-	bool tell = p->has_stub_ctl && !command_failed;
+	bool tell = p->h.has_stub_ctl && !command_failed;
 	struct rd_reaper_report rep = {.status = st};
 	if (timed_out)
 		rep.flags |= RD_REPORT_TIMEOUT;
@@ -554,21 +512,21 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	struct rd_launch_plan plan;
 	receive_plan(plan_fd, err_fd, &plan);
 	close(plan_fd);
+	cap_rlimits(&plan.h);
 	if (preset) {
 		/* runnerd sends a plan here only if it fits; a plan that did not would run without
 		 * what it asks for. Already in place: nothing of it to do again. */
 		if (!rd_sandbox_preset_fits(preset, &plan))
 			fail(err_fd, STAGE_SETUP,
 			     "the plan does not fit the sandbox made ahead of time", EPROTO);
-		plan.n_masks = 0;
-		plan.net_none = false;
+		plan.h.n_masks = 0;
 		plan.filter = NULL;
 	}
 	const struct rd_launch_plan *p = &plan;
-	apply_masks(p->masks, p->n_masks, err_fd, NULL);
-	if (p->net_none)
+	apply_masks(p->masks, p->h.n_masks, err_fd, NULL);
+	if (!preset && rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE))
 		no_network(err_fd);
-	if (p->pgrp_mode == RD_PGRP_OTHER && setsid() < 0)
+	if (p->h.pgrp_mode == RD_PGRP_OTHER && setsid() < 0)
 		fail(err_fd, STAGE_SETUP, "setsid", errno);
 
 	/* Every signal blocked and taken with rt_sigtimedwait: blocked signals are queued even
@@ -576,7 +534,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	 * calls leave out 32 and 33, which the caller's command may be sent too. */
 	uint64_t all = ~0ULL;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all));
-	int *hi = calloc(p->n_fds + 1, sizeof(int));
+	int *hi = calloc(p->h.n_fds + 1, sizeof(int));
 	cap_t empty = cap_init();
 	if (!hi || !empty)
 		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
@@ -589,7 +547,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	 * CPU again (which, as the command runs, can be its end). */
 	/* From here until the command has exec'd, only raw system calls (raw_syscall.h): glibc's
 	 * set errno, which the command's side shares and reads after each of its failed calls. */
-	int left[] = {status_fd, p->has_stub_ctl ? p->stub_ctl_fd : -1};
+	int left[] = {status_fd, p->h.has_stub_ctl ? p->stub_ctl_fd : -1};
 	close_all_but(left, 2);
 
 	bool timed_out = false;

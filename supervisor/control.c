@@ -6,7 +6,8 @@
  * {"op":"deny","id":N}. The peer must be runnerd's own user (or root), and neither runnerd
  * nor anything it started: an agent, or a command, must never answer its own ask. Commands
  * cannot even see the socket: its directory is masked in every sandbox. */
-#include "supervisor/sup_internal.h"
+#include "supervisor/control.h"
+#include "supervisor/approvals.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -198,50 +199,50 @@ static json_t *error_reply(const char *fmt, ...)
 
 static void drop_client(struct sup *u, struct client *cl)
 {
-	rd_sup_unwatch(u, &cl->fd);
-	for (struct client **pp = &u->clients; *pp; pp = &(*pp)->next)
+	sup_unwatch(u, &cl->fd);
+	for (struct client **pp = &u->ctl.clients; *pp; pp = &(*pp)->next)
 		if (*pp == cl) {
 			*pp = cl->next;
 			break;
 		}
 	if (cl->refused)
-		u->n_refused--;
+		u->ctl.n_refused--;
 	else
-		u->n_clients--;
+		u->ctl.n_clients--;
 	/* Freed after this round of events: one of them may still name it. */
 	cl->dead = true;
-	cl->next = u->dead_clients;
-	u->dead_clients = cl;
+	cl->next = u->ctl.dead_clients;
+	u->ctl.dead_clients = cl;
 }
 
-void rd_control_reap(struct sup *u)
+void sup_control_reap(struct sup *u)
 {
-	while (u->dead_clients) {
-		struct client *cl = u->dead_clients;
-		u->dead_clients = cl->next;
+	while (u->ctl.dead_clients) {
+		struct client *cl = u->ctl.dead_clients;
+		u->ctl.dead_clients = cl->next;
 		free(cl);
 	}
 }
 
 static void arm_client_timer(struct sup *u, bool on)
 {
-	if (u->client_timer < 0 || u->client_timer_armed == on)
+	if (u->ctl.timer < 0 || u->ctl.timer_armed == on)
 		return;
 	struct itimerspec its = {0};
 	if (on)
 		its.it_value.tv_sec = its.it_interval.tv_sec = 1;
-	timerfd_settime(u->client_timer, 0, &its, NULL);
-	u->client_timer_armed = on;
+	timerfd_settime(u->ctl.timer, 0, &its, NULL);
+	u->ctl.timer_armed = on;
 }
 
-void rd_control_tick(struct sup *u)
+void sup_control_tick(struct sup *u)
 {
 	uint64_t ticks;
-	if (read(u->client_timer, &ticks, sizeof(ticks)) != sizeof(ticks))
+	if (read(u->ctl.timer, &ticks, sizeof(ticks)) != sizeof(ticks))
 		return;
-	for (struct client *cl = u->clients, *next; cl; cl = next) {
+	for (struct client *cl = u->ctl.clients, *next; cl; cl = next) {
 		next = cl->next;
-		if (rd_ms_since(&cl->since) < CLIENT_IDLE_S * 1000.0)
+		if (sup_ms_since(&cl->since) < CLIENT_IDLE_S * 1000.0)
 			continue;
 		if (cl->refused)
 			reply(cl->fd,
@@ -250,25 +251,25 @@ void rd_control_tick(struct sup *u)
 			reply(cl->fd, error_reply("no request within %d s", CLIENT_IDLE_S));
 		drop_client(u, cl);
 	}
-	if (u->control_paused) {
+	if (u->ctl.paused) {
 		/* Out of fds a moment ago: listen again (it pauses again if still out). */
-		u->control_paused = false;
-		rd_sup_watch(u, u->control_fd, &u->control_src);
+		u->ctl.paused = false;
+		sup_watch(u, u->ctl.fd, &u->ctl.src);
 	}
-	if (!u->clients && !u->control_paused)
+	if (!u->ctl.clients && !u->ctl.paused)
 		arm_client_timer(u, false);
 }
 
-void rd_control_accept(struct sup *u)
+void sup_control_accept(struct sup *u)
 {
 	for (;;) {
-		int fd = accept4(u->control_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd = accept4(u->ctl.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0 &&
 		    (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
 			/* The connection stays queued and the listener readable: stop watching it
 			 * for a second rather than spin. */
-			epoll_ctl(u->epfd, EPOLL_CTL_DEL, u->control_fd, NULL);
-			u->control_paused = true;
+			epoll_ctl(u->epfd, EPOLL_CTL_DEL, u->ctl.fd, NULL);
+			u->ctl.paused = true;
 			arm_client_timer(u, true);
 			return;
 		}
@@ -289,15 +290,15 @@ void rd_control_accept(struct sup *u)
 			why = "it runs in other namespaces than runnerd (a sandbox, of this "
 			      "session or "
 			      "another): an approval must come from outside any sandbox";
-		if (why && ++u->n_control_refused <= AUDIT_REFUSED + 1) {
+		if (why && ++u->ctl.n_refused_total <= AUDIT_REFUSED + 1) {
 			json_t *ev = json_pack("{s:i, s:i, s:s}", "uid", (int)cr.uid, "pid",
 			                       (int)cr.pid, "reason", why);
-			if (ev && u->n_control_refused > AUDIT_REFUSED)
+			if (ev && u->ctl.n_refused_total > AUDIT_REFUSED)
 				json_object_set_new(ev, "further_refusals",
 				                    json_string("not logged in this session"));
 			rd_audit(u->s->audit, "control_refused", ev);
 		}
-		bool room = why ? u->n_refused < MAX_REFUSED : u->n_clients < MAX_CLIENTS;
+		bool room = why ? u->ctl.n_refused < MAX_REFUSED : u->ctl.n_clients < MAX_CLIENTS;
 		struct client *cl = room ? calloc(1, sizeof(*cl)) : NULL;
 		if (!cl) {
 			close(fd);
@@ -312,12 +313,12 @@ void rd_control_accept(struct sup *u)
 		cl->src = (struct src){.type = SRC_CONTROL_CLIENT, .cmd = NULL};
 		cl->src.client = cl;
 		if (why)
-			u->n_refused++;
+			u->ctl.n_refused++;
 		else
-			u->n_clients++;
-		cl->next = u->clients;
-		u->clients = cl;
-		rd_sup_watch(u, fd, &cl->src);
+			u->ctl.n_clients++;
+		cl->next = u->ctl.clients;
+		u->ctl.clients = cl;
+		sup_watch(u, fd, &cl->src);
 		arm_client_timer(u, true);
 	}
 }
@@ -331,24 +332,15 @@ static json_t *bounded(const char *s, size_t max, bool *cut)
 	return part ? rd_json_bytes(part) : json_null();
 }
 
-/* The caller's cwd as a path, for the operator ("" if it cannot be read). */
-static void req_cwd(const struct req *q, char *cwd, size_t size)
-{
-	char link[64];
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", q->t.cwd_fd);
-	ssize_t n = readlink(link, cwd, size - 1);
-	cwd[n > 0 ? n : 0] = 0;
-}
-
 static json_t *pending_json(struct sup *u)
 {
 	json_t *list = json_array();
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (struct cmd *c = u->cmds; c; c = c->next) {
-		if (c->ask != ASK_PENDING)
+		if (c->ask.state != ASK_PENDING)
 			continue;
-		const struct req *q = c->req;
+		const struct req *q = c->ask.req;
 		/* Bounded: at most 2 KiB of argv in all, each string cut at 512 bytes, so that one
 		 * caller's argv cannot make the reply too large to send. */
 		json_t *argv = json_array();
@@ -359,9 +351,9 @@ static json_t *pending_json(struct sup *u)
 			json_array_append_new(argv, bounded(q->strs.argv[i], 512, &cut));
 		}
 		char cwd[4096];
-		req_cwd(q, cwd, sizeof(cwd));
+		sup_req_cwd(q, cwd, sizeof(cwd));
 		unsigned secs = q->rule->ask_timeout_s;
-		double waited = rd_ms_since(&c->asked) / 1000.0;
+		double waited = sup_ms_since(&c->ask.asked) / 1000.0;
 		json_t *e =
 		    json_pack("{s:I, s:i, s:o, s:o, s:o, s:b, s:o, s:I, s:I, s:f, s:f}", "id",
 		              (json_int_t)c->id, "tid", (int)c->tid, "path",
@@ -369,7 +361,7 @@ static json_t *pending_json(struct sup *u)
 		              bounded(q->tg.resolved, 1024, &long_path), "argv", argv,
 		              "argv_truncated", cut || json_array_size(argv) < q->strs.argc, "cwd",
 		              bounded(cwd, 1024, &long_path), "rule", (json_int_t)q->rule->index,
-		              "asked_at", (json_int_t)c->asked_wall, "waited_s", waited,
+		              "asked_at", (json_int_t)c->ask.asked_wall, "waited_s", waited,
 		              "expires_in_s", secs - waited > 0 ? secs - waited : 0.0);
 		if (e && long_path)
 			json_object_set_new(e, "paths_truncated", json_true());
@@ -381,18 +373,6 @@ static json_t *pending_json(struct sup *u)
 	return list;
 }
 
-/* How request id was answered, if it is still remembered. */
-static const char *answered_what(struct sup *u, uint64_t id)
-{
-	size_t keep = u->n_answered < RD_ANSWERED_KEEP ? u->n_answered : RD_ANSWERED_KEEP;
-	for (size_t k = 0; k < keep; k++) { /* newest first */
-		const struct answered *a = &u->answered[(u->n_answered - 1 - k) % RD_ANSWERED_KEEP];
-		if (a->id == id)
-			return a->what;
-	}
-	return NULL;
-}
-
 static json_t *answer(struct sup *u, const struct client *cl, json_t *req, bool approve)
 {
 	json_t *idj = json_object_get(req, "id");
@@ -400,17 +380,17 @@ static json_t *answer(struct sup *u, const struct client *cl, json_t *req, bool 
 		return error_reply("\"id\" must be a positive integer");
 	uint64_t id = (uint64_t)json_integer_value(idj);
 	for (struct cmd *c = u->cmds; c; c = c->next) {
-		if (c->id != id || c->ask != ASK_PENDING)
+		if (c->id != id || c->ask.state != ASK_PENDING)
 			continue;
 		struct answerer by = {.via = BY_SOCKET, .uid = cl->cred.uid, .pid = cl->cred.pid};
 		comm_of(cl->cred.pid, by.comm);
-		if (rd_sup_ask_answer(u, c, approve ? ANSWER_APPROVE : ANSWER_DENY, &by, NULL) < 0)
+		if (sup_ask_answer(u, c, approve ? ANSWER_APPROVE : ANSWER_DENY, &by, NULL) < 0)
 			return error_reply("request %llu: %s", (unsigned long long)id,
-			                   answered_what(u, id));
+			                   sup_ask_answered_what(u, id));
 		return json_pack("{s:b, s:I, s:s}", "ok", true, "id", (json_int_t)id, "answer",
 		                 approve ? "approve" : "deny");
 	}
-	const char *what = answered_what(u, id);
+	const char *what = sup_ask_answered_what(u, id);
 	if (what)
 		return error_reply("request %llu was already answered (%s); this answer is refused",
 		                   (unsigned long long)id, what);
@@ -418,7 +398,7 @@ static json_t *answer(struct sup *u, const struct client *cl, json_t *req, bool 
 	                   (unsigned long long)id);
 }
 
-void rd_control_client(struct sup *u, struct client *cl)
+void sup_control_client(struct sup *u, struct client *cl)
 {
 	char buf[MAX_REQUEST + 1];
 	ssize_t n = recv(cl->fd, buf, MAX_REQUEST, MSG_DONTWAIT | MSG_TRUNC);
@@ -455,179 +435,19 @@ void rd_control_client(struct sup *u, struct client *cl)
 	drop_client(u, cl);
 }
 
-/* --prompt: the oldest pending ask is shown on /dev/tty; the terminal is read only while one
- * is shown, so that no keystroke meant for the agent is taken otherwise. */
-static bool tty_write(struct sup *u, const char *text)
+int sup_control_open(struct sup *u)
 {
-	size_t len = strlen(text);
-	while (len) {
-		ssize_t n = write(u->tty_fd, text, len);
-		if (n <= 0)
-			return false; /* EAGAIN or gone: a prompt is not worth blocking the loop */
-		text += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
-static void tty_watch(struct sup *u, bool on)
-{
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &u->tty_src};
-	epoll_ctl(u->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, u->tty_fd, on ? &ev : NULL);
-}
-
-void rd_control_tty_done(struct sup *u, const char *what)
-{
-	if (u->tty_fd < 0 || !u->tty_asking)
-		return;
-	char line[256];
-	snprintf(line, sizeof(line), "\r\nrunnerd: #%llu %s\r\n", (unsigned long long)u->tty_asking,
-	         what);
-	tty_write(u, line);
-	u->tty_asking = 0;
-	u->tty_len = 0;
-	tty_watch(u, false);
-}
-
-void rd_control_tty_update(struct sup *u)
-{
-	if (u->tty_fd < 0 || u->tty_asking)
-		return;
-	struct cmd *oldest = NULL;
-	for (struct cmd *c = u->cmds; c; c = c->next)
-		if (c->ask == ASK_PENDING && (!oldest || c->id < oldest->id))
-			oldest = c;
-	if (!oldest)
-		return;
-	const struct req *q = oldest->req;
-	char text[2048], cwd[4096];
-	size_t cap = sizeof(text) - 200; /* room for the tail below */
-	int h = snprintf(text, cap, "\r\nrunnerd: run this command? (#%llu, rule %zu%s%s)\r\n",
-	                 (unsigned long long)oldest->id, q->rule->index,
-	                 q->rule->description ? ": " : "",
-	                 q->rule->description ? q->rule->description : "");
-	size_t n = h > 0 && (size_t)h < cap ? (size_t)h : 0;
-	/* What runs, and where: argv[0] is the caller's to choose, and a rule may match on it.
-	 * The caller's bytes, escaped so that the terminal interprets none of them; a run of
-	 * spaces as its count, so that padding cannot push the rest out of sight. */
-	req_cwd(q, cwd, sizeof(cwd));
-	const char *labels[] = {"  program: ", "\r\n  in: ", "\r\n  $"};
-	const char *values[] = {q->tg.resolved ? q->tg.resolved : q->path, cwd, ""};
-	bool cut = false;
-	for (size_t i = 0; i < 3 && !cut; i++) {
-		const char *rest = labels[i];
-		n = rd_escape_bytes(text, n, cap, &rest, false);
-		cut = *rest;
-		rest = values[i];
-		n = rd_escape_bytes(text, n, cap, &rest, true);
-		cut = cut || *rest;
-	}
-	size_t shown = 0, total = 0;
-	for (size_t k = 0; k < q->strs.argc; k++)
-		total += strlen(q->strs.argv[k]) + 1;
-	for (size_t i = 0; i < q->strs.argc && n + 1 < cap && !cut; i++) {
-		const char *a = q->strs.argv[i], *rest = a;
-		text[n++] = ' ';
-		text[n] = '\0';
-		n = rd_escape_bytes(text, n, cap, &rest, true);
-		/* Counted only if all of it went in: what is left would be hidden. */
-		shown += (size_t)(rest - a);
-		if (*rest)
-			break;
-		shown++;
-	}
-	/* A command line cut short could hide its end: it can be denied here, not approved. */
-	u->tty_truncated = cut || shown < total;
-	unsigned secs = q->rule->ask_timeout_s;
-	if (u->tty_truncated)
-		snprintf(
-		    text + n, sizeof(text) - n,
-		    " ... (%zu more bytes not shown)\r\n  too long to check here: approve with "
-		    "runnerd approve, or deny [N] (no answer in %u s denies) ",
-		    total - shown, secs);
-	else
-		snprintf(text + n, sizeof(text) - n, "\r\n  [y/N] (no answer in %u s denies) ",
-		         secs);
-	/* What was typed before this prompt showed (a second Enter, a paste, half a line meant
-	 * for an earlier prompt) answers nothing: the terminal hands it over one line per read,
-	 * so it is discarded here, not just ignored with the read that answers. */
-	bool flushed = tcflush(u->tty_fd, TCIFLUSH) == 0;
-	/* A prompt that did not go out whole (a full terminal, XOFF) was not seen whole either:
-	 * it can only be denied; so can one after typeahead that could not be discarded. */
-	if (!tty_write(u, text) || !flushed)
-		u->tty_truncated = true;
-	u->tty_asking = oldest->id;
-	u->tty_len = 0;
-	tty_watch(u, true);
-}
-
-void rd_control_tty(struct sup *u)
-{
-	char buf[64];
-	ssize_t n = read(u->tty_fd, buf, sizeof(buf));
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		/* EOF or EIO (the terminal hung up, or runnerd is in a background group): no more
-		 * prompts there; the control socket still answers. */
-		fprintf(stderr, "runnerd: /dev/tty cannot be read any more: approvals go through "
-		                "runnerd approve/deny only\n");
-		tty_watch(u, false);
-		close(u->tty_fd);
-		u->tty_fd = u->s->tty_fd = -1; /* the session's: not closed again at its end */
-		u->tty_asking = 0;
-		return;
-	}
-	for (ssize_t i = 0; i < n && u->tty_asking; i++) {
-		char ch = buf[i];
-		if (ch != '\r' && ch != '\n') {
-			if (u->tty_len < sizeof(u->tty_line) - 1)
-				u->tty_line[u->tty_len++] = ch;
-			continue;
-		}
-		u->tty_line[u->tty_len] = 0;
-		u->tty_len = 0;
-		char *w = u->tty_line;
-		while (*w == ' ')
-			w++;
-		bool yes = strcmp(w, "y") == 0 || strcmp(w, "Y") == 0 || strcmp(w, "yes") == 0;
-		if (yes && u->tty_truncated) {
-			tty_write(u,
-			          "\r\nrunnerd: not all of it was shown: approve it with runnerd "
-			          "approve, or deny it here [N] ");
-			return;
-		}
-		uint64_t id = u->tty_asking;
-		for (struct cmd *c = u->cmds; c; c = c->next)
-			if (c->id == id && c->ask == ASK_PENDING) {
-				struct answerer by = {.via = BY_TTY};
-				rd_sup_ask_answer(u, c, yes ? ANSWER_APPROVE : ANSWER_DENY, &by,
-				                  NULL);
-				break;
-			}
-		/* One line answers one prompt: what was typed with it, before the next prompt
-		 * showed, answers nothing. */
-		return;
-	}
-}
-
-int rd_control_open(struct sup *u)
-{
-	u->control_fd = u->s->control_fd;
-	u->tty_fd = u->s->tty_fd;
-	if (u->control_fd >= 0) {
-		u->control_src = (struct src){.type = SRC_CONTROL, .cmd = NULL};
-		rd_sup_watch(u, u->control_fd, &u->control_src);
-	}
-	if (u->tty_fd >= 0)
-		u->tty_src = (struct src){.type = SRC_TTY, .cmd = NULL};
-	u->client_timer = -1;
-	if (u->control_fd >= 0) {
-		u->client_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (u->client_timer < 0)
-			return -errno;
-		u->client_timer_src = (struct src){.type = SRC_CLIENT_TIMER, .cmd = NULL};
-		rd_sup_watch(u, u->client_timer, &u->client_timer_src);
-	}
+	struct control *ctl = &u->ctl;
+	ctl->fd = u->s->control_fd;
+	ctl->timer = -1;
+	if (ctl->fd < 0)
+		return 0;
+	ctl->src = (struct src){.type = SRC_CONTROL};
+	sup_watch(u, ctl->fd, &ctl->src);
+	ctl->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (ctl->timer < 0)
+		return -errno;
+	ctl->timer_src = (struct src){.type = SRC_CLIENT_TIMER};
+	sup_watch(u, ctl->timer, &ctl->timer_src);
 	return 0;
 }

@@ -1,62 +1,134 @@
-/* The exec path of the supervisor: read a trapped exec, decide, launch its command in a
- * sandbox, and start the handoff of its caller to the stub. */
-#include "intercept/handoff.h"
-#include "intercept/reader.h"
-#include "intercept/resolve.h"
-#include "intercept/task.h"
+/* One trapped exec, as four phases: read (what the caller asks for, copied), decide (the rule,
+ * the env, the audit line), seize (ptrace, the caller's state, the masks, the plan), then launch
+ * or ask. Each phase returns what became of the exec; one finisher turns that into the answer
+ * the caller gets, which differs before and after the seize. */
+#include "supervisor/exec.h"
+#include "intercept/launcher.h"
 #include "lib/stub_proto.h"
-#include "lib/syscalls.h"
-#include "policy/envpolicy.h"
 #include "policy/rules.h"
-#include "supervisor/sup_internal.h"
+#include "supervisor/approvals.h"
+#include "supervisor/command.h"
+#include "supervisor/handoff.h"
+#include "supervisor/masks.h"
+#include "supervisor/spare.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/ptrace.h>
-#include <sys/socket.h>
-#include <sys/timerfd.h>
-#include <sys/wait.h>
 
-static const char *errno_name(int e)
+enum outcome {
+	GO_ON,  /* to the next phase */
+	HANDED, /* the caller is on its way to the stub (or gone with its handoff): no answer */
+	GONE,   /* the caller went away before the decision: no answer */
+	MISS,   /* answer err, logged with -v only: a miss of an execvp PATH search */
+	ANSWER, /* answer err, nothing logged: the caller's own error (a bad pointer, E2BIG) */
+	REFUSE, /* answer err, audited ("refused") and logged: runnerd will not run it */
+	FAILED, /* the command could not start: audited (its own exec's errno, or runnerd's) */
+};
+
+struct exec {
+	const struct seccomp_notif *n;
+	uint64_t id;
+	pid_t tid;
+	struct req *q;  /* until a held ask takes it */
+	struct cmd *c;  /* from the seize on, until its handoff links it */
+	bool seized;    /* ptrace'd: the answer goes through sup_release */
+	int err;        /* the errno the caller's exec gets */
+	int exec_errno; /* FAILED: the command's own exec's errno, or 0 for runnerd's failure */
+	char why[sizeof(((struct rd_error *)0)->msg)];
+	/* From the notification. */
+	uint64_t path_addr, argv_addr, envp_addr;
+	int dirfd, flags;
+	struct rlimit nofile;
+	enum rd_action action;
+};
+
+static enum outcome refuse(struct exec *x, int e, const char *fmt, ...) _printf_(3, 4);
+static enum outcome refuse(struct exec *x, int e, const char *fmt, ...)
 {
-	const char *n = strerrorname_np(e);
-	return n ? n : "E?";
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->why, sizeof(x->why), fmt, ap);
+	va_end(ap);
+	x->err = e;
+	return REFUSE;
 }
 
-/* The audit line of a refusal: which exec, the errno its caller gets, and why. */
-static void audit_refusal(struct sup *u, uint64_t id, pid_t tid, const char *path, int e,
-                          const char *why)
+static enum outcome answer(struct exec *x, enum outcome o, int e)
 {
-	rd_audit(u->s->audit, "refused",
-	         json_pack("{s:I, s:i, s:o, s:s, s:i, s:o}", "id", (json_int_t)id, "tid", tid,
-	                   "path", rd_json_bytes(path), "errno", errno_name(e), "errno_num", e,
-	                   "reason", rd_json_bytes(why)));
+	x->err = e;
+	return o;
 }
 
-/* A refusal: the caller's exec fails with e, one audit line says why. */
-static void refuse(struct sup *u, uint64_t notif_id, uint64_t id, pid_t tid, const char *path,
-                   int e, const char *why)
+/* The caller must live in runnerd's root and mount namespace: the sandbox is cut from
+ * runnerd's view, and resolving a path in one view to run it in another would be wrong. */
+static bool same_view(struct sup *u, pid_t tid)
 {
-	audit_refusal(u, id, tid, path, e, why);
-	rd_sup_log(u, "exec %llu (task %d, %s) refused with %s: %s", (unsigned long long)id, tid,
-	           path ? path : "?", errno_name(e), why);
-	rd_notif_reply(u->listener, notif_id, -e, false);
+	char p[64];
+	struct stat st;
+	snprintf(p, sizeof(p), "/proc/%d/root", tid);
+	if (stat(p, &st) < 0 || st.st_dev != u->root_st.st_dev || st.st_ino != u->root_st.st_ino)
+		return false;
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", tid);
+	return stat(p, &st) == 0 && st.st_ino == u->mntns;
 }
 
-/* Give back a task runnerd seized but will not hand off: stop it, answer its exec with e,
- * detach. */
-static void release(struct sup *u, pid_t tid, uint64_t notif_id, int e)
+/* Phase 1: what the caller asks for, copied out of its memory; then the notification is
+ * checked to be still valid, and only the copy is used from then on. */
+static enum outcome phase_read(struct sup *u, struct exec *x)
 {
-	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-	rd_notif_reply(u->listener, notif_id, -e, false);
-	int st;
-	if (waitpid(tid, &st, __WALL) == tid && WIFSTOPPED(st))
-		ptrace(PTRACE_DETACH, tid, 0, 0);
+	const struct seccomp_data *d = &x->n->data;
+	struct req *q = x->q;
+	struct rd_error err = {0};
+	if (!rd_arch_native(d))
+		return refuse(x, EPERM, "32-bit (i386 or x32) exec is not supported");
+	bool at = rd_arch_is_execveat(d);
+	x->path_addr = d->args[at ? 1 : 0];
+	x->argv_addr = d->args[at ? 2 : 1];
+	x->envp_addr = d->args[at ? 3 : 2];
+	x->dirfd = at ? (int)d->args[0] : AT_FDCWD;
+	x->flags = at ? (int)d->args[4] : 0;
+	struct rd_mem mem = {rd_mem_read_task, (void *)(intptr_t)x->tid};
+
+	int r = rd_read_path(&mem, x->path_addr, &q->path, &q->plen);
+	if (r < 0) /* EFAULT, ENAMETOOLONG: the caller's own error, as the kernel would say it */
+		return answer(x, ANSWER, r == -ESRCH ? ENOENT : -r);
+	if (rd_task_open(x->tid, &q->t, &err) < 0)
+		return refuse(x, EPERM, "%s", err.msg);
+	switch (rd_resolve(&q->t, x->dirfd, q->path, x->flags, &q->tg, &r, &err)) {
+	case RD_RESOLVED:
+		break;
+	case RD_RESOLVE_MISS:
+		/* One PATH entry of an execvp search, say: answered, not audited. */
+		return answer(x, MISS, r);
+	case RD_RESOLVE_REFUSED:
+		/* runnerd would not resolve it as the caller (a magic link, "..") or could not
+		 * look (its cwd). */
+		return refuse(x, r, "%s", err.msg);
+	}
+	/* After the misses (nine a spawn, for a PATH search): for them it changes nothing. */
+	if (!same_view(u, x->tid))
+		return refuse(x, EPERM,
+		              "the caller has its own root or mount namespace, which runnerd does "
+		              "not support");
+	struct rlimit stack =
+	    rd_task_rlimit(&q->t, RLIMIT_STACK, (struct rlimit){RLIM_INFINITY, RLIM_INFINITY});
+	x->nofile = rd_task_rlimit(&q->t, RLIMIT_NOFILE, (struct rlimit){1024, 1024});
+	/* The kernel copies the filename first: "/dev/fd/N[/path]" for an fd-relative exec. */
+	size_t fname = (x->dirfd == AT_FDCWD || q->path[0] == '/') ? q->plen + 1 : q->plen + 1 + 20;
+	size_t limit = rd_exec_arg_limit(stack.rlim_cur);
+	r = fname < limit ? rd_read_strings(&mem, x->argv_addr, x->envp_addr, 8, limit - fname,
+	                                    &q->strs, &err)
+	                  : -E2BIG;
+	if (r < 0)
+		return answer(x, ANSWER, -r);
+	/* An error of the caller's own making is answered above; a caller gone is answered by
+	 * no one. Only the copy taken before ID_VALID is ever used. */
+	if (ioctl(u->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &x->n->id) < 0)
+		return GONE;
+	return GO_ON;
 }
 
 static json_t *name_json(const char *entry, size_t len)
@@ -80,219 +152,63 @@ static json_t *json_env(const struct rd_env_result *env)
 	return a;
 }
 
-/* The caller must live in runnerd's root and mount namespace: the sandbox is cut from
- * runnerd's view, and resolving a path in one view to run it in another would be wrong. */
-static bool same_view(struct sup *u, pid_t tid)
+static json_t *rule_json(const struct rd_rule *rule)
 {
-	char p[64];
-	struct stat st;
-	snprintf(p, sizeof(p), "/proc/%d/root", tid);
-	if (stat(p, &st) < 0 || st.st_dev != u->root_st.st_dev || st.st_ino != u->root_st.st_ino)
-		return false;
-	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", tid);
-	return stat(p, &st) == 0 && st.st_ino == u->mntns;
+	return rule ? json_integer((json_int_t)rule->index) : json_null();
 }
 
-/* The caller's home from the password database: its HOME variable is the caller's to set, and
- * a mask must not move where the caller points it. NULL if the uid has no entry. */
-static const char *caller_home(struct sup *u, uid_t uid)
+/* Phase 2: the first rule that matches (else commands.default), the command's env, and the
+ * audit line, written before anything runs. */
+static enum outcome phase_decide(struct sup *u, struct exec *x)
 {
-	if (u->home && u->home_uid == uid)
-		return u->home;
-	char buf[4096];
-	struct passwd pw, *res = NULL;
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res || !res->pw_dir ||
-	    res->pw_dir[0] != '/')
-		return NULL;
-	free(u->home);
-	u->home = strdup(res->pw_dir);
-	u->home_uid = uid;
-	return u->home;
-}
-
-/* The hidden control directories go on top of the profile's masks: a command that could reach
- * a control socket, this session's or another's, could answer its own "ask". */
-static int add_control_masks(struct sup *u, struct rd_strv *m)
-{
-	char **v = realloc(m->v, (m->n + RD_CONTROL_DIRS + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	m->v = v;
-	for (size_t i = 0; i < RD_CONTROL_DIRS && u->s->control_dirs[i]; i++)
-		if (!(m->v[m->n] = strdup(u->s->control_dirs[i])))
-			return -ENOMEM;
-		else
-			m->v[++m->n] = NULL;
-	return 0;
-}
-
-/* Every mask of a command matched by rule (NULL: none), for a caller whose home is home. */
-static int command_masks(struct sup *u, const struct rd_rule *rule, const char *home,
-                         struct rd_strv *out)
-{
-	int r = rd_mask_list(u->s->cfg, u->s->prof, rule, home, u->home_uid, out);
-	return r < 0 ? r : add_control_masks(u, out);
-}
-
-/* The preset of the next spare: the masks, network and filter of a command that no rule gives
- * masks of its own, for the home of the caller seen last (runnerd's own user's at first).
- * Called only while there is no spare, which is what keeps u->preset unchanged under one.
- * NULL: a plain spare. A plan that does not fit a spare's preset gets a sandbox of its own,
- * made on the exec path; so after such a plan the next spare is a plain one, which fits any
- * plan, until a plan would fit the preset again. */
-static const struct rd_sandbox_preset *spare_preset(struct sup *u)
-{
-	if (u->preset_off || !u->home)
-		return NULL;
-	if (u->preset_home && strcmp(u->preset_home, u->home) == 0)
-		return u->preset_unfit ? NULL : &u->preset;
-	rd_strv_free(&u->preset_masks);
-	free(u->preset_home);
-	u->preset_home = NULL;
-	if (command_masks(u, NULL, u->home, &u->preset_masks) < 0)
-		return NULL;
-	if (!(u->preset_home = strdup(u->home)))
-		return NULL;
-	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, NULL);
-	u->preset = (struct rd_sandbox_preset){
-	    .masks = u->preset_masks.v,
-	    .n_masks = u->preset_masks.n,
-	    .net_none = box.network == RD_NET_NONE,
-	};
-	if (box.seccomp != RD_SECCOMP_NONE) {
-		u->preset.filter = u->s->cmd_filter.insns;
-		u->preset.filter_len = u->s->cmd_filter.len;
-	}
-	return u->preset_unfit ? NULL : &u->preset;
-}
-
-void rd_sup_zygote_check(struct sup *u)
-{
-	if (!u->zygote.lost || u->warned_zygote)
-		return;
-	u->warned_zygote = true;
-	fprintf(stderr, "runnerd: the zygote process is gone; runnerd forks each sandbox itself "
-	                "from now on\n");
-}
-
-/* A spare could not be made: each exec then makes its own sandbox; say why once. A lost
- * zygote is not such a failure: the next spare is made without it. */
-static void spare_failed(struct sup *u, const struct rd_error *err)
-{
-	if (u->zygote.lost && !u->warned_zygote) {
-		rd_sup_zygote_check(u);
-		return;
-	}
-	fprintf(stderr, "runnerd: %s\n", err->msg);
-	u->spare_failed = true;
-}
-
-void rd_sup_make_spare(struct sup *u)
-{
+	struct req *q = x->q;
 	struct rd_error err = {0};
-	if (u->spare.reaper >= 0 || u->spare.pending || u->spare_failed)
-		return;
-	int r = rd_sandbox_spare_begin(&u->zygote, u->userns, spare_preset(u), &u->spare, &err);
-	rd_sup_zygote_check(u);
+	struct rd_exec_subject subject = {q->path, q->tg.resolved, q->strs.argv, q->strs.argc};
+	const struct rd_rule *rule = q->rule = rd_rule_match(u->s->prof, &subject);
+	x->action = rule ? rule->action : u->s->prof->commands_default;
+	int r = rd_env_build(&u->s->cfg->env, u->s->prof, RD_ENV_COMMAND, rule, q->strs.envp,
+	                     &q->env, &err);
 	if (r < 0)
-		spare_failed(u, &err);
-}
-
-void rd_sup_spare_ready(struct sup *u)
-{
-	struct rd_error err = {0};
-	char b;
-	/* The answer may have been taken already, by an exec that needed the spare. */
-	if (u->zygote.fd < 0 || (recv(u->zygote.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
-	                         (errno == EAGAIN || errno == EINTR)))
-		return;
-	if (!u->spare.pending) {
-		/* Nothing asked: the zygote is gone (EOF), or says what it must not. */
-		rd_zygote_lost(&u->zygote);
-		rd_sup_zygote_check(u);
-		return;
+		return refuse(x, -r, "%s", err.msg);
+	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
+	 * agent itself over to the sandbox; worth knowing when reading the log. */
+	bool is_agent = q->t.tgid == u->s->agent.pid;
+	if (is_agent)
+		sup_log(u,
+		        "exec %llu: the agent's own process exec'd %s: it continues as a sandboxed "
+		        "command, its own execs no longer intercepted",
+		        (unsigned long long)x->id, q->path);
+	if (rd_audit_on(u->s->audit) &&
+	    rd_audit(u->s->audit, "exec",
+	             json_pack("{s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:s, s:b}", "id",
+	                       (json_int_t)x->id, "tid", x->tid, "path", rd_json_bytes(q->path),
+	                       "resolved", rd_json_bytes(q->tg.resolved), "argv",
+	                       rd_json_strv(q->strs.argv, q->strs.argc), "env", json_env(&q->env),
+	                       "rule", rule_json(rule), "action", rd_action_str(x->action),
+	                       "caller_is_agent", is_agent)) < 0)
+		return refuse(x, EPERM, "the audit log cannot be written");
+	if (x->action == RD_ACTION_DENY) {
+		rd_audit(u->s->audit, "decision",
+		         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)x->id, "rule",
+		                   rule_json(rule), "action", "deny"));
+		if (!rule)
+			return refuse(x, EACCES, "commands.default is deny");
+		return refuse(x, EACCES, "commands.rules[%zu] denies it", rule->index);
 	}
-	if (rd_sandbox_spare_finish(&u->zygote, &u->spare, &err) < 0)
-		spare_failed(u, &err);
-	rd_sup_zygote_check(u);
-}
-
-/* Masks go over paths. A command may rename a masked directory's parent, or put a symlink
- * where a masked path was, and the next command's mask would then miss the secret (or cover
- * something else). So every masked path that exists when the session starts is pinned to its
- * inode; once one has moved or changed, commands are refused: better no command than one
- * that sees what it must not. */
-void rd_sup_pin_masks(struct sup *u)
-{
-	struct rd_strv all = {0};
-	const char *home = caller_home(u, getuid());
-	const struct rd_profile *prof = u->s->prof;
-	if (!home || command_masks(u, NULL, home, &all) < 0)
-		return;
-	size_t extra = 0;
-	for (size_t r = 0; r < prof->n_rules; r++)
-		extra += prof->rules[r].mask.n;
-	u->pins = calloc(all.n + extra + 1, sizeof(*u->pins));
-	for (size_t r = 0; u->pins && r <= prof->n_rules; r++) {
-		struct rd_strv list = {0};
-		if (r < prof->n_rules) {
-			struct rd_config none = {0};
-			struct rd_profile bare = {0};
-			if (rd_mask_list(&none, &bare, &prof->rules[r], home, getuid(), &list) < 0)
-				continue;
-		} else {
-			list = all;
-			all = (struct rd_strv){0};
-		}
-		for (size_t i = 0; i < list.n; i++) {
-			struct stat st;
-			if (stat(list.v[i], &st) < 0)
-				continue;
-			u->pins[u->n_pins++] = (struct pin){
-			    .path = strdup(list.v[i]), .dev = st.st_dev, .ino = st.st_ino};
-		}
-		rd_strv_free(&list);
-	}
-	rd_strv_free(&all);
-}
-
-/* The first pinned mask path that is no longer what it was, or NULL. */
-static const char *mask_tampered(struct sup *u, const struct rd_strv *masks)
-{
-	for (size_t i = 0; i < masks->n; i++)
-		for (size_t k = 0; k < u->n_pins; k++) {
-			if (!u->pins[k].path || strcmp(u->pins[k].path, masks->v[i]) != 0)
-				continue;
-			struct stat st;
-			if (stat(masks->v[i], &st) < 0 || st.st_dev != u->pins[k].dev ||
-			    st.st_ino != u->pins[k].ino)
-				return masks->v[i];
-		}
-	return NULL;
-}
-
-void rd_sup_req_free(struct req *q)
-{
-	if (!q)
-		return;
-	rd_strv_free(&q->masks);
-	rd_env_result_free(&q->env);
-	rd_strings_free(&q->strs);
-	rd_target_free(&q->tg);
-	rd_task_free(&q->t);
-	free(q->map);
-	free(q->path);
-	free(q);
-}
-
-static struct req *req_new(void)
-{
-	struct req *q = calloc(1, sizeof(*q));
-	if (!q)
-		return NULL;
-	q->t.pidfd = q->t.cwd_fd = -1;
-	q->tg.own_fd = q->tg.caller_fd = -1;
-	return q;
+	if (x->action == RD_ACTION_ASK && u->ctl.fd < 0 && u->tty.fd < 0)
+		/* Cannot happen with a profile loaded by rd_cmd_run, which opens the control
+		 * socket for every profile with an "ask" rule; fail closed all the same. */
+		return refuse(x, EACCES, "no way to ask for approval");
+	const struct rd_inherit *h = &q->t.inh;
+	uid_t eu = geteuid();
+	gid_t eg = getegid();
+	if (u->userns && (h->uid[0] != eu || h->uid[1] != eu || h->uid[2] != eu ||
+	                  h->gid[0] != eg || h->gid[1] != eg || h->gid[2] != eg))
+		return refuse(
+		    x, EPERM,
+		    "the caller's uid or gid differs from runnerd's, which an unprivileged "
+		    "runnerd cannot reproduce");
+	return GO_ON;
 }
 
 /* From the caller's state and the decision to the launch plan. */
@@ -306,260 +222,97 @@ static int build_plan(struct sup *u, struct req *q)
 	for (size_t i = 0; i < t->n_fds; i++)
 		q->map[i] = (struct rd_fd_map){.fd = t->fds[i].fd, .target = t->fds[i].target};
 	q->box = rd_box_resolve(u->s->cfg, u->s->prof, q->rule);
-	/* A rule's rlimits are caps: the command gets the lower of the caller's and the rule's. */
-	for (int k = 0; k < RD_RLIMITS; k++) {
-		if (!q->box.rlimit[k])
-			continue;
-		int res = rd_rlimit_resources[k];
-		rlim_t cap = (rlim_t)q->box.rlimit[k];
-		if (!t->have_rlim[res])
-			t->rlim[res] = (struct rlimit){RLIM_INFINITY, RLIM_INFINITY};
-		if (t->rlim[res].rlim_cur > cap)
-			t->rlim[res].rlim_cur = cap;
-		if (t->rlim[res].rlim_max > cap)
-			t->rlim[res].rlim_max = cap;
-		t->have_rlim[res] = true;
-	}
+	bool filter = !rd_box_is(&q->box, RD_BOX_SECCOMP, RD_SECCOMP_NONE);
 	q->plan = (struct rd_launch_plan){
-	    .exec_fd = tg->exec_fd,
-	    .exec_fd_is_target = tg->exec_fd_is_target,
+	    .h =
+	        {
+	            .exec_via = tg->exec_fd == AT_FDCWD ? RD_EXEC_CWD
+	                        : tg->exec_fd_is_target ? RD_EXEC_TARGET
+	                                                : RD_EXEC_OWN,
+	            .exec_fd = tg->exec_fd_is_target ? tg->exec_fd : -1,
+	            .exec_flags = tg->exec_flags,
+	            .inh = t->inh,
+	            .pgrp_mode = t->sid == t->tgid    ? RD_PGRP_SESSION
+	                         : t->pgid == t->tgid ? RD_PGRP_OWN
+	                         : t->sid == u->sid   ? RD_PGRP_JOIN
+	                                              : RD_PGRP_OTHER,
+	            .join_pgid = t->pgid,
+	            .expect_dev = tg->dev,
+	            .expect_ino = tg->ino,
+	            .userns = u->userns,
+	            .box = q->box,
+	            .argc = (uint32_t)q->strs.argc,
+	            .envc = (uint32_t)q->env.n_env,
+	            .n_masks = (uint32_t)q->masks.n,
+	            .n_fds = (uint32_t)t->n_fds,
+	            .n_groups = (uint32_t)t->n_groups,
+	            .filter_len = filter ? u->s->cmd_filter.len : 0,
+	        },
 	    .exec_path = tg->exec_path,
-	    .exec_flags = tg->exec_flags,
 	    .argv = q->strs.argv,
 	    .envp = q->env.envp,
-	    .fds = q->map,
-	    .n_fds = t->n_fds,
-	    .cwd_fd = t->cwd_fd,
-	    .uid = {t->uid[0], t->uid[1], t->uid[2]},
-	    .gid = {t->gid[0], t->gid[1], t->gid[2]},
-	    .groups = t->groups,
-	    .n_groups = t->n_groups,
-	    .umask = t->umask,
-	    .sig_ignored = t->sig_ignored,
-	    .sig_blocked = t->sig_blocked,
-	    .rlim = t->rlim,
-	    .have_rlim = t->have_rlim,
-	    .pgrp_mode = t->sid == t->tgid    ? RD_PGRP_SESSION
-	                 : t->pgid == t->tgid ? RD_PGRP_OWN
-	                 : t->sid == u->sid   ? RD_PGRP_JOIN
-	                                      : RD_PGRP_OTHER,
-	    .join_pgid = t->pgid,
-	    .userns = u->userns,
 	    .masks = q->masks.v,
-	    .n_masks = q->masks.n,
-	    .expect_dev = tg->dev,
-	    .expect_ino = tg->ino,
-	    .net_none = q->box.network == RD_NET_NONE,
+	    .fds = q->map,
+	    .groups = t->groups,
+	    .filter = filter ? u->s->cmd_filter.insns : NULL,
+	    .cwd_fd = t->cwd_fd,
+	    .stub_ctl_fd = -1,
+	    .own_exec_fd = tg->exec_fd_is_target || tg->exec_fd == AT_FDCWD ? -1 : tg->exec_fd,
 	};
-	if (q->box.seccomp != RD_SECCOMP_NONE) {
-		q->plan.filter = u->s->cmd_filter.insns;
-		q->plan.filter_len = u->s->cmd_filter.len;
-	}
 	return 0;
 }
 
-int rd_sup_arm_timer(struct sup *u, struct cmd *c, unsigned secs)
+/* Phase 3: the caller seized (a task that cannot be traced never starts a command), its state
+ * taken, the masks checked, the plan built. */
+static enum outcome phase_seize(struct sup *u, struct exec *x)
 {
-	if (c->timer_fd < 0) {
-		c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (c->timer_fd < 0)
-			return -errno;
-		c->timer_src = (struct src){.type = SRC_TIMER, .cmd = c};
-		rd_sup_watch(u, c->timer_fd, &c->timer_src);
-	}
-	struct itimerspec its = {.it_value = {.tv_sec = secs}};
-	return timerfd_settime(c->timer_fd, 0, &its, NULL) < 0 ? -errno : 0;
-}
-
-/* The plan's sandbox: the spare, if its preset fits the plan (rd_sandbox_start checks, and
- * makes a new one otherwise). */
-static int start_sandbox(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan,
-                         struct rd_error *err)
-{
-	if (u->preset_home)
-		u->preset_unfit = !rd_sandbox_preset_fits(&u->preset, plan);
-	c->sb = u->spare;
-	u->spare = RD_SANDBOX_NONE;
-	int r = rd_sandbox_start(&u->zygote, plan, &c->sb, err);
-	rd_sup_zygote_check(u);
-	if (c->sb.preset_use == RD_PRESET_BROKEN && !u->preset_off) {
-		fprintf(stderr,
-		        "runnerd: the spare sandbox died while setting up masks and the "
-		        "command filter ahead of time; each sandbox now sets them up itself\n");
-		u->preset_off = true;
-	} else if (c->sb.preset_use == RD_PRESET_STALE) {
-		rd_sup_log(u,
-		           "exec %llu: a masked path changed since the spare sandbox was made: "
-		           "a new sandbox for this command",
-		           (unsigned long long)c->id);
-	}
-	return r;
-}
-
-int rd_sup_caller_stderr(const struct req *q)
-{
-	for (size_t i = 0; i < q->t.n_fds; i++)
-		if (q->t.fds[i].target == 2)
-			return q->t.fds[i].fd;
-	return -1;
-}
-
-/* The stub's control socket, before the plan: the reaper gets a copy of runnerd's end. */
-static int make_ctl(struct cmd *c)
-{
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	c->ctl_fd = sv[0];
-	c->ctl_peer = sv[1];
-	return 0;
-}
-
-static void close_peer(struct cmd *c)
-{
-	if (c->ctl_peer >= 0)
-		close(c->ctl_peer);
-	c->ctl_peer = -1;
-}
-
-/* A command that never reached the loop: its sockets and itself. */
-static void cmd_discard(struct cmd *c)
-{
-	close_peer(c);
-	if (c->ctl_fd >= 0)
-		close(c->ctl_fd);
-	free(c);
-}
-
-/* The handoff's first steps, for a command launched (allow), starting (allow, pipelined: the
- * control socket is in the caller already, c->ctl_fd is runnerd's end) or not yet (ask): the
- * control socket, then interrupt and answer. The rest is the loop's (handle_tracee). */
-static void begin_handoff(struct sup *u, struct cmd *c, uint64_t notif_id)
-{
+	struct req *q = x->q;
 	struct rd_error err = {0};
-	if (c->ctl_fd < 0 && make_ctl(c) < 0) {
-		rd_notif_reply(u->listener, notif_id, -EPERM, false);
-		c->state = C_STOPPING;
-		c->next = u->cmds;
-		u->cmds = c;
-		rd_sup_cmd_abort(u, c, "cannot make the stub's control socket");
-		return;
+	int r = rd_handoff_seize(x->tid);
+	if (r < 0) {
+		if (!u->warned_ptrace)
+			fprintf(
+			    stderr,
+			    "runnerd: cannot ptrace the agent's processes (%s): every command "
+			    "fails with EPERM. Is the agent already traced, or ptrace forbidden "
+			    "(kernel.yama.ptrace_scope = 3)?\n",
+			    strerror(-r));
+		u->warned_ptrace = true;
+		return refuse(x, EPERM, "the caller cannot be traced");
 	}
-	c->next = u->cmds;
-	u->cmds = c;
-	c->ctl_src = (struct src){.type = SRC_CTL, .cmd = c};
-	rd_sup_watch(u, c->ctl_fd, &c->ctl_src);
-	/* Interrupt first, then answer (the control socket's ADDFD answers the call): the stop
-	 * comes as the exec returns, before any signal is dequeued, so the registers there are
-	 * the syscall's. */
-	c->state = C_STOPPING;
-	if (ptrace(PTRACE_INTERRUPT, c->tid, 0, 0) < 0) {
-		rd_notif_reply(u->listener, notif_id, -EPERM, false);
-		rd_sup_cmd_abort(u, c, "PTRACE_INTERRUPT failed");
-	} else if (c->ctl_peer < 0 ? rd_handoff_answer(u->listener, notif_id, c->ctl_target) < 0
-	                           : rd_handoff_send_ctl(u->listener, notif_id, c->ctl_peer,
-	                                                 c->ctl_target, true, &err) < 0) {
-		rd_notif_reply(u->listener, notif_id, -EPERM, false);
-		rd_sup_cmd_abort(u, c, err.msg[0] ? err.msg : "the caller vanished at its answer");
+	x->seized = true;
+	if (rd_task_snapshot(&q->t, &err) < 0)
+		return refuse(x, EPERM, "%s", err.msg);
+	rd_target_bind(&q->t, &q->tg);
+	const char *home = sup_masks_home(u, q->t.inh.uid[0]);
+	if (!home)
+		return refuse(x, EPERM,
+		              "the caller's uid has no home directory in the password database, so "
+		              "~/ masks cannot be placed");
+	if (sup_masks_for(u, q->rule, home, &q->masks) < 0)
+		return refuse(x, EPERM, "out of memory");
+	const char *moved = sup_masks_tampered(u, &q->masks);
+	if (moved) {
+		refuse(x, EPERM,
+		       "the masked path %s has moved or changed since the session started; "
+		       "commands are refused until runnerd is restarted",
+		       moved);
+		if (!u->mk.warned)
+			fprintf(stderr, "runnerd: %s\n", x->why);
+		u->mk.warned = true;
+		return REFUSE;
 	}
-	close_peer(c);
-}
-
-/* Pipelined: the control socket goes in now, before the command's exec is known to have
- * succeeded, so that the caller's interrupt stop and the stub's execveat trap happen while the
- * command starts. Only where the control fd's place is free: if the command's exec fails, the
- * caller gets its own exec back and runnerd closes what it put in (rd_sup_undo). */
-static int start_pipelined(struct sup *u, struct cmd *c, uint64_t notif_id, const char *path,
-                           struct rd_error *err)
-{
-	int r = rd_handoff_send_ctl(u->listener, notif_id, c->ctl_peer, c->ctl_target, false, err);
-	if (r < 0 || !(c->path = strdup(path)))
-		return r < 0 ? r : rd_error_set(err, ENOMEM, "out of memory");
-	close_peer(c);
-	c->exec_pending = true;
-	c->setup_src = (struct src){.type = SRC_SETUP, .cmd = c};
-	rd_sup_watch(u, c->sb.setup_fd, &c->setup_src);
-	begin_handoff(u, c, notif_id);
-	return 0;
-}
-
-/* The audit (and, for runnerd's own failures, stderr) of a command that could not start. */
-static void audit_launch_failure(struct sup *u, uint64_t id, pid_t tid, const char *path,
-                                 int exec_errno, const char *why)
-{
-	if (exec_errno) {
-		/* The command's own exec failed: exactly the caller's errno. */
-		rd_audit(u->s->audit, "exec_failed",
-		         json_pack("{s:I, s:i, s:s, s:i, s:o}", "id", (json_int_t)id, "tid", tid,
-		                   "errno", errno_name(exec_errno), "errno_num", exec_errno,
-		                   "reason", rd_json_bytes(why)));
-	} else {
-		audit_refusal(u, id, tid, path, EPERM, why);
-		fprintf(stderr, "runnerd: exec %llu (%s): %s\n", (unsigned long long)id, path, why);
-	}
-}
-
-void rd_sup_exec_result(struct sup *u, struct cmd *c)
-{
-	struct rd_error err = {0};
-	int exec_errno = 0;
-	/* rd_sandbox_wait_exec closes it (and epoll forgets it); it does not block now. */
-	epoll_ctl(u->epfd, EPOLL_CTL_DEL, c->sb.setup_fd, NULL);
-	c->exec_pending = false;
-	int r = rd_sandbox_wait_exec(&c->sb, &exec_errno, &err);
-	if (c->state == C_ABORTED)
-		return; /* the caller is gone: so is the sandbox, whatever it said */
-	if (r == 0 && c->killed) {
-		/* runnerd killed the sandbox meanwhile: its EOF is not a successful exec. */
-		rd_error_set(&err, EPERM, "the sandbox was killed: %s", c->killed);
-		r = -EPERM;
-	}
-	if (r == 0 && c->timeout_s && rd_sup_arm_timer(u, c, c->timeout_s) < 0) {
-		rd_error_set(&err, EPERM, "cannot arm the command's timeout");
-		rd_sandbox_destroy(&c->sb);
-		r = -EPERM;
-	}
-	if (r == 0) {
-		if (c->held) {
-			c->held = false;
-			c->state = C_EXEC;
-			if (rd_notif_reply(u->listener, c->held_id, 0, true) < 0)
-				rd_sup_cmd_abort(u, c, "the caller vanished at the stub's exec");
-		}
-		return;
-	}
-	audit_launch_failure(u, c->id, c->tid, c->path, exec_errno, err.msg);
-	c->fail_errno = exec_errno ? exec_errno : EPERM;
-	c->sb = RD_SANDBOX_NONE;
-	c->reaped = c->status_known = true;
-	if (c->timer_fd >= 0)
-		rd_sup_unwatch(u, &c->timer_fd);
-	rd_sup_unwatch(u, &c->ctl_fd);
-	/* Where the caller is: at the stop or still on its way there, it is undone there. */
-	if (c->state == C_RETRAP && c->held)
-		rd_sup_undo(u, c);
-}
-
-static struct cmd *cmd_new(uint64_t id, const struct req *q, uint64_t path_addr, uint64_t argv_addr,
-                           const struct rlimit *nofile, pid_t tid)
-{
-	struct cmd *c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	clock_gettime(CLOCK_MONOTONIC, &c->start);
-	c->id = id;
-	c->tid = tid;
-	c->tgid = q->t.tgid;
-	c->sb = RD_SANDBOX_NONE;
-	c->ctl_fd = c->ctl_peer = c->timer_fd = -1;
-	c->joined_pgrp = q->plan.pgrp_mode == RD_PGRP_JOIN;
-	c->argv_addr = argv_addr;
-	c->empty_path = path_addr + q->plen;
-	c->kill_grace_s = q->box.kill_grace_s;
-	c->timeout_s = q->box.timeout_s;
+	if (build_plan(u, q) < 0 || !(x->c = sup_cmd_new(x->id, x->tid, q->t.tgid, q->path)))
+		return refuse(x, ENOMEM, "out of memory");
+	struct cmd *c = x->c;
+	c->run.joined_pgrp = q->plan.h.pgrp_mode == RD_PGRP_JOIN;
+	c->run.kill_grace_s = (unsigned)q->box.v[RD_BOX_KILL_GRACE_S];
+	c->run.timeout_s = (unsigned)q->box.v[RD_BOX_TIMEOUT_S];
+	c->ho.argv_addr = x->argv_addr;
+	c->ho.empty_path = x->path_addr + q->plen;
 	/* Where the control socket goes in the caller (and the stub finds it). */
-	c->ctl_target = RD_STUB_CONTROL_FD(nofile->rlim_cur);
-	return c;
+	c->ho.ctl_target = RD_STUB_CONTROL_FD(x->nofile.rlim_cur);
+	return GO_ON;
 }
 
 /* Was fd free in the caller at the snapshot (above every fd it had open)? A thread of the
@@ -573,336 +326,137 @@ static bool caller_fd_free(const struct req *q, int fd)
 /* The stub's number in the caller: just below the control fd when that one is free. */
 static int stub_want_fd(const struct cmd *c, const struct req *q)
 {
-	return caller_fd_free(q, c->ctl_target - 1) ? c->ctl_target - 1 : -1;
+	return caller_fd_free(q, c->ho.ctl_target - 1) ? c->ho.ctl_target - 1 : -1;
 }
 
-/* action "ask": hand the caller to the stub now, hold the plan, wait for the answer. A vfork
- * caller (Node, CPython) gets its parent back at once; the loop goes on serving. */
-static void start_ask(struct sup *u, const struct seccomp_notif *n, struct cmd *c, struct req *q)
+/* Phase 4, "allow": the command starts in its sandbox, and its caller is handed to the stub,
+ * while the command starts where the control fd's place in the caller is free (pipelined),
+ * else once its exec went through. */
+static enum outcome phase_launch(struct sup *u, struct exec *x)
 {
+	struct req *q = x->q;
+	struct cmd *c = x->c;
 	struct rd_error err = {0};
-	if (u->n_pending >= RD_MAX_PENDING) {
-		audit_refusal(u, c->id, c->tid, q->path, EACCES,
-		              "too many approvals are pending already");
-		release(u, c->tid, n->id, EACCES);
-		free(c);
-		rd_sup_req_free(q);
-		return;
-	}
-	unsigned secs = q->rule->ask_timeout_s; /* an ask is always a rule's */
-	if (rd_sup_arm_timer(u, c, secs) < 0 ||
-	    rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, stub_want_fd(c, q),
-	                        &c->stub_in_task, &err) < 0) {
-		audit_refusal(u, c->id, c->tid, q->path, EPERM,
-		              err.msg[0] ? err.msg : "cannot arm the approval's timeout");
-		if (c->timer_fd >= 0)
-			rd_sup_unwatch(u, &c->timer_fd);
-		release(u, c->tid, n->id, EPERM);
-		free(c);
-		rd_sup_req_free(q);
-		return;
-	}
-	c->ask = ASK_PENDING;
-	c->req = q;
-	clock_gettime(CLOCK_MONOTONIC, &c->asked);
-	c->asked_wall = time(NULL);
-	u->n_pending++;
-	rd_audit(u->s->audit, "decision",
-	         json_pack("{s:I, s:I, s:s, s:s, s:i}", "id", (json_int_t)c->id, "rule",
-	                   (json_int_t)q->rule->index, "action", "ask", "state", "pending",
-	                   "ask_timeout_s", (int)secs));
-	rd_sup_log(u, "exec %llu (%s): waiting for approval, %u s", (unsigned long long)c->id,
-	           q->path, secs);
-	begin_handoff(u, c, n->id);
-	rd_control_tty_update(u);
-}
-
-int rd_sup_launch_approved(struct sup *u, struct cmd *c)
-{
-	struct req *q = c->req;
-	struct rd_error err = {0};
-	int exec_errno = 0;
-	const char *moved = mask_tampered(u, &q->masks);
-	int r;
-	if (moved) {
-		rd_error_set(&err, EPERM,
-		             "the masked path %s has moved or changed since the session started",
-		             moved);
-		r = -EPERM;
-	} else {
-		q->plan.has_stub_ctl = c->ctl_fd >= 0;
-		q->plan.stub_ctl_fd = c->ctl_fd;
-		r = start_sandbox(u, c, &q->plan, &err);
-		if (r == 0)
-			r = rd_sandbox_wait_exec(&c->sb, &exec_errno, &err);
-	}
-	if (r == 0 && c->timeout_s && rd_sup_arm_timer(u, c, c->timeout_s) < 0) {
-		rd_error_set(&err, EPERM, "cannot arm the command's timeout");
-		rd_sandbox_destroy(&c->sb);
-		r = -EPERM;
-	} else if (r == 0 && !c->timeout_s && c->timer_fd >= 0) {
-		rd_sup_unwatch(u, &c->timer_fd);
-	}
-	if (r < 0) {
-		int e = exec_errno ? exec_errno : EPERM;
-		audit_refusal(u, c->id, c->tid, q->path, e, err.msg);
-		char line[RD_STUB_TEXT_MAX];
-		snprintf(line, sizeof(line), "runnerd: %.200s: %.200s\n", q->path,
-		         exec_errno ? strerror(exec_errno) : err.msg);
-		c->sb = RD_SANDBOX_NONE;
-		c->reaped = c->status_known = true;
-		rd_sup_stub_say_exit(u, c, rd_sup_caller_stderr(q), line,
-		                     (exec_errno == ENOENT ? 127 : 126) << 8);
-	} else {
-		clock_gettime(CLOCK_MONOTONIC, &c->start);
-		rd_sup_make_spare(u);
-	}
-	rd_sup_req_free(q);
-	c->req = NULL;
-	rd_sup_cmd_free_if_done(u, c);
-	return r < 0 ? -1 : 0;
-}
-
-void rd_sup_handle_exec(struct sup *u, const struct seccomp_notif *n)
-{
-	const struct seccomp_data *d = &n->data;
-	uint64_t id = ++u->next_id;
-	pid_t tid = (pid_t)n->pid;
-	struct rd_error err = {0};
-	struct req *q = req_new();
-
-	if (!q) {
-		rd_notif_reply(u->listener, n->id, -ENOMEM, false);
-		return;
-	}
-	if (!rd_arch_native(d)) {
-		refuse(u, n->id, id, tid, NULL, EPERM,
-		       "32-bit (i386 or x32) exec is not supported");
-		goto out;
-	}
-	bool at = rd_arch_is_execveat(d);
-	uint64_t path_addr = d->args[at ? 1 : 0], argv_addr = d->args[at ? 2 : 1];
-	uint64_t envp_addr = d->args[at ? 3 : 2];
-	int dirfd = at ? (int)d->args[0] : AT_FDCWD;
-	int flags = at ? (int)d->args[4] : 0;
-	struct rd_mem mem = {rd_mem_read_task, (void *)(intptr_t)tid};
-
-	int r = rd_read_path(&mem, path_addr, &q->path, &q->plen);
-	if (r < 0) {
-		/* EFAULT, ENAMETOOLONG: the caller's own error, as the kernel would say it. */
-		rd_notif_reply(u->listener, n->id, r == -ESRCH ? -ENOENT : r, false);
-		goto out;
-	}
-	const char *path = q->path;
-	if (rd_task_open(tid, &q->t, &err) < 0) {
-		refuse(u, n->id, id, tid, path, EPERM, err.msg);
-		goto out;
-	}
-	r = rd_resolve(&q->t, dirfd, path, flags, &q->tg, &err);
-	if (r < 0 && err.n) {
-		/* Not a miss: runnerd would not resolve it as the caller (a magic link, "..")
-		 * or could not look (its cwd): refused, and audited. */
-		refuse(u, n->id, id, tid, path, -r, err.msg);
-		goto out;
-	}
-	if (r < 0) {
-		/* A miss such as one PATH entry of an execvp search: answered, not audited. */
-		rd_sup_log(u, "exec %llu (task %d) %s: %s", (unsigned long long)id, tid, path,
-		           errno_name(-r));
-		rd_notif_reply(u->listener, n->id, r, false);
-		goto out;
-	}
-	/* After the misses (nine a spawn, for a PATH search): for them it changes nothing. */
-	if (!same_view(u, tid)) {
-		refuse(u, n->id, id, tid, path, EPERM,
-		       "the caller has its own root or mount namespace, which runnerd does not "
-		       "support");
-		goto out;
-	}
-
-	struct rlimit stack =
-	    rd_task_rlimit(&q->t, RLIMIT_STACK, (struct rlimit){RLIM_INFINITY, RLIM_INFINITY});
-	struct rlimit nofile = rd_task_rlimit(&q->t, RLIMIT_NOFILE, (struct rlimit){1024, 1024});
-	/* The kernel copies the filename first: "/dev/fd/N[/path]" for an fd-relative exec. */
-	size_t fname = (dirfd == AT_FDCWD || path[0] == '/') ? q->plen + 1 : q->plen + 1 + 20;
-	size_t limit = rd_exec_arg_limit(stack.rlim_cur);
-	r = fname < limit
-	        ? rd_read_strings(&mem, argv_addr, envp_addr, 8, limit - fname, &q->strs, &err)
-	        : -E2BIG;
-	if (r < 0 || ioctl(u->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
-		/* An error of the caller's own making, or the caller is gone: either way, no
-		 * command. Only the copy taken before ID_VALID is ever used. */
-		if (r < 0)
-			rd_notif_reply(u->listener, n->id, r, false);
-		goto out;
-	}
-
-	/* The decision: the first rule that matches, else commands.default. */
-	struct rd_exec_subject subject = {path, q->tg.resolved, q->strs.argv, q->strs.argc};
-	const struct rd_rule *rule = q->rule = rd_rule_match(u->s->prof, &subject);
-	enum rd_action action = rule ? rule->action : u->s->prof->commands_default;
-	r = rd_env_build(&u->s->cfg->env, u->s->prof, RD_ENV_COMMAND, rule, q->strs.envp, &q->env,
-	                 &err);
-	if (r < 0) {
-		refuse(u, n->id, id, tid, path, -r, err.msg);
-		goto out;
-	}
-	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
-	 * agent itself over to the sandbox; worth knowing when reading the log. */
-	bool is_agent = q->t.tgid == u->s->agent.pid;
-	if (is_agent)
-		rd_sup_log(
-		    u,
-		    "exec %llu: the agent's own process exec'd %s: it continues as a sandboxed "
-		    "command, its own execs no longer intercepted",
-		    (unsigned long long)id, path);
-	if (rd_audit_on(u->s->audit) &&
-	    rd_audit(u->s->audit, "exec",
-	             json_pack("{s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:s, s:b}", "id",
-	                       (json_int_t)id, "tid", tid, "path", rd_json_bytes(path), "resolved",
-	                       rd_json_bytes(q->tg.resolved), "argv",
-	                       rd_json_strv(q->strs.argv, q->strs.argc), "env", json_env(&q->env),
-	                       "rule", rule ? json_integer((json_int_t)rule->index) : json_null(),
-	                       "action", rd_action_str(action), "caller_is_agent", is_agent)) < 0) {
-		refuse(u, n->id, id, tid, path, EPERM, "the audit log cannot be written");
-		goto out;
-	}
-	if (action == RD_ACTION_DENY) {
-		char why[160];
-		if (!rule)
-			snprintf(why, sizeof(why), "commands.default is deny");
-		else
-			snprintf(why, sizeof(why), "commands.rules[%zu] denies it", rule->index);
-		rd_audit(u->s->audit, "decision",
-		         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)id, "rule",
-		                   rule ? json_integer((json_int_t)rule->index) : json_null(),
-		                   "action", "deny"));
-		refuse(u, n->id, id, tid, path, EACCES, why);
-		goto out;
-	}
-	if (action == RD_ACTION_ASK && u->control_fd < 0 && u->tty_fd < 0) {
-		/* Cannot happen with a profile loaded by rd_cmd_run, which opens the control
-		 * socket for every profile with an "ask" rule; fail closed all the same. */
-		refuse(u, n->id, id, tid, path, EACCES, "no way to ask for approval");
-		goto out;
-	}
-	if (u->userns &&
-	    (q->t.uid[0] != geteuid() || q->t.uid[1] != geteuid() || q->t.uid[2] != geteuid() ||
-	     q->t.gid[0] != getegid() || q->t.gid[1] != getegid() || q->t.gid[2] != getegid())) {
-		refuse(u, n->id, id, tid, path, EPERM,
-		       "the caller's uid or gid differs from runnerd's, which an unprivileged "
-		       "runnerd cannot reproduce");
-		goto out;
-	}
-
-	/* Seize before anything starts: a task that cannot be traced never starts a command. */
-	r = rd_handoff_seize(tid);
-	if (r < 0) {
-		if (!u->warned_ptrace)
-			fprintf(
-			    stderr,
-			    "runnerd: cannot ptrace the agent's processes (%s): every command "
-			    "fails with EPERM. Is the agent already traced, or ptrace forbidden "
-			    "(kernel.yama.ptrace_scope = 3)?\n",
-			    strerror(-r));
-		u->warned_ptrace = true;
-		refuse(u, n->id, id, tid, path, EPERM, "the caller cannot be traced");
-		goto out;
-	}
-	if (rd_task_snapshot(&q->t, &err) < 0) {
-		audit_refusal(u, id, tid, path, EPERM, err.msg);
-		release(u, tid, n->id, EPERM);
-		goto out;
-	}
-	rd_target_bind(&q->t, &q->tg);
-
-	const char *home = caller_home(u, q->t.uid[0]);
-	if (!home || command_masks(u, rule, home, &q->masks) < 0) {
-		audit_refusal(u, id, tid, path, EPERM,
-		              home ? "out of memory"
-		                   : "the caller's uid has no home directory "
-		                     "in the password database, so ~/ masks "
-		                     "cannot be placed");
-		release(u, tid, n->id, EPERM);
-		goto out;
-	}
-	const char *moved = mask_tampered(u, &q->masks);
-	if (moved) {
-		char why[600];
-		snprintf(why, sizeof(why),
-		         "the masked path %s has moved or changed since the session started; "
-		         "commands are refused until runnerd is restarted",
-		         moved);
-		if (!u->warned_masks)
-			fprintf(stderr, "runnerd: %s\n", why);
-		u->warned_masks = true;
-		audit_refusal(u, id, tid, path, EPERM, why);
-		release(u, tid, n->id, EPERM);
-		goto out;
-	}
-	struct cmd *c = NULL;
-	if (build_plan(u, q) < 0 || !(c = cmd_new(id, q, path_addr, argv_addr, &nofile, tid))) {
-		release(u, tid, n->id, ENOMEM);
-		goto out;
-	}
-	if (action == RD_ACTION_ASK) {
-		start_ask(u, n, c, q);
-		return; /* q is c's, or freed */
-	}
 	if (rd_audit_on(u->s->audit))
 		rd_audit(u->s->audit, "decision",
-		         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)id, "rule",
-		                   rule ? json_integer((json_int_t)rule->index) : json_null(),
-		                   "action", "allow"));
-	if (make_ctl(c) < 0) {
-		audit_refusal(u, id, tid, path, EPERM, "cannot make the stub's control socket");
-		release(u, tid, n->id, EPERM);
-		free(c);
-		goto out;
-	}
-	q->plan.has_stub_ctl = true;
-	q->plan.stub_ctl_fd = c->ctl_fd;
-	r = start_sandbox(u, c, &q->plan, &err);
-	int exec_errno = 0;
+		         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)x->id, "rule",
+		                   rule_json(q->rule), "action", "allow"));
+	if (sup_make_ctl(c) < 0)
+		return refuse(x, EPERM, "cannot make the stub's control socket");
+	q->plan.h.has_stub_ctl = true;
+	q->plan.stub_ctl_fd = c->run.ctl_fd;
+	int r = sup_spare_start(u, c, &q->plan, &err);
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
-	 * the fd itself. If the command's exec then fails, a pipelined handoff closes it again
-	 * (rd_sup_undo); otherwise the caller keeps this O_CLOEXEC fd until its next exec. */
-	if (r == 0 && rd_handoff_add_stub(u->listener, n->id, u->s->stub_fd, stub_want_fd(c, q),
-	                                  &c->stub_in_task, &err) < 0) {
-		rd_sandbox_destroy(&c->sb);
+	 * the fd itself. If the command's exec then fails, a pipelined handoff closes it again;
+	 * otherwise the caller keeps this O_CLOEXEC fd until its next exec. */
+	if (r == 0 && rd_handoff_add_stub(u->listener, x->n->id, u->s->stub_fd, stub_want_fd(c, q),
+	                                  &c->ho.stub_in_task, &err) < 0) {
+		rd_sandbox_destroy(&c->run.sb);
 		r = -EPERM;
 	}
-	if (r == 0 && caller_fd_free(q, c->ctl_target)) {
-		if (start_pipelined(u, c, n->id, path, &err) == 0) {
-			rd_sup_make_spare(u);
-			goto out;
+	if (r == 0 && caller_fd_free(q, c->ho.ctl_target)) {
+		if (sup_handoff_pipelined(u, c, x->n->id, &err) == 0) {
+			sup_spare_make(u);
+			return HANDED;
 		}
-		rd_sandbox_destroy(&c->sb);
+		rd_sandbox_destroy(&c->run.sb);
 		r = -EPERM;
 	}
 	if (r == 0)
-		r = rd_sandbox_wait_exec(&c->sb, &exec_errno, &err);
+		r = rd_sandbox_wait_exec(&c->run.sb, &x->exec_errno, &err);
+	if (r == 0)
+		r = sup_cmd_started(u, c, &err);
 	if (r < 0) {
-		audit_launch_failure(u, id, tid, path, exec_errno, err.msg);
-		release(u, tid, n->id, exec_errno ? exec_errno : EPERM);
-		cmd_discard(c);
-		goto out;
+		snprintf(x->why, sizeof(x->why), "%s", err.msg);
+		return answer(x, FAILED, x->exec_errno ? x->exec_errno : EPERM);
 	}
-	/* timeout_s: SIGTERM to the sandbox's pid 1 at expiry, SIGKILL after the grace. No
-	 * timer, no command: a limit that cannot be kept is not dropped. */
-	if (c->timeout_s && rd_sup_arm_timer(u, c, c->timeout_s) < 0) {
-		if (c->timer_fd >= 0)
-			rd_sup_unwatch(u, &c->timer_fd);
-		audit_refusal(u, id, tid, path, EPERM, "cannot arm the command's timeout");
-		rd_sandbox_destroy(&c->sb);
-		cmd_discard(c);
-		release(u, tid, n->id, EPERM);
-		goto out;
-	}
-	begin_handoff(u, c, n->id);
+	sup_handoff_begin(u, c, x->n->id);
 	/* The next command's sandbox, now: this one's command is already running, and what its
 	 * caller waits for is its end, not the rest of this handoff. */
-	rd_sup_make_spare(u);
-out:
-	rd_sup_req_free(q);
+	sup_spare_make(u);
+	return HANDED;
+}
+
+/* Phase 4, "ask": the caller is handed to the stub now, the plan is held for the answer. A
+ * vfork caller (Node, CPython) gets its parent back at once; the loop goes on serving. */
+static enum outcome phase_ask(struct sup *u, struct exec *x)
+{
+	struct req *q = x->q;
+	struct cmd *c = x->c;
+	struct rd_error err = {0};
+	if (u->ap.n_pending >= RD_MAX_PENDING)
+		return refuse(x, EACCES, "too many approvals are pending already");
+	if (sup_arm_timer(u, c, q->rule->ask_timeout_s) < 0)
+		return refuse(x, EPERM, "cannot arm the approval's timeout");
+	if (rd_handoff_add_stub(u->listener, x->n->id, u->s->stub_fd, stub_want_fd(c, q),
+	                        &c->ho.stub_in_task, &err) < 0)
+		return refuse(x, EPERM, "%s", err.msg);
+	sup_ask_hold(u, c, q);
+	x->q = NULL; /* c's now */
+	sup_handoff_begin(u, c, x->n->id);
+	return HANDED;
+}
+
+/* The one place an exec's answer is chosen. */
+static void finish(struct sup *u, struct exec *x, enum outcome o)
+{
+	const char *path = x->q && x->q->path ? x->q->path : x->c ? x->c->path : NULL;
+	switch (o) {
+	case GO_ON:
+	case HANDED:
+	case GONE:
+		break;
+	case MISS:
+		sup_log(u, "exec %llu (task %d) %s: %s", (unsigned long long)x->id, x->tid, path,
+		        sup_errno_name(x->err));
+		sup_reply(u, x->n->id, x->err);
+		break;
+	case ANSWER:
+		sup_reply(u, x->n->id, x->err);
+		break;
+	case REFUSE:
+		sup_audit_refusal(u, x->id, x->tid, path, x->err, x->why);
+		sup_log(u, "exec %llu (task %d, %s) refused with %s: %s", (unsigned long long)x->id,
+		        x->tid, path ? path : "?", sup_errno_name(x->err), x->why);
+		if (x->seized)
+			sup_release(u, x->tid, x->n->id, x->err);
+		else
+			sup_reply(u, x->n->id, x->err);
+		break;
+	case FAILED:
+		if (x->exec_errno) {
+			/* The command's own exec failed: exactly the caller's errno. */
+			rd_audit(u->s->audit, "exec_failed",
+			         json_pack("{s:I, s:i, s:s, s:i, s:o}", "id", (json_int_t)x->id,
+			                   "tid", x->tid, "errno", sup_errno_name(x->exec_errno),
+			                   "errno_num", x->exec_errno, "reason",
+			                   rd_json_bytes(x->why)));
+		} else {
+			sup_audit_refusal(u, x->id, x->tid, path, EPERM, x->why);
+			fprintf(stderr, "runnerd: exec %llu (%s): %s\n", (unsigned long long)x->id,
+			        path, x->why);
+		}
+		sup_release(u, x->tid, x->n->id, x->err);
+		break;
+	}
+	if (o != HANDED && x->c)
+		sup_cmd_discard(u, x->c);
+	sup_req_free(x->q);
+}
+
+void sup_exec(struct sup *u, const struct seccomp_notif *n)
+{
+	struct exec x = {.n = n, .id = ++u->next_id, .tid = (pid_t)n->pid, .q = sup_req_new()};
+	if (!x.q) {
+		sup_reply(u, n->id, ENOMEM);
+		return;
+	}
+	enum outcome o = phase_read(u, &x);
+	if (o == GO_ON)
+		o = phase_decide(u, &x);
+	if (o == GO_ON)
+		o = phase_seize(u, &x);
+	if (o == GO_ON)
+		o = x.action == RD_ACTION_ASK ? phase_ask(u, &x) : phase_launch(u, &x);
+	finish(u, &x, o);
 }

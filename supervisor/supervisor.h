@@ -13,8 +13,6 @@
 
 /* Where a control socket may be, at most: see rd_control_dirs. */
 #define RD_CONTROL_DIRS 3
-/* Approvals that may wait at once; one more is refused with EACCES. */
-#define RD_MAX_PENDING 64
 
 struct rd_session {
 	const struct rd_config *cfg;

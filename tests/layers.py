@@ -5,7 +5,7 @@ includes itself through others (no include cycle, between files of any folders).
 
     lib -> policy -> intercept -> sandbox -> supervisor -> runnerd
 
-(lowest first). Headers are named from the top of the tree: #include "policy/rules.h". A
+(lowest first), and within supervisor/ its files in the order SUPERVISOR below. Headers are named from the top of the tree: #include "policy/rules.h". A
 quoted include that names no file of the tree is an error too, so that a header cannot slip
 past the check by a relative name.
 
@@ -16,6 +16,11 @@ import re
 import sys
 
 LAYERS = ["lib", "policy", "intercept", "sandbox", "supervisor", "runnerd"]
+# Within the supervisor, the same rule between its files: the core's services at the bottom,
+# each handler above those it calls, the loop that dispatches to them all on top. A handler
+# never calls back up (supervisor/core.h).
+SUPERVISOR = ["audit", "supervisor", "core", "masks", "spare", "command", "approvals", "handoff",
+              "exec", "control", "prompt", "loop"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -43,6 +48,14 @@ def main():
                 continue
             if rank[top] > rank[f.split("/")[0]]:
                 bad.append('%s: #include "%s": %s is above %s' % (f, inc, top, f.split("/")[0]))
+            elif top == "supervisor" and f.startswith("supervisor/"):
+                mine, theirs = (os.path.splitext(os.path.basename(p))[0] for p in (f, inc))
+                if mine not in SUPERVISOR or theirs not in SUPERVISOR:
+                    bad.append("%s: not in the supervisor's order (tests/layers.py)" %
+                               (f if mine not in SUPERVISOR else inc))
+                elif SUPERVISOR.index(theirs) > SUPERVISOR.index(mine):
+                    bad.append('%s: #include "%s": %s is above %s in the supervisor' %
+                               (f, inc, theirs, mine))
             graph[f].append(inc)
     # Cycles: a depth-first walk that finds a header on its own path.
     state = {}

@@ -109,12 +109,14 @@ static void test_args(void **state)
 static void test_masks(void **state)
 {
 	(void)state;
-	struct rd_config cfg = {.mask = {V("~/.aws", "~/.ssh", "/etc/shadow-like",
-	                                   "/tmp/tmux-{uid}", "/r/{uid}/{uid}x"),
-	                                 5}};
-	struct rd_profile p = {.commands_mask = {V("~/.config/x", "~/.aws"), 2},
-	                       .commands_unmask = {V("~/.ssh"), 1}};
-	struct rd_rule r = {.mask = {V("/srv/keys"), 1}};
+	struct rd_config cfg = {0};
+	cfg.box.list[RD_BOX_MASK] = (struct rd_strv){
+	    V("~/.aws", "~/.ssh", "/etc/shadow-like", "/tmp/tmux-{uid}", "/r/{uid}/{uid}x"), 5};
+	struct rd_profile p = {0};
+	p.commands_box.list[RD_BOX_MASK] = (struct rd_strv){V("~/.config/x", "~/.aws"), 2};
+	p.commands_box.list[RD_BOX_UNMASK] = (struct rd_strv){V("~/.ssh"), 1};
+	struct rd_rule r = {0};
+	r.box.list[RD_BOX_MASK] = (struct rd_strv){V("/srv/keys"), 1};
 	struct rd_strv out;
 	assert_int_equal(rd_mask_list(&cfg, &p, &r, "/home/dev", 1000, &out), 0);
 	const char *want[] = {"/home/dev/.aws", "/etc/shadow-like",    "/tmp/tmux-1000",
@@ -131,12 +133,50 @@ static void test_masks(void **state)
 	rd_strv_free(&out);
 }
 
+/* Each sandbox key's value comes from the rule if it sets it, else commands, else runner.json's
+ * sandbox, else the key's default; the levels do not mix within a key. */
+static void test_box_merge(void **state)
+{
+	(void)state;
+	struct rd_config cfg = {0};
+	struct rd_profile p = {0};
+	struct rd_rule r = {0};
+	struct rd_box_opts o = rd_box_resolve(&cfg, &p, NULL);
+	assert_int_equal(o.v[RD_BOX_SECCOMP], RD_SECCOMP_DEFAULT);
+	assert_int_equal(o.v[RD_BOX_NETWORK], RD_NET_HOST);
+	assert_int_equal(o.v[RD_BOX_TIMEOUT_S], 0);
+	assert_int_equal(o.v[RD_BOX_KILL_GRACE_S], 5);
+	assert_int_equal(o.v[RD_BOX_NOFILE], 0);
+	assert_string_equal(rd_box_word(RD_BOX_NETWORK, o.v[RD_BOX_NETWORK]), "host");
+
+	cfg.box.v[RD_BOX_NETWORK] = RD_NET_NONE;
+	cfg.box.v[RD_BOX_TIMEOUT_S] = 30;
+	cfg.box.v[RD_BOX_NOFILE] = 64;
+	p.commands_box.v[RD_BOX_TIMEOUT_S] = 20;
+	p.commands_box.v[RD_BOX_SECCOMP] = RD_SECCOMP_NONE;
+	r.box.v[RD_BOX_TIMEOUT_S] = 10;
+	r.box.v[RD_BOX_CPU] = 3;
+	o = rd_box_resolve(&cfg, &p, &r);
+	assert_int_equal(o.v[RD_BOX_TIMEOUT_S], 10);
+	assert_int_equal(o.v[RD_BOX_SECCOMP], RD_SECCOMP_NONE);
+	assert_int_equal(o.v[RD_BOX_NETWORK], RD_NET_NONE);
+	assert_int_equal(o.v[RD_BOX_NOFILE], 64);
+	assert_int_equal(o.v[RD_BOX_CPU], 3);
+	assert_int_equal(o.v[RD_BOX_KILL_GRACE_S], 5);
+	o = rd_box_resolve(&cfg, &p, NULL);
+	assert_int_equal(o.v[RD_BOX_TIMEOUT_S], 20);
+	assert_int_equal(o.v[RD_BOX_CPU], 0);
+	assert_null(rd_box_word(RD_BOX_NETWORK, 0));
+	assert_null(rd_box_word(RD_BOX_TIMEOUT_S, 10));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_paths),
 	    cmocka_unit_test(test_args),
 	    cmocka_unit_test(test_masks),
+	    cmocka_unit_test(test_box_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,117 @@
+/* The launch plan: everything the sandbox needs to start one command, built by the supervisor
+ * and handed to the sandbox's pid 1 over a socket. Its fixed part is plain data sent as it is;
+ * the arrays that follow it are listed once, in RD_PLAN_ARRAYS and RD_PLAN_STRINGS, and
+ * packed and unpacked from those lists. A new setting is a field of struct rd_plan_head (or a
+ * row of a list) plus its use; a new sandbox key needs not even that: the merged keys travel
+ * whole, in head.box. */
+#ifndef RD_PLAN_H
+#define RD_PLAN_H
+
+#include "intercept/task.h"
+#include "lib/util.h"
+#include "policy/box.h"
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* How the command is executed: execveat(fd, exec_path, argv, envp, exec_flags), fd being: */
+enum rd_exec_via {
+	RD_EXEC_CWD,    /* AT_FDCWD: exec_path relative to the caller's cwd */
+	RD_EXEC_TARGET, /* one of the caller's fds, by the number it has in the command (exec_fd) */
+	RD_EXEC_OWN,    /* an fd of runnerd's, passed with the plan (own_exec_fd) */
+};
+
+/* Where the command stands in sessions and process groups, as the caller did. */
+enum rd_pgrp_mode {
+	RD_PGRP_JOIN,    /* join join_pgid (the caller's group, in runnerd's session) */
+	RD_PGRP_OWN,     /* the caller led its own group: the command leads one too */
+	RD_PGRP_SESSION, /* the caller led its own session: so does the command */
+	RD_PGRP_OTHER,   /* the caller is in another session it does not lead */
+};
+
+struct rd_fd_map {
+	int fd;     /* runnerd's fd (in the sandbox: the reaper's copy) */
+	int target; /* the number the command gets it at */
+};
+
+/* The fixed part, sent as it is (both ends are one build; size says so). */
+struct rd_plan_head {
+	uint32_t size; /* sizeof(struct rd_plan_head) */
+	int32_t exec_via;
+	int32_t exec_fd; /* RD_EXEC_TARGET: the number */
+	int32_t exec_flags;
+	struct rd_inherit inh; /* credentials, umask, signals, rlimits of the caller */
+	int32_t pgrp_mode;
+	int32_t join_pgid;
+	/* The file the decision was made on: the command refuses to exec anything else under
+	 * exec_path, or at the fd for an exec by fd (0: no check). */
+	uint64_t expect_dev, expect_ino;
+	/* runnerd is not root: the sandbox has a user namespace mapping runnerd's uid and gid
+	 * to themselves, where setgroups is denied. */
+	uint8_t userns;
+	/* runnerd's end of the stub's control socket comes with the plan (stub_ctl_fd): the
+	 * reaper tells the stub the command's end itself (RD_STUB_EXIT), one hop sooner. */
+	uint8_t has_stub_ctl;
+	/* Every sandbox key, merged (policy/box.h): network, rlimit caps, ... */
+	struct rd_box_opts box;
+	/* The lengths of the arrays of struct rd_launch_plan, set by whoever builds it. */
+	uint32_t argc, envc, n_masks, n_fds, n_groups, filter_len;
+};
+
+struct rd_launch_plan {
+	struct rd_plan_head h;
+	const char *exec_path;
+	char *const *argv; /* NULL-terminated (unpacked) */
+	char *const *envp;
+	/* Absolute paths the command must not see: an empty read-only tmpfs goes over a
+	 * directory, /dev/null over anything else; a path that does not exist is fine. */
+	char *const *masks;
+	const struct rd_fd_map *fds; /* the caller's fds the command keeps, h.n_fds of them */
+	const gid_t *groups;         /* the caller's supplementary groups, h.n_groups */
+	/* The command's seccomp filter (BPF), loaded after no_new_privs, just before its exec;
+	 * NULL (h.filter_len 0) for none. */
+	const struct sock_filter *filter;
+	/* Passed with the plan, not part of its data: */
+	int cwd_fd;      /* the caller's cwd */
+	int stub_ctl_fd; /* h.has_stub_ctl */
+	int own_exec_fd; /* RD_EXEC_OWN */
+};
+
+/* The arrays that follow the head, in this order: name, length field, element type. Each
+ * element count is 4-byte aligned or more. */
+#define RD_PLAN_ARRAYS(X)                                                                          \
+	X(filter, filter_len, struct sock_filter)                                                  \
+	X(groups, n_groups, gid_t)
+/* Then the fds' target numbers (int, n_fds), then NUL-terminated strings: exec_path, and the
+ * string lists below, each string after the other. */
+#define RD_PLAN_STRINGS(X)                                                                         \
+	X(argv, argc)                                                                              \
+	X(envp, envc)                                                                              \
+	X(masks, n_masks)
+
+/* A plan as iovecs over its own memory and p's: valid as long as p is. */
+struct rd_plan_blob {
+	struct rd_plan_head h; /* p's head, with the lengths filled in */
+	int *targets;
+	struct iovec *iov;
+	size_t n_iov, size;
+};
+
+/* Fill b for p. Returns 0 or -ENOMEM. */
+int rd_plan_pack(const struct rd_launch_plan *p, struct rd_plan_blob *b) _wur_;
+void rd_plan_blob_free(struct rd_plan_blob *b);
+
+/* The plan in blob (size bytes, 8-byte aligned, left in place: out points into it), with its
+ * pointer arrays in one allocation, *arena, which the caller frees. out's fds have their
+ * targets, and fd -1: the fds come apart. Returns 0, or -EPROTO when the blob does not add up
+ * (it is runnerd's own, but a count that overflows stops here), or -ENOMEM. */
+int rd_plan_unpack(const void *blob, size_t size, struct rd_launch_plan *out, void **arena) _wur_;
+
+/* How many fds lead the plan's first packet before the caller's: cwd, the stub's control
+ * socket, runnerd's exec fd (as the head says). */
+size_t rd_plan_lead_fds(const struct rd_plan_head *h);
+
+#endif

@@ -1,0 +1,155 @@
+#include "supervisor/command.h"
+#include "lib/stub_proto.h"
+#include "lib/syscalls.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+
+int sup_cmd_started(struct sup *u, struct cmd *c, struct rd_error *err)
+{
+	struct run *r = &c->run;
+	/* timeout_s: SIGTERM to the sandbox's pid 1 at expiry, SIGKILL after the grace. */
+	if (r->timeout_s && sup_arm_timer(u, c, r->timeout_s) < 0) {
+		rd_sandbox_destroy(&r->sb);
+		return rd_error_set(err, EPERM, "cannot arm the command's timeout");
+	}
+	if (!r->timeout_s && r->timer_fd >= 0)
+		sup_unwatch(u, &r->timer_fd);
+	return 0;
+}
+
+/* The reaper's report of the command's end, read when the stub has gone or the reaper has
+ * exited (or the agent has): not watched, it wakes no one. The last report counts. Returns
+ * whether the end is known now: a report, or the reaper gone without one. */
+static bool read_status(struct sup *u, struct cmd *c)
+{
+	struct run *r = &c->run;
+	struct rd_reaper_report rep = {0}, more;
+	bool got = false;
+	ssize_t n;
+	while ((n = read(r->sb.status_fd, &more, sizeof(more))) == sizeof(more)) {
+		rep = more;
+		got = true;
+	}
+	if (!got && n < 0 && (errno == EAGAIN || errno == EINTR))
+		return false; /* the command has not ended (or the reaper not written yet) */
+	if (got) {
+		r->status = rep.status;
+	} else {
+		/* The reaper died without a word: killed, as everything in its namespace. */
+		r->status = SIGKILL;
+		rep.flags = 0;
+	}
+	r->status_known = true;
+	sup_unwatch(u, &r->sb.status_fd);
+	/* A command stopped for its timeout ends, for its caller, as timeout(1) reports it.
+	 * Where the reaper told the stub itself, the caller saw what the reaper knew: a
+	 * timeout that came as the command was ending may not have reached it. A mark the
+	 * reaper saw without runnerd's timeout (anyone of the sandbox's uid can queue one) is
+	 * not one: the audit keeps the command's own status. */
+	bool told = rep.flags & RD_REPORT_STUB_TOLD;
+	if (told)
+		r->timed_out = r->timed_out && (rep.flags & RD_REPORT_TIMEOUT);
+	int real = r->status;
+	if (r->timed_out)
+		r->status = 124 << 8;
+	json_t *f = json_pack("{s:I, s:f}", "id", (json_int_t)c->id, "duration_ms",
+	                      sup_ms_since(&r->start));
+	if (WIFEXITED(real))
+		json_object_set_new(f, "status", json_integer(WEXITSTATUS(real)));
+	else
+		json_object_set_new(f, "signal", json_string(sigabbrev_np(WTERMSIG(real)) ?: "?"));
+	if (r->timed_out)
+		json_object_set_new(f, "reason", json_string("timeout"));
+	else if (r->killed) {
+		json_object_set_new(f, "reason", json_string("killed"));
+		json_object_set_new(f, "killed_because", json_string(r->killed));
+	}
+	rd_audit(u->s->audit, "exit", f);
+	if (!told)
+		sup_stub_exit(c, r->status);
+	sup_cmd_free_if_done(u, c);
+	return true;
+}
+
+void sup_cmd_timer(struct sup *u, struct cmd *c)
+{
+	struct run *r = &c->run;
+	uint64_t ticks;
+	if (read(r->timer_fd, &ticks, sizeof(ticks)) != sizeof(ticks) || r->status_known)
+		return;
+	if (!r->timed_out) {
+		r->timed_out = true;
+		sup_log(u, "exec %llu: timeout, SIGTERM", (unsigned long long)c->id);
+		rd_sandbox_timeout(&r->sb);
+		struct itimerspec its = {.it_value = {.tv_sec = r->kill_grace_s}};
+		timerfd_settime(r->timer_fd, 0, &its, NULL);
+	} else {
+		sup_log(u, "exec %llu: still running after the grace, SIGKILL",
+		        (unsigned long long)c->id);
+		sup_kill_sandbox(c);
+	}
+}
+
+void sup_cmd_ctl(struct sup *u, struct cmd *c)
+{
+	struct run *r = &c->run;
+	struct rd_stub_msg m;
+	ssize_t n = recv(r->ctl_fd, &m, sizeof(m), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n == sizeof(m) && m.type == RD_STUB_SIGNAL) {
+		/* A signal from the terminal already reached a command in the caller's process
+		 * group: forwarding it too would deliver it twice. */
+		if (r->status_known || (m.code == SI_KERNEL && r->joined_pgrp))
+			return;
+		rd_pidfd_send_signal(r->sb.reaper_pidfd, m.value, NULL, 0);
+		return;
+	}
+	/* EOF or garbage: the stub is gone (the caller was killed, or it exited after EXIT).
+	 * A command whose caller is gone must not run on. */
+	sup_unwatch(u, &r->ctl_fd);
+	if (!r->status_known && !(r->sb.status_fd >= 0 && read_status(u, c))) {
+		r->killed = "its caller died";
+		sup_kill_sandbox(c);
+	}
+	sup_cmd_free_if_done(u, c);
+}
+
+bool sup_cmd_reaped(struct sup *u, pid_t pid)
+{
+	for (struct cmd *c = u->cmds; c; c = c->next)
+		if (c->run.sb.reaper == pid) {
+			c->run.reaped = true;
+			if (!c->run.status_known && c->run.sb.status_fd >= 0)
+				read_status(u, c);
+			sup_cmd_free_if_done(u, c);
+			return true;
+		}
+	return false;
+}
+
+void sup_cmd_session_end(struct sup *u)
+{
+	/* A command whose end its caller may have seen already (the reaper tells the stub
+	 * directly) is logged as it ended, not as killed. */
+	for (struct cmd *c = u->cmds, *next; c; c = next) {
+		next = c->next;
+		if (!c->run.status_known && c->run.sb.status_fd >= 0)
+			read_status(u, c);
+	}
+	for (struct cmd *c = u->cmds; c; c = c->next) {
+		if (c->run.status_known || c->ask.state == ASK_PENDING)
+			continue;
+		sup_kill_sandbox(c);
+		rd_audit(u->s->audit, "exit",
+		         json_pack("{s:I, s:f, s:s, s:s}", "id", (json_int_t)c->id, "duration_ms",
+		                   sup_ms_since(&c->run.start), "reason", "killed",
+		                   "killed_because", "the agent exited"));
+	}
+}

@@ -1,0 +1,27 @@
+/* A command in its sandbox, from its start to its end: its timeout, the stub's messages, the
+ * reaper's report of the end, and what the caller is told. */
+#ifndef RD_SUP_COMMAND_H
+#define RD_SUP_COMMAND_H
+
+#include "supervisor/core.h"
+
+/* The command of c has started (or is about to: its sandbox has the plan): its timeout_s is
+ * armed, the one place where it is, or its timer (an ask's) stopped when it has none. A timeout
+ * that cannot be armed stops the command: a limit that cannot be kept is not dropped. Returns 0, or
+ * -EPERM with err set and the sandbox destroyed. */
+int sup_cmd_started(struct sup *u, struct cmd *c, struct rd_error *err);
+
+/* The stub's control socket is readable: a signal to pass on, or the stub is gone. */
+void sup_cmd_ctl(struct sup *u, struct cmd *c);
+
+/* The command's timer fired: SIGTERM, then after the grace SIGKILL. */
+void sup_cmd_timer(struct sup *u, struct cmd *c);
+
+/* A child runnerd reaped: one of the commands' reapers? Then handled, and true. */
+bool sup_cmd_reaped(struct sup *u, pid_t pid);
+
+/* The agent has exited: every command's end is read if the reaper wrote it, and whatever
+ * still runs is killed and audited as such. */
+void sup_cmd_session_end(struct sup *u);
+
+#endif

@@ -1,0 +1,260 @@
+/* The services of the supervisor's core (core.h): what every handler uses, and nothing that
+ * calls a handler. */
+#include "supervisor/core.h"
+#include "intercept/launcher.h"
+#include "lib/fdpass.h"
+#include "lib/stub_proto.h"
+#include "lib/syscalls.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ptrace.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+
+void sup_log(struct sup *u, const char *fmt, ...)
+{
+	if (!u->s->verbose)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "runnerd: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+double sup_ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) * 1e3 + (double)(now.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+const char *sup_errno_name(int e)
+{
+	const char *n = strerrorname_np(e);
+	return n ? n : "E?";
+}
+
+void sup_watch(struct sup *u, int fd, struct src *src)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = src};
+	if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		fprintf(stderr, "runnerd: epoll_ctl: %s\n", strerror(errno));
+		abort(); /* cannot happen with our own fds; never run unwatched */
+	}
+}
+
+void sup_unwatch(struct sup *u, int *fd)
+{
+	if (*fd >= 0) {
+		epoll_ctl(u->epfd, EPOLL_CTL_DEL, *fd, NULL);
+		close(*fd);
+	}
+	*fd = -1;
+}
+
+struct req *sup_req_new(void)
+{
+	struct req *q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->t.pidfd = q->t.cwd_fd = -1;
+	q->tg.own_fd = q->tg.caller_fd = -1;
+	return q;
+}
+
+void sup_req_free(struct req *q)
+{
+	if (!q)
+		return;
+	rd_strv_free(&q->masks);
+	rd_env_result_free(&q->env);
+	rd_strings_free(&q->strs);
+	rd_target_free(&q->tg);
+	rd_task_free(&q->t);
+	free(q->map);
+	free(q->path);
+	free(q);
+}
+
+struct cmd *sup_cmd_new(uint64_t id, pid_t tid, pid_t tgid, const char *path)
+{
+	struct cmd *c = calloc(1, sizeof(*c));
+	if (!c || !(c->path = strdup(path))) {
+		free(c);
+		return NULL;
+	}
+	c->id = id;
+	c->tid = tid;
+	c->tgid = tgid;
+	c->run.sb = RD_SANDBOX_NONE;
+	c->run.ctl_fd = c->run.ctl_peer = c->run.timer_fd = -1;
+	clock_gettime(CLOCK_MONOTONIC, &c->run.start);
+	return c;
+}
+
+struct cmd *sup_cmd_find_tid(struct sup *u, pid_t tid)
+{
+	for (struct cmd *c = u->cmds; c; c = c->next)
+		if (c->tid == tid && c->ho.state < H_RUNNING)
+			return c;
+	return NULL;
+}
+
+void sup_cmd_link(struct sup *u, struct cmd *c)
+{
+	c->next = u->cmds;
+	u->cmds = c;
+}
+
+void sup_cmd_discard(struct sup *u, struct cmd *c)
+{
+	sup_close_peer(c);
+	if (c->run.timer_fd >= 0)
+		sup_unwatch(u, &c->run.timer_fd);
+	if (c->run.ctl_fd >= 0)
+		close(c->run.ctl_fd);
+	free(c->path);
+	free(c);
+}
+
+void sup_cmd_free_if_done(struct sup *u, struct cmd *c)
+{
+	struct run *r = &c->run;
+	if (c->dead)
+		return;
+	if (r->status_known && r->timer_fd >= 0)
+		sup_unwatch(u, &r->timer_fd);
+	if (!r->reaped || !r->status_known || r->ctl_fd >= 0 || r->sb.status_fd >= 0)
+		return;
+	if (c->ho.state != H_RUNNING && c->ho.state != H_RETURNED && c->ho.state != H_ABORTED)
+		return;
+	for (struct cmd **pp = &u->cmds; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	rd_sandbox_close(&r->sb);
+	sup_req_free(c->ask.req);
+	c->ask.req = NULL;
+	c->dead = true;
+	c->next = u->dead;
+	u->dead = c;
+}
+
+void sup_free_dead(struct sup *u)
+{
+	while (u->dead) {
+		struct cmd *c = u->dead;
+		u->dead = c->next;
+		free(c->path);
+		free(c);
+	}
+}
+
+void sup_audit_refusal(struct sup *u, uint64_t id, pid_t tid, const char *path, int e,
+                       const char *why)
+{
+	rd_audit(u->s->audit, "refused",
+	         json_pack("{s:I, s:i, s:o, s:s, s:i, s:o}", "id", (json_int_t)id, "tid", tid,
+	                   "path", rd_json_bytes(path), "errno", sup_errno_name(e), "errno_num", e,
+	                   "reason", rd_json_bytes(why)));
+}
+
+void sup_reply(struct sup *u, uint64_t notif_id, int e)
+{
+	rd_notif_reply(u->listener, notif_id, -e, false);
+}
+
+void sup_release(struct sup *u, pid_t tid, uint64_t notif_id, int e)
+{
+	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+	rd_notif_reply(u->listener, notif_id, -e, false);
+	int st;
+	if (waitpid(tid, &st, __WALL) == tid && WIFSTOPPED(st))
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+}
+
+int sup_make_ctl(struct cmd *c)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	c->run.ctl_fd = sv[0];
+	c->run.ctl_peer = sv[1];
+	return 0;
+}
+
+void sup_close_peer(struct cmd *c)
+{
+	if (c->run.ctl_peer >= 0)
+		close(c->run.ctl_peer);
+	c->run.ctl_peer = -1;
+}
+
+void sup_stub_exit(struct cmd *c, int status)
+{
+	struct rd_stub_msg e = {.type = RD_STUB_EXIT, .value = status};
+	if (c->run.ctl_fd >= 0)
+		send(c->run.ctl_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+void sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status)
+{
+	if (c->run.ctl_fd < 0)
+		return;
+	struct rd_stub_msg m = {.type = RD_STUB_SAY};
+	size_t len = strlen(text);
+	m.len = (uint32_t)(len < RD_STUB_TEXT_MAX ? len : RD_STUB_TEXT_MAX);
+	memcpy(m.text, text, m.len);
+	/* The caller's stderr goes with the text, and the stub writes it there. Without it there
+	 * is nothing to say, only the exit. */
+	if (say_fd >= 0 &&
+	    rd_send_buf_fds(c->run.ctl_fd, &m, sizeof(m), &say_fd, 1, MSG_DONTWAIT) < 0)
+		sup_log(
+		    u, "exec %llu: the stub could not be told why: its queue is full or it is gone",
+		    (unsigned long long)c->id);
+	sup_stub_exit(c, status);
+}
+
+int sup_caller_stderr(const struct req *q)
+{
+	for (size_t i = 0; i < q->t.n_fds; i++)
+		if (q->t.fds[i].target == 2)
+			return q->t.fds[i].fd;
+	return -1;
+}
+
+void sup_req_cwd(const struct req *q, char *cwd, size_t size)
+{
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", q->t.cwd_fd);
+	ssize_t n = readlink(link, cwd, size - 1);
+	cwd[n > 0 ? n : 0] = 0;
+}
+
+int sup_arm_timer(struct sup *u, struct cmd *c, unsigned secs)
+{
+	struct run *r = &c->run;
+	if (r->timer_fd < 0) {
+		r->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (r->timer_fd < 0)
+			return -errno;
+		r->timer_src = (struct src){.type = SRC_TIMER, .cmd = c};
+		sup_watch(u, r->timer_fd, &r->timer_src);
+	}
+	struct itimerspec its = {.it_value = {.tv_sec = secs}};
+	return timerfd_settime(r->timer_fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+void sup_kill_sandbox(struct cmd *c)
+{
+	if (!c->run.reaped && c->run.sb.reaper_pidfd >= 0)
+		rd_pidfd_send_signal(c->run.sb.reaper_pidfd, SIGKILL, NULL, 0);
+}

@@ -1,0 +1,302 @@
+/* The supervisor's state and the services every handler uses: logging, watching fds, the list
+ * of commands, refusing and releasing a trapped exec, talking to a stub, timers. The loop
+ * (loop.c) dispatches each event to one handler file; a handler calls the services here and
+ * the handlers below it, never one above it nor the loop:
+ *
+ *   core -> masks -> spare -> command -> approvals -> handoff -> exec, control, prompt -> loop
+ *
+ * (tests/layers.py checks the order through the includes). Not an interface of the library:
+ * supervisor.h is. */
+#ifndef RD_SUP_CORE_H
+#define RD_SUP_CORE_H
+
+#include "intercept/handoff.h"
+#include "intercept/reader.h"
+#include "intercept/resolve.h"
+#include "intercept/task.h"
+#include "policy/envpolicy.h"
+#include "sandbox/launch.h"
+#include "supervisor/supervisor.h"
+
+#include <linux/seccomp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* What an fd in the epoll set is: the loop dispatches on it. */
+enum src_type {
+	SRC_SIGNAL,
+	SRC_CTL,            /* a stub's control socket */
+	SRC_TIMER,          /* a command's timer: its timeout_s, or its ask_timeout_s */
+	SRC_SETUP,          /* a command's exec succeeded (EOF) or failed (a message) */
+	SRC_ZYGOTE,         /* the zygote's answer: a spare sandbox cloned */
+	SRC_CONTROL,        /* the control socket: accept */
+	SRC_CONTROL_CLIENT, /* one connection to it */
+	SRC_CLIENT_TIMER,   /* idle connections, and a listener paused for lack of fds */
+	SRC_TTY,            /* --prompt: the operator's answer on /dev/tty */
+};
+
+struct src {
+	enum src_type type;
+	struct cmd *cmd;
+	struct client *client;
+};
+
+/* One exec between its trap and its launch: what was read from the caller, what was decided,
+ * and the plan that follows from it. An "ask" keeps it until the answer. */
+struct req {
+	char *path; /* as the caller passed it */
+	size_t plen;
+	struct rd_task t;
+	struct rd_target tg;
+	struct rd_strings strs;
+	struct rd_env_result env;
+	struct rd_strv masks;
+	struct rd_fd_map *map;
+	const struct rd_rule *rule;
+	struct rd_box_opts box;
+	struct rd_launch_plan plan;
+};
+
+struct req *sup_req_new(void);
+void sup_req_free(struct req *q);
+
+/* The handoff of the caller to the stub (handoff.c). */
+enum handoff_state {
+	H_STOPPING,  /* answered after PTRACE_INTERRUPT: waiting for the stop */
+	H_RETRAP,    /* registers rewritten: waiting for the stub's execveat to trap (and, if the
+	              * command's exec is not known to have succeeded yet, for that) */
+	H_EXEC,      /* execveat let through: waiting for PTRACE_EVENT_EXEC */
+	H_UNDO_STOP, /* the command's exec failed: the stub's execveat answered after
+	              * PTRACE_INTERRUPT, waiting for the stop */
+	H_UNDO,      /* closing what was put into the caller, by syscalls run in it */
+	H_RUNNING,   /* detached: the stub mirrors the command */
+	H_RETURNED,  /* detached: the caller's own exec failed, with the command's errno */
+	H_ABORTED,   /* the caller died or misbehaved during the handoff */
+};
+
+struct handoff {
+	enum handoff_state state;
+	uint64_t empty_path, argv_addr; /* the stub's execveat, as the caller will make it */
+	int stub_in_task, ctl_target;   /* the stub's and the control socket's numbers there */
+	/* Pipelined: the handoff runs while the command starts (an "allow" whose control fd's
+	 * place in the caller was free); the stub's execveat is let through only once the
+	 * command's exec has succeeded. If it failed, the caller gets its own exec back, failed
+	 * with fail_errno: the registers saved at the stop, the injected fds closed by syscalls
+	 * run in it. */
+	bool exec_pending; /* the command's exec: not known yet (sb.setup_fd watched) */
+	bool held;         /* the stub's execveat trapped, waiting for it: held_id */
+	uint64_t held_id;
+	int fail_errno;
+	struct rd_saved_task saved; /* at the interrupt stop */
+	int undo_fds[2][2];         /* close_range(lo, hi) to run in the caller, in order */
+	int n_undo, undo_at;
+	bool undo_in_syscall; /* between the syscall's entry and exit stops */
+	int undo_sig;         /* a stop signal that came meanwhile, passed on at detach */
+	struct src setup_src;
+};
+
+/* An "ask" (approvals.c): the caller is handed to the stub at once, the command waits for the
+ * answer; req is held until then, and the command's timer counts ask_timeout_s. */
+enum ask_state { ASK_NONE, ASK_PENDING, ASK_ANSWERED };
+
+struct ask {
+	enum ask_state state;
+	struct req *req;
+	struct timespec asked; /* CLOCK_MONOTONIC */
+	time_t asked_wall;     /* for the operator */
+};
+
+/* The command in its sandbox, and the stub that mirrors it (command.c). */
+struct run {
+	struct rd_sandbox sb;
+	/* The stub's control socket: runnerd's end (a copy goes to the reaper with the plan),
+	 * and the stub's end until it is put into the caller. */
+	int ctl_fd, ctl_peer;
+	struct src ctl_src, timer_src;
+	int timer_fd;          /* -1 if none */
+	unsigned timeout_s;    /* armed once the command runs; 0: none */
+	unsigned kill_grace_s; /* from SIGTERM to SIGKILL */
+	bool timed_out;        /* SIGTERM sent for the timeout: the caller sees 124 */
+	const char *killed; /* why runnerd killed the sandbox, for the audit; NULL if it did not */
+	bool reaped, status_known, joined_pgrp;
+	int status;
+	struct timespec start;
+};
+
+/* One intercepted exec, from the trap to the stub's exit. */
+struct cmd {
+	struct cmd *next;
+	uint64_t id;
+	pid_t tid, tgid;
+	char *path; /* as the caller passed it: for messages and the audit */
+	bool dead;  /* off the list, on sup.dead */
+	struct handoff ho;
+	struct ask ask;
+	struct run run;
+};
+
+/* Who answered an ask: the control socket's peer, the terminal, or no one. */
+struct answerer {
+	enum { BY_NONE, BY_SOCKET, BY_TTY } via;
+	uid_t uid;
+	pid_t pid;
+	char comm[17];
+};
+
+/* A connection to the control socket: one request, one reply. */
+struct client {
+	struct client *next;
+	int fd;
+	struct ucred cred;
+	const char *refused;   /* why its request will be refused; NULL if it will not */
+	struct timespec since; /* CLOCK_MONOTONIC: dropped if it says nothing for long */
+	bool dead;             /* off the list, on the control's dead list */
+	struct src src;
+};
+
+/* Answers given, so that a late one gets a clear refusal. A ring of the last ones. */
+#define RD_ANSWERED_KEEP 256
+struct answered {
+	uint64_t id;
+	char what[120];
+};
+
+/* Spare sandboxes and their presets, the zygote, and the masks (spare.c, masks.c). */
+struct spares {
+	/* A sandbox made while idle, waiting for the next command: its clone and mounts are
+	 * off the exec path. reaper < 0: none. */
+	struct rd_sandbox spare;
+	bool failed;
+	/* Clones every reaper, so that runnerd does not fork per exec (sandbox/zygote.h). Once
+	 * lost, runnerd clones them itself again. */
+	struct rd_zygote zygote;
+	bool warned_zygote;
+	struct src zygote_src;
+	/* What spares put in place ahead of time: the masks (for preset_home), network and filter
+	 * of a command no rule gives its own. off: a spare died applying it, so spares are made
+	 * without one from then on. unfit: the last plan asked for something else, so the next
+	 * spare is a plain one, which any plan can use. */
+	struct rd_sandbox_preset preset;
+	struct rd_strv preset_masks;
+	char *preset_home;
+	bool preset_off, preset_unfit;
+};
+
+struct masks {
+	/* Masked paths that existed when the session started, and what they were then. */
+	struct pin {
+		char *path;
+		dev_t dev;
+		ino_t ino;
+	} * pins;
+	size_t n_pins;
+	bool warned;
+	/* The home directory of the last caller uid seen, for "~/" in masks. */
+	uid_t home_uid;
+	char *home;
+};
+
+struct approvals {
+	size_t n_pending;
+	struct answered answered[RD_ANSWERED_KEEP];
+	size_t n_answered;
+};
+
+struct control {
+	int fd; /* -1: the profile has no "ask" rule */
+	struct src src;
+	size_t n_clients, n_refused;
+	struct client *clients, *dead_clients;
+	int timer;
+	struct src timer_src;
+	bool timer_armed, paused;
+	unsigned long n_refused_total;
+};
+
+struct prompt {
+	int fd; /* /dev/tty with --prompt, else -1 */
+	struct src src;
+	uint64_t asking; /* the ask shown now (0: none) */
+	bool truncated;  /* it was cut short: it can only be denied there */
+	char line[64];
+	size_t len;
+};
+
+struct sup {
+	struct rd_session *s;
+	int epfd, sigfd, listener;
+	struct seccomp_notif *notif;
+	size_t notif_size;
+	bool agent_done;
+	int agent_status;
+	struct cmd *cmds;
+	struct cmd *dead; /* freed once the events in hand are handled */
+	uint64_t next_id;
+	dev_t stub_dev;
+	ino_t stub_ino;
+	pid_t sid;
+	bool userns;
+	struct stat root_st;
+	ino_t mntns;
+	bool warned_ptrace;
+	struct src signal_src;
+	struct spares sp;
+	struct masks mk;
+	struct approvals ap;
+	struct control ctl;
+	struct prompt tty;
+};
+
+/* Logging (-v) and time. */
+void sup_log(struct sup *u, const char *fmt, ...) _printf_(2, 3);
+double sup_ms_since(const struct timespec *t0);
+const char *sup_errno_name(int e);
+
+/* The epoll set: a fd watched as src (abort() if it cannot be: runnerd never runs unwatched),
+ * or forgotten and closed (*fd set to -1). */
+void sup_watch(struct sup *u, int fd, struct src *src);
+void sup_unwatch(struct sup *u, int *fd);
+
+/* Commands. */
+struct cmd *sup_cmd_new(uint64_t id, pid_t tid, pid_t tgid, const char *path);
+/* The command of a handoff in progress for tid, or NULL. */
+struct cmd *sup_cmd_find_tid(struct sup *u, pid_t tid);
+void sup_cmd_link(struct sup *u, struct cmd *c);
+/* A command never linked: its sockets, timer and itself. */
+void sup_cmd_discard(struct sup *u, struct cmd *c);
+/* Off the list once its handoff, its sandbox and its stub are all done with; freed after the
+ * round of events (sup_free_dead), as an event in hand may still name it. */
+void sup_cmd_free_if_done(struct sup *u, struct cmd *c);
+void sup_free_dead(struct sup *u);
+
+/* A trapped exec runnerd will not run: the audit line of the refusal, and the answer. */
+void sup_audit_refusal(struct sup *u, uint64_t id, pid_t tid, const char *path, int e,
+                       const char *why);
+/* Answer a trapped exec that was not seized (e: its errno, 0 for success is never given). */
+void sup_reply(struct sup *u, uint64_t notif_id, int e);
+/* Give back a task runnerd seized but will not hand off: stop it, answer its exec with e,
+ * detach. */
+void sup_release(struct sup *u, pid_t tid, uint64_t notif_id, int e);
+
+/* The stub's control socket of c, before the plan: the reaper gets a copy of runnerd's end. */
+int sup_make_ctl(struct cmd *c);
+void sup_close_peer(struct cmd *c);
+/* Tell the stub of c to exit with status (a wait status, as the command's would be); with
+ * text, to say it first (one line) on say_fd (the caller's stderr; -1: nowhere). */
+void sup_stub_exit(struct cmd *c, int status);
+void sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status);
+/* The caller's stderr as runnerd holds it (a copy from the snapshot), or -1. */
+int sup_caller_stderr(const struct req *q);
+/* The caller's cwd as a path, for the operator ("" if it cannot be read). */
+void sup_req_cwd(const struct req *q, char *cwd, size_t size);
+
+/* c's timer (one per command) set to fire in secs, made and watched if it has none yet. */
+int sup_arm_timer(struct sup *u, struct cmd *c, unsigned secs);
+
+/* SIGKILL to c's sandbox, unless it is reaped. */
+void sup_kill_sandbox(struct cmd *c);
+
+#endif

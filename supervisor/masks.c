@@ -1,0 +1,110 @@
+/* Masks go over paths. A command may rename a masked directory's parent, or put a symlink where
+ * a masked path was, and the next command's mask would then miss the secret (or cover something
+ * else). So every masked path that exists when the session starts is pinned to its inode; once
+ * one has moved or changed, commands are refused: better no command than one that sees what it
+ * must not. */
+#include "supervisor/masks.h"
+#include "policy/rules.h"
+
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *sup_masks_home(struct sup *u, uid_t uid)
+{
+	struct masks *m = &u->mk;
+	if (m->home && m->home_uid == uid)
+		return m->home;
+	char buf[4096];
+	struct passwd pw, *res = NULL;
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res || !res->pw_dir ||
+	    res->pw_dir[0] != '/')
+		return NULL;
+	char *home = strdup(res->pw_dir);
+	if (!home)
+		return NULL;
+	free(m->home);
+	m->home = home;
+	m->home_uid = uid;
+	return m->home;
+}
+
+/* The hidden control directories go on top of the profile's masks: a command that could reach
+ * a control socket, this session's or another's, could answer its own "ask". */
+static int add_control_masks(struct sup *u, struct rd_strv *m)
+{
+	char **v = realloc(m->v, (m->n + RD_CONTROL_DIRS + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	m->v = v;
+	for (size_t i = 0; i < RD_CONTROL_DIRS && u->s->control_dirs[i]; i++)
+		if (!(m->v[m->n] = strdup(u->s->control_dirs[i])))
+			return -ENOMEM;
+		else
+			m->v[++m->n] = NULL;
+	return 0;
+}
+
+int sup_masks_for(struct sup *u, const struct rd_rule *rule, const char *home, struct rd_strv *out)
+{
+	int r = rd_mask_list(u->s->cfg, u->s->prof, rule, home, u->mk.home_uid, out);
+	return r < 0 ? r : add_control_masks(u, out);
+}
+
+void sup_masks_pin(struct sup *u)
+{
+	struct masks *m = &u->mk;
+	struct rd_strv all = {0};
+	const char *home = sup_masks_home(u, getuid());
+	const struct rd_profile *prof = u->s->prof;
+	if (!home || sup_masks_for(u, NULL, home, &all) < 0)
+		return;
+	size_t extra = 0;
+	for (size_t r = 0; r < prof->n_rules; r++)
+		extra += prof->rules[r].box.list[RD_BOX_MASK].n;
+	m->pins = calloc(all.n + extra + 1, sizeof(*m->pins));
+	for (size_t r = 0; m->pins && r <= prof->n_rules; r++) {
+		struct rd_strv list = {0};
+		if (r < prof->n_rules) {
+			struct rd_config none = {0};
+			struct rd_profile bare = {0};
+			if (rd_mask_list(&none, &bare, &prof->rules[r], home, getuid(), &list) < 0)
+				continue;
+		} else {
+			list = all;
+			all = (struct rd_strv){0};
+		}
+		for (size_t i = 0; i < list.n; i++) {
+			struct stat st;
+			if (stat(list.v[i], &st) < 0)
+				continue;
+			m->pins[m->n_pins++] = (struct pin){
+			    .path = strdup(list.v[i]), .dev = st.st_dev, .ino = st.st_ino};
+		}
+		rd_strv_free(&list);
+	}
+	rd_strv_free(&all);
+}
+
+const char *sup_masks_tampered(struct sup *u, const struct rd_strv *masks)
+{
+	const struct masks *m = &u->mk;
+	for (size_t i = 0; i < masks->n; i++)
+		for (size_t k = 0; k < m->n_pins; k++) {
+			if (!m->pins[k].path || strcmp(m->pins[k].path, masks->v[i]) != 0)
+				continue;
+			struct stat st;
+			if (stat(masks->v[i], &st) < 0 || st.st_dev != m->pins[k].dev ||
+			    st.st_ino != m->pins[k].ino)
+				return masks->v[i];
+		}
+	return NULL;
+}
+
+void sup_masks_free(struct sup *u)
+{
+	for (size_t i = 0; i < u->mk.n_pins; i++)
+		free(u->mk.pins[i].path);
+	free(u->mk.pins);
+	free(u->mk.home);
+}

@@ -1,0 +1,185 @@
+#include "supervisor/spare.h"
+#include "policy/rules.h"
+#include "supervisor/masks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* Say once that the zygote is gone, if it is, and from then on that runnerd forks sandboxes. */
+static void zygote_check(struct sup *u)
+{
+	struct spares *sp = &u->sp;
+	if (!sp->zygote.lost || sp->warned_zygote)
+		return;
+	sp->warned_zygote = true;
+	fprintf(stderr, "runnerd: the zygote process is gone; runnerd forks each sandbox itself "
+	                "from now on\n");
+}
+
+void sup_spare_setup(struct sup *u)
+{
+	struct spares *sp = &u->sp;
+	struct rd_error err = {0};
+	sp->spare = RD_SANDBOX_NONE;
+	sp->zygote = RD_ZYGOTE_NONE;
+	/* Last, while runnerd's memory is as small as it will be. Without it, runnerd forks each
+	 * sandbox itself, as it does once the zygote is lost. */
+	if (u->s->zygote_fd < 0) {
+		sp->warned_zygote = true; /* said at startup */
+	} else if (rd_zygote_start(&sp->zygote, u->s->zygote_fd, &err) < 0) {
+		fprintf(stderr, "runnerd: %s; runnerd forks each sandbox itself\n", err.msg);
+		sp->warned_zygote = true;
+	} else {
+		sp->zygote_src = (struct src){.type = SRC_ZYGOTE};
+		sup_watch(u, sp->zygote.fd, &sp->zygote_src);
+	}
+}
+
+bool sup_spare_wanted(const struct sup *u)
+{
+	const struct spares *sp = &u->sp;
+	return sp->spare.reaper < 0 && !sp->spare.pending && !sp->failed;
+}
+
+/* The preset of the next spare: the masks, network and filter of a command that no rule gives
+ * masks of its own, for the home of the caller seen last (runnerd's own user's at first).
+ * Called only while there is no spare, which is what keeps sp->preset unchanged under one.
+ * NULL: a plain spare. A plan that does not fit a spare's preset gets a sandbox of its own,
+ * made on the exec path; so after such a plan the next spare is a plain one, which fits any
+ * plan, until a plan would fit the preset again. */
+static const struct rd_sandbox_preset *spare_preset(struct sup *u)
+{
+	struct spares *sp = &u->sp;
+	const char *home = u->mk.home;
+	if (sp->preset_off || !home)
+		return NULL;
+	if (sp->preset_home && strcmp(sp->preset_home, home) == 0)
+		return sp->preset_unfit ? NULL : &sp->preset;
+	rd_strv_free(&sp->preset_masks);
+	free(sp->preset_home);
+	sp->preset_home = NULL;
+	if (sup_masks_for(u, NULL, home, &sp->preset_masks) < 0)
+		return NULL;
+	if (!(sp->preset_home = strdup(home)))
+		return NULL;
+	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, NULL);
+	sp->preset = (struct rd_sandbox_preset){
+	    .masks = sp->preset_masks.v,
+	    .n_masks = sp->preset_masks.n,
+	    .net_none = rd_box_is(&box, RD_BOX_NETWORK, RD_NET_NONE),
+	};
+	if (!rd_box_is(&box, RD_BOX_SECCOMP, RD_SECCOMP_NONE)) {
+		sp->preset.filter = u->s->cmd_filter.insns;
+		sp->preset.filter_len = u->s->cmd_filter.len;
+	}
+	return sp->preset_unfit ? NULL : &sp->preset;
+}
+
+/* A spare could not be made: each exec then makes its own sandbox; say why once. A lost
+ * zygote is not such a failure: the next spare is made without it. */
+static void spare_failed(struct sup *u, const struct rd_error *err)
+{
+	if (u->sp.zygote.lost && !u->sp.warned_zygote) {
+		zygote_check(u);
+		return;
+	}
+	fprintf(stderr, "runnerd: %s\n", err->msg);
+	u->sp.failed = true;
+}
+
+/* A spare died applying its preset: the same failure would repeat, so spares go without. */
+static void preset_broken(struct sup *u)
+{
+	if (u->sp.preset_off)
+		return;
+	fprintf(stderr, "runnerd: the spare sandbox died while setting up masks and the command "
+	                "filter ahead of time; each sandbox now sets them up itself\n");
+	u->sp.preset_off = true;
+}
+
+void sup_spare_make(struct sup *u)
+{
+	struct spares *sp = &u->sp;
+	struct rd_error err = {0};
+	if (!sup_spare_wanted(u))
+		return;
+	int r = rd_sandbox_spare_begin(&sp->zygote, u->userns, spare_preset(u), &sp->spare, &err);
+	zygote_check(u);
+	if (r < 0)
+		spare_failed(u, &err);
+}
+
+void sup_spare_ready(struct sup *u)
+{
+	struct spares *sp = &u->sp;
+	struct rd_error err = {0};
+	char b;
+	/* The answer may have been taken already, by an exec that needed the spare. */
+	if (sp->zygote.fd < 0 || (recv(sp->zygote.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+	                          (errno == EAGAIN || errno == EINTR)))
+		return;
+	if (!sp->spare.pending) {
+		/* Nothing asked: the zygote is gone (EOF), or says what it must not. */
+		rd_zygote_lost(&sp->zygote);
+		zygote_check(u);
+		return;
+	}
+	if (rd_sandbox_spare_finish(&sp->zygote, &sp->spare, &err) < 0)
+		spare_failed(u, &err);
+	zygote_check(u);
+}
+
+bool sup_spare_reaped(struct sup *u, pid_t pid)
+{
+	struct spares *sp = &u->sp;
+	if (pid == sp->zygote.pid) {
+		/* Its reapers are runnerd's children: they live on, watched as before. */
+		sp->zygote.pid = -1;
+		rd_zygote_lost(&sp->zygote);
+		zygote_check(u);
+		return true;
+	}
+	if (pid == sp->spare.reaper) {
+		/* The spare died before use (its setup failed): forget it, pid and all. */
+		if (sp->spare.preset)
+			preset_broken(u);
+		rd_sandbox_close(&sp->spare);
+		sp->spare = RD_SANDBOX_NONE;
+		return true;
+	}
+	return false;
+}
+
+int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan,
+                    struct rd_error *err)
+{
+	struct spares *sp = &u->sp;
+	if (sp->preset_home)
+		sp->preset_unfit = !rd_sandbox_preset_fits(&sp->preset, plan);
+	c->run.sb = sp->spare;
+	sp->spare = RD_SANDBOX_NONE;
+	int r = rd_sandbox_start(&sp->zygote, plan, &c->run.sb, err);
+	zygote_check(u);
+	if (c->run.sb.preset_use == RD_PRESET_BROKEN)
+		preset_broken(u);
+	else if (c->run.sb.preset_use == RD_PRESET_STALE)
+		sup_log(u,
+		        "exec %llu: a masked path changed since the spare sandbox was made: a new "
+		        "sandbox for this command",
+		        (unsigned long long)c->id);
+	return r;
+}
+
+void sup_spare_teardown(struct sup *u)
+{
+	struct spares *sp = &u->sp;
+	/* A spare still asked of the zygote exits without its go (runnerd's end closes here). */
+	if (sp->spare.reaper >= 0)
+		kill(sp->spare.reaper, SIGKILL);
+	rd_sandbox_close(&sp->spare);
+	rd_zygote_stop(&sp->zygote);
+	free(sp->preset_home);
+	rd_strv_free(&sp->preset_masks);
+}

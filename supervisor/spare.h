@@ -1,0 +1,31 @@
+/* Spare sandboxes: made while runnerd is idle, with what most commands get put in place ahead of
+ * time (a preset), so that an exec only hands one its plan; and the zygote that clones them. */
+#ifndef RD_SUP_SPARE_H
+#define RD_SUP_SPARE_H
+
+#include "supervisor/core.h"
+
+/* Start the zygote (or say why there is none) and watch it. */
+void sup_spare_setup(struct sup *u);
+
+/* Does the loop owe a spare: none made, none asked of the zygote, none failed? */
+bool sup_spare_wanted(const struct sup *u);
+
+/* Make the next spare sandbox if there is none. */
+void sup_spare_make(struct sup *u);
+
+/* The zygote's socket is readable: a spare asked of it is ready (or the zygote is gone). */
+void sup_spare_ready(struct sup *u);
+
+/* A child of runnerd exited: the zygote, or the spare's reaper? Then handled, and true. */
+bool sup_spare_reaped(struct sup *u, pid_t pid);
+
+/* Give c the spare for plan, if its preset fits, or a sandbox of its own; the command is on its
+ * way (rd_sandbox_start). Returns 0 or -errno with err set. */
+int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan,
+                    struct rd_error *err);
+
+/* The session is over: the spare and the zygote go. */
+void sup_spare_teardown(struct sup *u);
+
+#endif
