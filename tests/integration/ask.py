@@ -15,6 +15,7 @@ and `runnerd deny`, and once on a terminal (--prompt, through a pty). Checked:
 
 Environment: RUNNERD (binary), RUNNERD_MUST_WORK. As a non-root user, XDG_RUNTIME_DIR must be
 set (the control socket lives there). Prints one line per check and "N passed, M failed" last.
+The agent programs it runs are in helpers/agents/.
 """
 import json
 import os
@@ -32,6 +33,7 @@ RUNNERD = os.environ.get("RUNNERD")
 MUST_WORK = os.environ.get("RUNNERD_MUST_WORK") == "1"
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = os.path.join(HERE, "config", "runner.json")
+AGENTS = os.path.join(HERE, "helpers", "agents")  # the agent programs this file runs
 PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 results = []
 
@@ -84,17 +86,12 @@ def reap(proc):
         proc.communicate()
 
 
-def start_session(tmp, prof, name, source, agent_argv):
-    """Write the agent's source to tmp/name, start runnerd on it with an audit log; returns
-    the process and the log's path. agent_argv: the agent's command line, "AGENT" for its
-    file."""
-    agent = os.path.join(tmp, name)
-    with open(agent, "w") as f:
-        f.write(source)
+def start_session(tmp, prof, agent_argv):
+    """Start runnerd on the agent's command line with an audit log in tmp; returns the
+    process and the log's path."""
     log = os.path.join(tmp, "audit.jsonl")
-    argv = [agent if a == "AGENT" else a for a in agent_argv]
     proc = subprocess.Popen([RUNNERD, "--config", CONFIG, "--profile", prof, "--audit", log,
-                             "--"] + argv, env=env(), stdout=subprocess.PIPE,
+                             "--"] + agent_argv, env=env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     return proc, log
 
@@ -153,100 +150,10 @@ def write_profile(tmp):
     return path
 
 
-AGENT = r"""
-import json, os, signal, socket, subprocess, sys, time
-tmp, ctl = sys.argv[1], sys.argv[2]
-out = {}
-def mark(name):
-    open(os.path.join(tmp, name), "w").close()
-def wait(name):
-    while not os.path.exists(os.path.join(tmp, name)):
-        time.sleep(0.02)
-def run(argv):
-    p = subprocess.run(argv, capture_output=True, text=True)
-    return [p.returncode, p.stdout.strip(), p.stderr.strip()]
-
-# 1. Approved, while the agent goes on with other commands.
-p = subprocess.Popen(["expr", "6", "*", "7"], stdout=subprocess.PIPE, text=True)
-out["during"] = run(["echo", "meanwhile"])
-mark("during-done")
-o, _ = p.communicate()
-out["approved"] = [p.returncode, o.strip()]
-
-# 2. Denied.
-out["denied"] = run(["expr", "1", "+", "1"])
-mark("denied-done")
-wait("late-done")
-
-# 3. No answer: ask_timeout_s 1.
-out["timeout"] = run(["seq", "3"])
-
-# 4. A signal to the waiting caller withdraws the ask; the caller dies by it.
-p = subprocess.Popen(["expr", "9"])
-wait("term-now")
-p.terminate()
-out["terminated"] = p.wait()
-
-# 5. The caller killed while waiting.
-p = subprocess.Popen(["expr", "8"])
-wait("kill-now")
-p.kill()
-out["killed"] = p.wait()
-
-# 6. The agent answering its own ask, straight on the socket: refused.
-p = subprocess.Popen(["expr", "5"], stdout=subprocess.PIPE, text=True)
-wait("self-now")
-def try_approve():
-    replies = []
-    for name in os.listdir(ctl):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            s.connect(os.path.join(ctl, name))
-            req = {"op": "approve", "id": int(open(os.path.join(tmp, "self-id")).read())}
-            try:
-                s.send(json.dumps(req).encode())
-            except BrokenPipeError:
-                pass  # refused at once: the reply is already there
-            replies.append(json.loads(s.recv(65536)))
-        except OSError as e:
-            replies.append({"oserror": e.errno})
-    return replies
-replies = try_approve()
-# ... and from a grandchild whose parent exited (no exec: nothing trapped), so that it is
-# reparented away from the agent.
-r, w = os.pipe()
-child = os.fork()
-if child == 0:
-    if os.fork() == 0:
-        while os.getppid() == child:
-            time.sleep(0.01)
-        os.write(w, json.dumps(try_approve()).encode())
-    os._exit(0)
-os.close(w)
-os.waitpid(child, 0)
-got = b""
-while True:
-    chunk = os.read(r, 65536)
-    if not chunk:
-        break
-    got += chunk
-replies += json.loads(got or b"[]") or [{"orphan": "no reply"}]
-out["self"] = replies
-open(os.path.join(tmp, "self-tried"), "w").close()
-o, _ = p.communicate()
-out["self_result"] = [p.returncode, o.strip()]
-
-# 7. A command looking for the control sockets.
-# (ls must succeed: a count of 0 from a directory it could not read shows nothing)
-out["command_sees"] = run(["sh", "-c", "ls -A %s >/dev/null && ls -A %s | wc -l" % (ctl, ctl)])
-print(json.dumps(out))
-sys.stdout.flush()
-"""
-
-
 def test_answers(tmp):
     prof = write_profile(tmp)
-    proc, log = start_session(tmp, prof, "agent.py", AGENT, [PY, "AGENT", tmp, control_dir()])
+    proc, log = start_session(tmp, prof, [PY, os.path.join(AGENTS, "ask_agent.py"), tmp,
+                                          control_dir()])
     try:
         session = session_of(log)
         check("ask: the session starts", session is not None, "")
@@ -371,25 +278,6 @@ def test_answers(tmp):
           not os.path.exists(os.path.join(control_dir(), session + ".sock")), "")
 
 
-NODE_AGENT = r"""
-const { spawn, execFileSync } = require("child_process");
-const fs = require("fs");
-const tmp = process.argv[2];
-let ticks = 0;
-const timer = setInterval(() => {
-  ticks++;
-  if (ticks === 5) fs.writeFileSync(tmp + "/node-ticking", "");
-}, 20);
-const p = spawn("expr", ["3", "+", "4"]);
-let out = "";
-p.stdout.on("data", (d) => (out += d));
-p.on("close", (code) => {
-  clearInterval(timer);
-  console.log(JSON.stringify({ code, out: out.trim(), ticks }));
-});
-"""
-
-
 def test_node(tmp):
     """Node's child_process (libuv) as the caller: its event loop runs while the ask waits."""
     node = "/usr/bin/node" if os.access("/usr/bin/node", os.X_OK) else None
@@ -397,7 +285,7 @@ def test_node(tmp):
         check("node: /usr/bin/node is installed (make test installs nodejs)", False, "")
         return
     prof = write_profile(tmp)
-    proc, log = start_session(tmp, prof, "agent.js", NODE_AGENT, [node, "AGENT", tmp])
+    proc, log = start_session(tmp, prof, [node, os.path.join(AGENTS, "ask_node_agent.js"), tmp])
     try:
         session = session_of(log)
         e = waiting(session, ["expr", "3", "+", "4"]) if session else None
@@ -418,29 +306,11 @@ def test_node(tmp):
           out + err)
 
 
-PROMPT_AGENT = r"""
-import fcntl, subprocess, termios
-# The agent typing its own answer: refused (EPERM) under --prompt.
-try:
-    with open("/dev/tty", "rb") as t:
-        fcntl.ioctl(t, termios.TIOCSTI, b"y")
-    print("TIOCSTI accepted", flush=True)
-except OSError as e:
-    print("TIOCSTI errno", e.errno, flush=True)
-for a in (["expr", "2", "+", "3"], ["expr", "4", "+", "4"],
-          ["expr", "\x1b[2J" + "\x01" * 600 + "; touch pwned"]):
-    p = subprocess.run(a, capture_output=True, text=True)
-    print("RESULT", p.returncode, p.stdout.strip()[:20], flush=True)
-"""
-
-
 def test_prompt(tmp):
     """--prompt: the ask shows on the terminal; y runs it, anything else denies; a command line
     too long to show whole can only be denied there; the agent cannot type the answer."""
     prof = write_profile(tmp)
-    agent = os.path.join(tmp, "prompt_agent.py")
-    with open(agent, "w") as f:
-        f.write(PROMPT_AGENT)
+    agent = os.path.join(AGENTS, "prompt_agent.py")
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(tmp)  # where a "touch pwned" that ran would leave its file
@@ -486,33 +356,12 @@ def test_prompt(tmp):
           and "\\x1b[2J" in text, repr(text[-300:]))
 
 
-HARDEN_AGENT = r"""
-import os, socket, subprocess, sys, time
-tmp, ctl = sys.argv[1], sys.argv[2]
-# Hold 30 connections to every control socket: the agent's are refused, and must not crowd
-# out the operator's.
-held = []
-for name in os.listdir(ctl):
-    for _ in range(30):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            s.connect(os.path.join(ctl, name))
-            held.append(s)
-        except OSError:
-            pass
-odd = subprocess.Popen(["expr", "]52;c;QUFB‮odd"])
-big = subprocess.Popen(["expr", "x" * 120000])
-open(os.path.join(tmp, "asked"), "w").close()
-print("RESULTS", odd.wait(), big.wait(), flush=True)
-"""
-
-
 def test_control_hardening(tmp):
     """The control socket under pressure: the agent's refused connections, an idle client,
     a caller's argv full of terminal controls or too big to list, a peer in other namespaces."""
     prof = write_profile(tmp)
-    proc, log = start_session(tmp, prof, "harden.py", HARDEN_AGENT,
-                              [PY, "AGENT", tmp, control_dir()])
+    proc, log = start_session(tmp, prof, [PY, os.path.join(AGENTS, "harden_agent.py"), tmp,
+                                          control_dir()])
     try:
         session = session_of(log)
         marker(tmp, "asked")

@@ -13,7 +13,8 @@
   left once the agent exits.
 
 Environment: RUNNERD (binary), RUNNERD_CONFIG (default: the shipped build config next to the
-binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" last.
+binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" last. The
+agent programs it runs are in helpers/agents/.
 """
 import hashlib
 import json
@@ -28,6 +29,8 @@ import tempfile
 import time
 
 RUNNERD = os.environ.get("RUNNERD")
+# The agent programs this file runs.
+AGENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers", "agents")
 MUST_WORK = os.environ.get("RUNNERD_MUST_WORK") == "1"
 CANARY = "canary-7f3a9e"
 # Marks this run's sleeps: the checks that nothing is left scan every process on the machine,
@@ -217,32 +220,8 @@ def test_audit_log(tmp):
                                                                     for e in execs]))
 
 
-AGENT_RULES = r"""
-import json, os, shutil, subprocess, sys
-tmp = sys.argv[1]
-out = {}
-def run(argv, **kw):
-    try:
-        p = subprocess.run(argv, capture_output=True, text=True, **kw)
-        return [p.returncode, p.stdout.strip()]
-    except OSError as e:
-        return ["errno", e.errno]
-out["granted"] = run(["printenv", "RD_SECRET_TOKEN"])
-out["env"] = run(["sh", "-c", "env | grep -c RD_SECRET_TOKEN"])
-out["denied"] = run(["touch", os.path.join(tmp, "touched")])
-out["touched"] = os.path.exists(os.path.join(tmp, "touched"))
-out["ask"] = run(["rm", "-f", os.path.join(tmp, "nothing")])
-evil = os.path.join(tmp, "evil")
-shutil.copy("/usr/bin/printenv", evil)
-out["argv0"] = run(["printenv", "RD_SECRET_TOKEN"], executable=evil)
-print(json.dumps(out))
-"""
-
-
 def test_rules(tmp):
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_RULES)
+    agent = os.path.join(AGENTS, "rules_agent.py")
     log = os.path.join(tmp, "audit.jsonl")
     env = base_env()
     env["RD_SECRET_TOKEN"] = "tok-" + CANARY
@@ -347,27 +326,12 @@ def test_seccomp(tmp):
           out.stdout)
 
 
-NET_PROBE = r"""
-import socket, sys
-port = int(sys.argv[1])
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
-c = socket.socket(); c.settimeout(3)
-try:
-    c.connect(("127.0.0.1", port)); print("host=reached")
-except OSError:
-    print("host=unreachable")
-print("lo=up")
-"""
-
-
 def test_network_timeout(tmp):
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
     port = srv.getsockname()[1]
-    probe = os.path.join(tmp, "probe.py")
-    with open(probe, "w") as f:
-        f.write(NET_PROBE)
+    probe = os.path.join(AGENTS, "net_probe.py")
     prof = os.path.join(tmp, "nt.json")
     with open(prof, "w") as f:
         json.dump({"version": 1, "name": "nt", "agent": {"env_allow": []},
@@ -446,14 +410,7 @@ def test_cmdline(tmp):
 
 def test_tiocsti(tmp):
     """Under a real terminal (script(1) gives one), a command must not type into it."""
-    probe = ("import fcntl, termios\n"
-             "try:\n"
-             "    fcntl.ioctl(open('/dev/tty'), termios.TIOCSTI, b'x'); print('tiocsti=typed')\n"
-             "except OSError as e:\n"
-             "    print('tiocsti=errno', e.errno)\n")
-    path = os.path.join(tmp, "tiocsti.py")
-    with open(path, "w") as f:
-        f.write(probe)
+    path = os.path.join(AGENTS, "tiocsti_probe.py")
     agent = "%s -c 'import subprocess; subprocess.run([\"%s\", \"%s\"])'" % (
         sys.executable, sys.executable, path)
     cmd = " ".join(runnerd_cmd("generic", ["sh", "-c", '"%s"' % agent.replace('"', '\\"')]))
@@ -498,28 +455,6 @@ def test_deputies(tmp):
             os.rmdir(tdir)
 
 
-AGENT_MASK_RACE = r"""
-import os, random, subprocess, sys, time
-secret, n = sys.argv[1], int(sys.argv[2])
-leaks = 0
-for i in range(n):
-    try:
-        os.unlink(secret)
-    except FileNotFoundError:
-        pass
-    subprocess.run(["/bin/true"])  # takes the spare: the next one sets up its masks now
-    t = time.perf_counter() + random.uniform(0, 0.0015)
-    while time.perf_counter() < t:
-        pass
-    with open(secret, "w") as f:
-        f.write("secret-%d\n" % i)
-    out = subprocess.run(["/bin/cat", secret], capture_output=True, text=True).stdout
-    leaks += "secret" in out
-    time.sleep(0.005)
-print("leaks=%d" % leaks)
-"""
-
-
 def test_mask_setup_race(tmp):
     """A secret appears at a masked path while the next spare sandbox is putting its masks in
     place: no later command may read it (the spare must not be used as it is)."""
@@ -528,9 +463,7 @@ def test_mask_setup_race(tmp):
     with open(prof, "w") as f:
         json.dump({"version": 1, "name": "race2", "agent": {"env_allow": []},
                    "commands": {"default": "allow", "mask": [secret]}}, f)
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_MASK_RACE)
+    agent = os.path.join(AGENTS, "mask_race_agent.py")
     out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, "800"]),
                          env=base_env(), capture_output=True, text=True, timeout=180)
     check("masks: a secret that appears while a spare sets up its masks is never read "
@@ -592,27 +525,10 @@ def test_fd_swap(tmp):
           out.stdout + out.stderr[-300:])
 
 
-AGENT_PROC_DOTDOT = r"""
-import json, os, subprocess
-out = {}
-for name, path in (("dotdot", "/proc/self/../self/exe"), ("other", "/proc/1/exe"),
-                   ("own", "/proc/self/exe"), ("second", "/proc/self/root/proc/self/exe"),
-                   ("own_root", "/proc/self/root/usr/bin/env")):
-    try:
-        p = subprocess.run([path, "--version"], capture_output=True, text=True)
-        out[name] = [p.returncode, (p.stdout + p.stderr).strip()]
-    except OSError as e:
-        out[name] = ["errno", e.errno]
-print(json.dumps(out))
-"""
-
-
 def test_proc_dotdot(tmp):
     """/proc paths are resolved as the caller: "/proc/PID/../self" must not become runnerd's own
     self, and another process's magic links are not followed on the caller's behalf."""
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_PROC_DOTDOT)
+    agent = os.path.join(AGENTS, "proc_dotdot_agent.py")
     out = subprocess.run(runnerd_cmd("generic", [sys.executable, agent]), env=base_env(),
                          capture_output=True, text=True, timeout=60)
     got = agent_json("/proc: the agent ran", out)
@@ -650,44 +566,6 @@ def test_mask_moved(tmp):
           out.stdout + out.stderr)
 
 
-AGENT_LATE_SECRETS = r"""
-import json, os, subprocess, sys, time
-secret, store, canary = sys.argv[1], sys.argv[2], sys.argv[3]
-# None where the command failed: an error must not pass for an empty file or directory.
-def cat(path):
-    r = subprocess.run(["cat", path], capture_output=True, text=True)
-    return r.stdout if r.returncode == 0 else None
-def ls(path):
-    r = subprocess.run(["ls", "-A", path], capture_output=True, text=True)
-    return r.stdout.split() if r.returncode == 0 else None
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-def settle():
-    # One command, then time for the next sandbox to be made with the paths as they are now.
-    subprocess.run(["true"])
-    time.sleep(0.3)
-out = {}
-settle()
-write(secret, "late-" + canary)
-out["file"] = cat(secret)
-settle()
-os.makedirs(store)
-write(os.path.join(store, "key"), canary)
-out["dir"] = ls(store)
-settle()
-write(secret + ".new", "new-" + canary)
-os.rename(secret + ".new", secret)
-out["file_replaced"] = cat(secret)
-settle()
-os.rename(store, store + ".old")
-os.makedirs(store)
-write(os.path.join(store, "key2"), canary)
-out["dir_replaced"] = ls(store)
-print(json.dumps(out))
-"""
-
-
 def test_mask_late_secrets(tmp):
     """Sandboxes are made ahead of time with the usual masks in place. A secret that appears at
     a masked path after that, or a masked path replaced by another file or directory (paths
@@ -695,9 +573,7 @@ def test_mask_late_secrets(tmp):
     next command."""
     os.chmod(tmp, 0o755)
     secret, store = os.path.join(tmp, "auth.json"), os.path.join(tmp, "store")
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_LATE_SECRETS)
+    agent = os.path.join(AGENTS, "late_secrets_agent.py")
     prof = os.path.join(tmp, "late.json")
     with open(prof, "w") as f:
         json.dump({"version": 1, "name": "late", "agent": {"env_allow": []},
@@ -751,29 +627,8 @@ def test_runnerd_environ(tmp):
         p.wait(timeout=30)
 
 
-AGENT_FAULT = r"""
-import os, subprocess, sys, time
-tmp = sys.argv[1]
-cmd = subprocess.Popen(["sleep", "9871" + sys.argv[2]])
-open(os.path.join(tmp, "ready"), "w").close()
-while not os.path.exists(os.path.join(tmp, "go")):
-    time.sleep(0.02)
-try:
-    subprocess.run(["/bin/true"])
-    res = "ran"
-except OSError as e:
-    res = "errno %d" % e.errno
-# Written whole, then renamed: the test reads it as soon as it exists.
-with open(os.path.join(tmp, "result.tmp"), "w") as f:
-    f.write(res)
-os.rename(os.path.join(tmp, "result.tmp"), os.path.join(tmp, "result"))
-"""
-
-
 def test_runnerd_killed(tmp):
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_FAULT)
+    agent = os.path.join(AGENTS, "fault_agent.py")
     py = sys.executable
     p = subprocess.Popen(runnerd_cmd("generic", [py, agent, tmp, RUN]), env=base_env(),
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -834,34 +689,9 @@ def test_agent_exits(tmp):
           any(e.get("killed_because") == "the agent exited" for e in exits), repr(exits))
 
 
-AGENT_ZYGOTE = r"""
-import os, subprocess, sys, time
-tmp = sys.argv[1]
-cmd = subprocess.Popen(["sleep", "9876" + sys.argv[2]])
-open(os.path.join(tmp, "ready"), "w").close()
-while not os.path.exists(os.path.join(tmp, "go")):
-    time.sleep(0.02)
-res = []
-for i in range(3):
-    try:
-        res.append("ran %d" % subprocess.run(["/bin/sh", "-c", "exit 7"]).returncode)
-    except OSError as e:
-        res.append("errno %d" % e.errno)
-# A sandbox runnerd forked itself empties the bounding set as the zygote's reapers do.
-st = subprocess.run(["grep", "^CapBnd:", "/proc/self/status"], capture_output=True, text=True)
-res.append("capbnd=" + "".join(st.stdout.split()[1:]))
-res.append("running" if cmd.poll() is None else "ended %s" % cmd.poll())
-with open(os.path.join(tmp, "result.tmp"), "w") as f:
-    f.write(" ".join(res))
-os.rename(os.path.join(tmp, "result.tmp"), os.path.join(tmp, "result"))
-"""
-
-
 def test_zygote_killed(tmp):
     """The zygote dies mid-session: what runs goes on, what comes next runs without it."""
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_ZYGOTE)
+    agent = os.path.join(AGENTS, "zygote_agent.py")
     p = subprocess.Popen(runnerd_cmd("generic", [sys.executable, agent, tmp, RUN]),
                          env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True)
