@@ -15,7 +15,8 @@ and `runnerd deny`, and once on a terminal (--prompt, through a pty). Checked:
 
 Environment: RUNNERD (binary), RUNNERD_MUST_WORK. As a non-root user, XDG_RUNTIME_DIR must be
 set (the control socket lives there). Prints one line per check and "N passed, M failed" last.
-The agent programs it runs are in helpers/agents/.
+The agent programs it runs are in helpers/agents/; the helpers all the scripts share in
+common.py.
 """
 import json
 import os
@@ -26,40 +27,17 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 
-RUNNERD = os.environ.get("RUNNERD")
-MUST_WORK = os.environ.get("RUNNERD_MUST_WORK") == "1"
-HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIG = os.path.join(HERE, "config", "runner.json")
-AGENTS = os.path.join(HERE, "helpers", "agents")  # the agent programs this file runs
-PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
-results = []
-
-
-def check(name, ok, detail=""):
-    ok = bool(ok)  # a falsy detail ([], None) is a failure too, and counted as one
-    results.append(ok)
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else ": " + detail))
-
-
-def control_dir():
-    if os.geteuid() == 0:
-        return "/run/runnerd"
-    return os.path.join(os.environ["XDG_RUNTIME_DIR"], "runnerd")
-
-
-def env():
-    e = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
-         "LANG": "C.UTF-8"}
-    if "XDG_RUNTIME_DIR" in os.environ:
-        e["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
-    return e
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import common  # noqa: E402
+from common import (ITEST_CONFIG, PY, RUNNERD, agent_json, base_env, check,  # noqa: E402
+                    control_dir, runnerd_cmd, wait_file, wait_for)
 
 
 def cli(*args):
-    return subprocess.run([RUNNERD] + list(args), env=env(), capture_output=True, text=True,
+    return subprocess.run([RUNNERD] + list(args), env=base_env(), capture_output=True, text=True,
                           timeout=30)
 
 
@@ -90,20 +68,10 @@ def start_session(tmp, prof, agent_argv):
     """Start runnerd on the agent's command line with an audit log in tmp; returns the
     process and the log's path."""
     log = os.path.join(tmp, "audit.jsonl")
-    proc = subprocess.Popen([RUNNERD, "--config", CONFIG, "--profile", prof, "--audit", log,
-                             "--"] + agent_argv, env=env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(runnerd_cmd(prof, agent_argv, config=ITEST_CONFIG, audit=log),
+                            env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     return proc, log
-
-
-def wait_for(pred, seconds=15):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return None
 
 
 def session_of(log):
@@ -135,7 +103,8 @@ def waiting(session, argv):
 
 
 def marker(tmp, name):
-    return wait_for(lambda: os.path.exists(os.path.join(tmp, name)))
+    """True once tmp/name exists (within 15 s)."""
+    return wait_file(os.path.join(tmp, name), 15)
 
 
 def write_profile(tmp):
@@ -152,7 +121,7 @@ def write_profile(tmp):
 
 def test_answers(tmp):
     prof = write_profile(tmp)
-    proc, log = start_session(tmp, prof, [PY, os.path.join(AGENTS, "ask_agent.py"), tmp,
+    proc, log = start_session(tmp, prof, [PY, common.agent("ask_agent.py"), tmp,
                                           control_dir()])
     try:
         session = session_of(log)
@@ -171,7 +140,7 @@ def test_answers(tmp):
               e["description"] == "arithmetic needs a human" and e["cwd"] == os.getcwd() and
               0 < e["expires_in_s"] <= 60, repr(e))
         check("ask: the caller is handed off at once: the agent runs other commands meanwhile",
-              marker(tmp, "during-done") is not None, "")
+              marker(tmp, "during-done"), "")
         # The ID as pending prints it.
         text = cli("pending").stdout
         sid = full_id(session, e["id"]) if e else "?"
@@ -220,10 +189,8 @@ def test_answers(tmp):
         out_text, err_text = proc.communicate(timeout=60)
     finally:
         reap(proc)
-    try:
-        out = json.loads(out_text)
-    except ValueError:
-        check("ask: the agent ran to its end", False, out_text + err_text)
+    out = agent_json("ask: the agent ran to its end", out_text, err_text)
+    if out is None:
         return
     check("ask: an approved command runs with the caller's stdout and status",
           out["approved"] == [0, "42"], repr(out["approved"]))
@@ -285,13 +252,13 @@ def test_node(tmp):
         check("node: /usr/bin/node is installed (make test installs nodejs)", False, "")
         return
     prof = write_profile(tmp)
-    proc, log = start_session(tmp, prof, [node, os.path.join(AGENTS, "ask_node_agent.js"), tmp])
+    proc, log = start_session(tmp, prof, [node, common.agent("ask_node_agent.js"), tmp])
     try:
         session = session_of(log)
         e = waiting(session, ["expr", "3", "+", "4"]) if session else None
         ticking = marker(tmp, "node-ticking")
         check("node: the agent's event loop runs while its spawn waits for approval",
-              e is not None and ticking is not None, repr(e))
+              e is not None and ticking, repr(e))
         if e:
             cli("approve", full_id(session, e["id"]))
         out, err = proc.communicate(timeout=60)
@@ -310,12 +277,12 @@ def test_prompt(tmp):
     """--prompt: the ask shows on the terminal; y runs it, anything else denies; a command line
     too long to show whole can only be denied there; the agent cannot type the answer."""
     prof = write_profile(tmp)
-    agent = os.path.join(AGENTS, "prompt_agent.py")
+    agent = common.agent("prompt_agent.py")
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(tmp)  # where a "touch pwned" that ran would leave its file
-        os.execve(RUNNERD, [RUNNERD, "--config", CONFIG, "--profile", prof, "--prompt", "--",
-                            PY, agent], env())
+        os.execve(RUNNERD, runnerd_cmd(prof, [PY, agent], config=ITEST_CONFIG,
+                                       options=["--prompt"]), base_env())
     seen = b""
     # (what must have shown, how many times, what the operator types then). The first answer
     # comes twice, as a double Enter would: the second line must not answer the next prompt.
@@ -360,7 +327,7 @@ def test_control_hardening(tmp):
     """The control socket under pressure: the agent's refused connections, an idle client,
     a caller's argv full of terminal controls or too big to list, a peer in other namespaces."""
     prof = write_profile(tmp)
-    proc, log = start_session(tmp, prof, [PY, os.path.join(AGENTS, "harden_agent.py"), tmp,
+    proc, log = start_session(tmp, prof, [PY, common.agent("harden_agent.py"), tmp,
                                           control_dir()])
     try:
         session = session_of(log)
@@ -391,7 +358,7 @@ def test_control_hardening(tmp):
         idle.close()
         if entries:
             # Unmapped, it is no uid runnerd knows inside: point it at the directory.
-            ns_env = dict(env(), XDG_RUNTIME_DIR=os.path.dirname(control_dir()))
+            ns_env = dict(base_env(), XDG_RUNTIME_DIR=os.path.dirname(control_dir()))
             ns = subprocess.run(["unshare", "--user", "--pid", "--fork", RUNNERD, "approve",
                                  full_id(session, entries[0]["id"])], env=ns_env,
                                 capture_output=True, text=True, timeout=30)
@@ -421,8 +388,8 @@ def test_prompt_tiocsti(tmp):
         legacy = open("/proc/sys/dev/tty/legacy_tiocsti").read().strip()
     except OSError:
         legacy = "1"
-    p = subprocess.run([RUNNERD, "--config", CONFIG, "--profile", path, "--prompt", "--",
-                        "true"], env=env(), capture_output=True, text=True, timeout=30)
+    p = subprocess.run(runnerd_cmd(path, ["true"], config=ITEST_CONFIG, options=["--prompt"]),
+                       env=base_env(), capture_output=True, text=True, timeout=30)
     if legacy == "0":
         check("prompt: seccomp none is fine where the kernel refuses TIOCSTI",
               "TIOCSTI" not in p.stderr, p.stderr)
@@ -437,9 +404,9 @@ def test_no_control_dir(tmp):
     if os.geteuid() == 0:
         return
     prof = write_profile(tmp)
-    e = env()
+    e = base_env()
     e.pop("XDG_RUNTIME_DIR", None)
-    p = subprocess.run([RUNNERD, "--config", CONFIG, "--profile", prof, "--", "true"], env=e,
+    p = subprocess.run(runnerd_cmd(prof, ["true"], config=ITEST_CONFIG), env=e,
                        capture_output=True, text=True, timeout=30)
     check("ask: without a place for the control socket, runnerd refuses to start",
           p.returncode == 125 and "XDG_RUNTIME_DIR is not set" in p.stderr and
@@ -447,25 +414,13 @@ def test_no_control_dir(tmp):
 
 
 def main():
-    if not RUNNERD or not os.access(RUNNERD, os.X_OK):
-        print("SKIP: RUNNERD is not set to the runnerd binary")
-        return 1 if MUST_WORK else 77
+    common.require_runnerd()
     if os.geteuid() != 0 and "XDG_RUNTIME_DIR" not in os.environ:
-        print("SKIP: not root and XDG_RUNTIME_DIR is not set: no place for a control socket")
-        return 1 if MUST_WORK else 77
-    for t in (test_answers, test_node, test_prompt, test_control_hardening, test_prompt_tiocsti,
-              test_no_control_dir):
-        with tempfile.TemporaryDirectory(prefix="runnerd-ask.") as tmp:
-            os.chmod(tmp, 0o755)
-            cwd = os.getcwd()
-            os.chdir(tmp)
-            try:
-                t(tmp)
-            finally:
-                os.chdir(cwd)
-    failed = results.count(False)
-    print("%d passed, %d failed" % (results.count(True), failed))
-    return 1 if failed else 0
+        common.skip("not root and XDG_RUNTIME_DIR is not set: no place for a control socket")
+    # Each test runs in its own temporary directory, made 0755, as the working directory.
+    return common.run_tests((test_answers, test_node, test_prompt, test_control_hardening,
+                             test_prompt_tiocsti, test_no_control_dir), "runnerd-ask.",
+                            enter=True)
 
 
 if __name__ == "__main__":

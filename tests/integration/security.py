@@ -14,7 +14,7 @@
 
 Environment: RUNNERD (binary), RUNNERD_CONFIG (default: the shipped build config next to the
 binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" last. The
-agent programs it runs are in helpers/agents/.
+agent programs it runs are in helpers/agents/; the helpers all the scripts share in common.py.
 """
 import hashlib
 import json
@@ -25,13 +25,14 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
-RUNNERD = os.environ.get("RUNNERD")
-# The agent programs this file runs.
-AGENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers", "agents")
-MUST_WORK = os.environ.get("RUNNERD_MUST_WORK") == "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import common  # noqa: E402
+from common import (agent_json, alive, check, children, comm, gone_within,  # noqa: E402
+                    runnerd_cmd, wait_file)
+
 CANARY = "canary-7f3a9e"
 # Marks this run's sleeps: the checks that nothing is left scan every process on the machine,
 # and another run of this file (the unprivileged one) may be going on at the same time.
@@ -41,95 +42,14 @@ PLANTED = {
     "GEMINI_API_KEY": CANARY, "DATABASE_URL": "postgres://u:%s@db/x" % CANARY,
     "AWS_SECRET_ACCESS_KEY": CANARY, "GITHUB_TOKEN": "ghp_" + CANARY,
 }
-results = []
-
-
-def check(name, ok, detail=""):
-    ok = bool(ok)  # a falsy detail ([], None) is a failure too, and counted as one
-    results.append(ok)
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else ": " + detail))
 
 
 def base_env():
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
-           "LANG": "C.UTF-8"}
-    if "XDG_RUNTIME_DIR" in os.environ:  # where the rules profile's control socket goes
-        env["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
+    """The common environment (XDG_RUNTIME_DIR included: the rules profile's control socket
+    goes there), with the fake keys planted."""
+    env = common.base_env()
     env.update(PLANTED)
     return env
-
-
-def runnerd_cmd(profile, agent):
-    cmd = [RUNNERD]
-    if os.environ.get("RUNNERD_CONFIG"):
-        cmd += ["--config", os.environ["RUNNERD_CONFIG"]]
-    return cmd + ["--profile", profile, "--"] + agent
-
-
-def agent_json(label, proc):
-    """The JSON an agent printed, or None after a failed check named label."""
-    try:
-        return json.loads(proc.stdout)
-    except ValueError:
-        check(label, False, proc.stdout + proc.stderr)
-        return None
-
-
-def gone_within(pattern, seconds):
-    """True once no process's command line contains pattern as a whole argument's end (the
-    NUL after it: "sleep 9874.12" is not "sleep 9874.123" of a concurrent run)."""
-    pattern += "\x00"
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        alive = False
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    if pattern.encode() in f.read():
-                        alive = True
-                        break
-            except OSError:
-                pass
-        if not alive:
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def wait_file(path, seconds=10):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if os.path.exists(path):
-            return True
-        time.sleep(0.01)
-    return False
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def alive(pid):
-    """Running, not a zombie (whoever adopted it may be slow to reap it)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def comm(pid):
-    try:
-        with open("/proc/%d/comm" % pid) as f:
-            return f.read().strip()
-    except OSError:
-        return ""
 
 
 def test_canaries(tmp):
@@ -178,8 +98,7 @@ def test_audit_log(tmp):
     shutil.copy("/bin/true", odd_name)
     cmd = runnerd_cmd("claude", ["bash", "-c", "env >/dev/null; sh -c 'exit 3'; %s; "
                                  "/nonexistent/x 2>/dev/null; %s/bin$'\\xff'; true"
-                                 % (noshebang, odd)])
-    cmd[1:1] = ["--audit", log]
+                                 % (noshebang, odd)], audit=log)
     subprocess.run(cmd, env=base_env(), capture_output=True, timeout=60)
     try:
         lines = open(log).read().splitlines()
@@ -221,17 +140,15 @@ def test_audit_log(tmp):
 
 
 def test_rules(tmp):
-    agent = os.path.join(AGENTS, "rules_agent.py")
+    agent = common.agent("rules_agent.py")
     log = os.path.join(tmp, "audit.jsonl")
     env = base_env()
     env["RD_SECRET_TOKEN"] = "tok-" + CANARY
-    cfg = os.environ.get("RUNNERD_ITEST_CONFIG",
-                         os.path.join(os.path.dirname(os.path.abspath(__file__)), "config",
-                                      "runner.json"))
-    p = subprocess.run([RUNNERD, "--config", cfg, "--profile", "rules", "--audit", log, "--",
-                        sys.executable, agent, tmp], env=env, capture_output=True, text=True,
+    p = subprocess.run(runnerd_cmd("rules", [sys.executable, agent, tmp],
+                                   config=common.itest_config("RUNNERD_ITEST_CONFIG"),
+                                   audit=log), env=env, capture_output=True, text=True,
                        timeout=60)
-    out = agent_json("rules: the agent ran", p)
+    out = agent_json("rules: the agent ran", p.stdout, p.stderr)
     if out is None:
         return
     check("rules: an allow rule grants its exact name to the matching command",
@@ -331,7 +248,7 @@ def test_network_timeout(tmp):
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
     port = srv.getsockname()[1]
-    probe = os.path.join(AGENTS, "net_probe.py")
+    probe = common.agent("net_probe.py")
     prof = os.path.join(tmp, "nt.json")
     with open(prof, "w") as f:
         json.dump({"version": 1, "name": "nt", "agent": {"env_allow": []},
@@ -410,7 +327,7 @@ def test_cmdline(tmp):
 
 def test_tiocsti(tmp):
     """Under a real terminal (script(1) gives one), a command must not type into it."""
-    path = os.path.join(AGENTS, "tiocsti_probe.py")
+    path = common.agent("tiocsti_probe.py")
     agent = "%s -c 'import subprocess; subprocess.run([\"%s\", \"%s\"])'" % (
         sys.executable, sys.executable, path)
     cmd = " ".join(runnerd_cmd("generic", ["sh", "-c", '"%s"' % agent.replace('"', '\\"')]))
@@ -463,7 +380,7 @@ def test_mask_setup_race(tmp):
     with open(prof, "w") as f:
         json.dump({"version": 1, "name": "race2", "agent": {"env_allow": []},
                    "commands": {"default": "allow", "mask": [secret]}}, f)
-    agent = os.path.join(AGENTS, "mask_race_agent.py")
+    agent = common.agent("mask_race_agent.py")
     out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, "800"]),
                          env=base_env(), capture_output=True, text=True, timeout=180)
     check("masks: a secret that appears while a spare sets up its masks is never read "
@@ -528,10 +445,10 @@ def test_fd_swap(tmp):
 def test_proc_dotdot(tmp):
     """/proc paths are resolved as the caller: "/proc/PID/../self" must not become runnerd's own
     self, and another process's magic links are not followed on the caller's behalf."""
-    agent = os.path.join(AGENTS, "proc_dotdot_agent.py")
+    agent = common.agent("proc_dotdot_agent.py")
     out = subprocess.run(runnerd_cmd("generic", [sys.executable, agent]), env=base_env(),
                          capture_output=True, text=True, timeout=60)
-    got = agent_json("/proc: the agent ran", out)
+    got = agent_json("/proc: the agent ran", out.stdout, out.stderr)
     if got is None:
         return
     check("/proc: /proc/self/../self/exe is refused, never runnerd's own binary",
@@ -573,7 +490,7 @@ def test_mask_late_secrets(tmp):
     next command."""
     os.chmod(tmp, 0o755)
     secret, store = os.path.join(tmp, "auth.json"), os.path.join(tmp, "store")
-    agent = os.path.join(AGENTS, "late_secrets_agent.py")
+    agent = common.agent("late_secrets_agent.py")
     prof = os.path.join(tmp, "late.json")
     with open(prof, "w") as f:
         json.dump({"version": 1, "name": "late", "agent": {"env_allow": []},
@@ -581,7 +498,7 @@ def test_mask_late_secrets(tmp):
     out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, store,
                                 CANARY]), env=base_env(), capture_output=True, text=True,
                          timeout=60)
-    got = agent_json("masks: late secrets: the agent ran", out)
+    got = agent_json("masks: late secrets: the agent ran", out.stdout, out.stderr)
     if got is None:
         return
     check("masks: a file that appears at a masked path later reads empty",
@@ -628,7 +545,7 @@ def test_runnerd_environ(tmp):
 
 
 def test_runnerd_killed(tmp):
-    agent = os.path.join(AGENTS, "fault_agent.py")
+    agent = common.agent("fault_agent.py")
     py = sys.executable
     p = subprocess.Popen(runnerd_cmd("generic", [py, agent, tmp, RUN]), env=base_env(),
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -662,8 +579,7 @@ def test_caller_killed(tmp):
               r"os.kill(p.pid, signal.SIGKILL); print(p.wait()); sys.stdout.flush();"
               r"time.sleep(3)")
     log = os.path.join(tmp, "audit.jsonl")
-    cmd = runnerd_cmd("generic", [sys.executable, "-c", script])
-    cmd[1:1] = ["--audit", log]
+    cmd = runnerd_cmd("generic", [sys.executable, "-c", script], audit=log)
     p = subprocess.Popen(cmd, env=base_env(), stdout=subprocess.PIPE, text=True)
     first = p.stdout.readline().strip()
     check("fault: the killed caller reports -9", first == "-9", first)
@@ -677,8 +593,8 @@ def test_caller_killed(tmp):
 
 def test_agent_exits(tmp):
     log = os.path.join(tmp, "audit.jsonl")
-    cmd = runnerd_cmd("generic", ["bash", "-c", "sleep 9873%s & sleep 0.3; exit 5" % RUN])
-    cmd[1:1] = ["--audit", log]
+    cmd = runnerd_cmd("generic", ["bash", "-c", "sleep 9873%s & sleep 0.3; exit 5" % RUN],
+                      audit=log)
     out = subprocess.run(cmd, env=base_env(), timeout=60)
     check("fault: runnerd exits with the agent's status", out.returncode == 5,
           str(out.returncode))
@@ -691,7 +607,7 @@ def test_agent_exits(tmp):
 
 def test_zygote_killed(tmp):
     """The zygote dies mid-session: what runs goes on, what comes next runs without it."""
-    agent = os.path.join(AGENTS, "zygote_agent.py")
+    agent = common.agent("zygote_agent.py")
     p = subprocess.Popen(runnerd_cmd("generic", [sys.executable, agent, tmp, RUN]),
                          env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True)
@@ -733,23 +649,15 @@ def test_zygote_killed(tmp):
 
 
 def main():
-    if not RUNNERD or not os.access(RUNNERD, os.X_OK):
-        print("SKIP: RUNNERD is not set to the runnerd binary")
-        sys.exit(1 if MUST_WORK else 77)
-    for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
-              test_deputies,
-              test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved, test_mask_late_secrets, test_mask_setup_race,
-              test_network_timeout, test_rlimits, test_cmdline, test_inherited_dispositions, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
-              test_agent_exits, test_zygote_killed):
-        with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
-            try:
-                t(tmp)
-            except Exception as e:  # a crash of the test is a failure, never a pass
-                check(t.__name__, False, "%s: %s" % (type(e).__name__, e))
-    failed = results.count(False)
-    print("%d passed, %d failed" % (len(results) - failed, failed))
-    sys.exit(1 if failed else 0)
+    common.require_runnerd()
+    # A crash of a test is a failure, never a pass.
+    tests = (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
+             test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
+             test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
+             test_cmdline, test_inherited_dispositions, test_runnerd_environ,
+             test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed)
+    return common.run_tests(tests, "rd-sec-")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
