@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import common  # noqa: E402
 from common import (ITEST_CONFIG, PY, RUNNERD, agent_json, base_env, check,  # noqa: E402
-                    control_dir, runnerd_cmd, wait_file, wait_for)
+                    control_dir, runnerd_cmd, wait_file, wait_for, write_profile)
 
 
 def cli(*args):
@@ -107,20 +107,15 @@ def marker(tmp, name):
     return wait_file(os.path.join(tmp, name), 15)
 
 
-def write_profile(tmp):
-    path = os.path.join(tmp, "asks.json")
-    with open(path, "w") as f:
-        json.dump({"version": 1, "name": "asks", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "rules": [
-                       {"description": "arithmetic needs a human",
-                        "match": {"path": "expr", "args": ["**"]}, "action": "ask"},
-                       {"match": {"path": "seq", "args": ["**"]}, "action": "ask",
-                        "ask_timeout_s": 1}]}}, f)
-    return path
+def asks_profile(tmp):
+    return write_profile(tmp, "asks", {"default": "allow", "rules": [
+        {"description": "arithmetic needs a human",
+         "match": {"path": "expr", "args": ["**"]}, "action": "ask"},
+        {"match": {"path": "seq", "args": ["**"]}, "action": "ask", "ask_timeout_s": 1}]})
 
 
 def test_answers(tmp):
-    prof = write_profile(tmp)
+    prof = asks_profile(tmp)
     proc, log = start_session(tmp, prof, [PY, common.agent("ask_agent.py"), tmp,
                                           control_dir()])
     try:
@@ -251,7 +246,7 @@ def test_node(tmp):
     if not node:
         check("node: /usr/bin/node is installed (make test installs nodejs)", False, "")
         return
-    prof = write_profile(tmp)
+    prof = asks_profile(tmp)
     proc, log = start_session(tmp, prof, [node, common.agent("ask_node_agent.js"), tmp])
     try:
         session = session_of(log)
@@ -276,7 +271,7 @@ def test_node(tmp):
 def test_prompt(tmp):
     """--prompt: the ask shows on the terminal; y runs it, anything else denies; a command line
     too long to show whole can only be denied there; the agent cannot type the answer."""
-    prof = write_profile(tmp)
+    prof = asks_profile(tmp)
     agent = common.agent("prompt_agent.py")
     pid, fd = pty.fork()
     if pid == 0:
@@ -326,7 +321,7 @@ def test_prompt(tmp):
 def test_control_hardening(tmp):
     """The control socket under pressure: the agent's refused connections, an idle client,
     a caller's argv full of terminal controls or too big to list, a peer in other namespaces."""
-    prof = write_profile(tmp)
+    prof = asks_profile(tmp)
     proc, log = start_session(tmp, prof, [PY, common.agent("harden_agent.py"), tmp,
                                           control_dir()])
     try:
@@ -378,12 +373,9 @@ def test_control_hardening(tmp):
 def test_prompt_tiocsti(tmp):
     """--prompt with a rule whose commands have no seccomp profile: they could type the answer
     (TIOCSTI), so runnerd refuses to start unless the kernel keeps TIOCSTI from them."""
-    path = os.path.join(tmp, "notiocsti.json")
-    with open(path, "w") as f:
-        json.dump({"version": 1, "name": "notiocsti", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "rules": [
-                       {"match": {"path": "strace"}, "action": "allow", "seccomp": "none"},
-                       {"match": {"path": "rm"}, "action": "ask"}]}}, f)
+    path = write_profile(tmp, "notiocsti", {"default": "allow", "rules": [
+        {"match": {"path": "strace"}, "action": "allow", "seccomp": "none"},
+        {"match": {"path": "rm"}, "action": "ask"}]})
     try:
         legacy = open("/proc/sys/dev/tty/legacy_tiocsti").read().strip()
     except OSError:
@@ -403,7 +395,7 @@ def test_no_control_dir(tmp):
     """Not root and no XDG_RUNTIME_DIR: a profile that asks does not start."""
     if os.geteuid() == 0:
         return
-    prof = write_profile(tmp)
+    prof = asks_profile(tmp)
     e = base_env()
     e.pop("XDG_RUNTIME_DIR", None)
     p = subprocess.run(runnerd_cmd(prof, ["true"], config=ITEST_CONFIG), env=e,

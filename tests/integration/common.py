@@ -92,6 +92,16 @@ def base_env(path=PATH, runtime_dir=True):
     return env
 
 
+def write_profile(tmp, name, commands, agent_env_allow=()):
+    """Writes the profile tmp/NAME.json with the names the agent is passed and the commands
+    section; returns its path."""
+    path = os.path.join(tmp, name + ".json")
+    with open(path, "w") as f:
+        json.dump({"version": 1, "name": name, "agent": {"env_allow": list(agent_env_allow)},
+                   "commands": commands}, f)
+    return path
+
+
 def control_dir():
     """Where runnerd puts the control sockets of the sessions of this user."""
     if os.geteuid() == 0:

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import common  # noqa: E402
 from common import (agent_json, alive, check, children, comm, gone_within,  # noqa: E402
-                    runnerd_cmd, wait_file)
+                    runnerd_cmd, wait_file, write_profile)
 
 CANARY = "canary-7f3a9e"
 # Marks this run's sleeps: the checks that nothing is left scan every process on the machine,
@@ -184,13 +184,9 @@ def test_masks(tmp):
     os.chmod(tmp, 0o755)
     for path in (secret, store, os.path.join(store, "key")):
         os.chmod(path, 0o755 if os.path.isdir(path) else 0o644)
-    prof = os.path.join(tmp, "masks.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "masks", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "env_allow": [],
-                                "mask": [secret, os.path.join(tmp, "not-there")],
-                                "rules": [{"match": {"path": "ls"}, "action": "allow",
-                                           "mask": [store]}]}}, f)
+    prof = write_profile(tmp, "masks", {
+        "default": "allow", "env_allow": [], "mask": [secret, os.path.join(tmp, "not-there")],
+        "rules": [{"match": {"path": "ls"}, "action": "allow", "mask": [store]}]})
     # Each line is a command of its own, trapped and sandboxed with the masks that apply.
     script = "\n".join([
         "echo \"file=[$(cat %s)]\"" % secret,
@@ -219,12 +215,8 @@ PTRACE = ("import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
 
 
 def test_seccomp(tmp):
-    prof = os.path.join(tmp, "sc.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "sc", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "rules": [
-                       {"match": {"args": ["-c", "*TRACEME_NONE*"]}, "action": "allow",
-                        "seccomp": "none"}]}}, f)
+    prof = write_profile(tmp, "sc", {"default": "allow", "rules": [
+        {"match": {"args": ["-c", "*TRACEME_NONE*"]}, "action": "allow", "seccomp": "none"}]})
     script = "\n".join([
         "%s -c '%s'" % (sys.executable, PTRACE),
         "%s -c '%s #TRACEME_NONE'" % (sys.executable, PTRACE),
@@ -249,16 +241,11 @@ def test_network_timeout(tmp):
     srv.listen(8)
     port = srv.getsockname()[1]
     probe = common.agent("net_probe.py")
-    prof = os.path.join(tmp, "nt.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "nt", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "kill_grace_s": 1, "rules": [
-                       {"match": {"args": [probe, "**"]}, "action": "allow",
-                        "network": "none"},
-                       {"match": {"path": "sleep"}, "action": "allow", "timeout_s": 1},
-                       {"match": {"path": "sh", "args": ["-c", "*9875*"]}, "action": "allow",
-                        "timeout_s": 1},
-                   ]}}, f)
+    prof = write_profile(tmp, "nt", {"default": "allow", "kill_grace_s": 1, "rules": [
+        {"match": {"args": [probe, "**"]}, "action": "allow", "network": "none"},
+        {"match": {"path": "sleep"}, "action": "allow", "timeout_s": 1},
+        {"match": {"path": "sh", "args": ["-c", "*9875*"]}, "action": "allow", "timeout_s": 1},
+    ]})
     script = "\n".join([
         "%s -c 'import socket; socket.create_connection((\"127.0.0.1\", %d), 3); "
         "print(\"plain=reached\")'" % (sys.executable, port),
@@ -289,12 +276,9 @@ def test_network_timeout(tmp):
 
 
 def test_rlimits(tmp):
-    prof = os.path.join(tmp, "rl.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "rl", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "rlimits": {"nofile": 64}, "rules": [
-                       {"match": {"path": "sh", "args": ["-c", "*fsize*"]}, "action": "allow",
-                        "rlimits": {"fsize": 4096, "cpu": 7}}]}}, f)
+    prof = write_profile(tmp, "rl", {"default": "allow", "rlimits": {"nofile": 64}, "rules": [
+        {"match": {"path": "sh", "args": ["-c", "*fsize*"]}, "action": "allow",
+         "rlimits": {"fsize": 4096, "cpu": 7}}]})
     script = "\n".join([
         "sh -c 'echo nofile=$(ulimit -n):$(ulimit -Hn)'",
         "sh -c ': fsize; echo fsize=$(ulimit -f) cpu=$(ulimit -t); "
@@ -376,10 +360,7 @@ def test_mask_setup_race(tmp):
     """A secret appears at a masked path while the next spare sandbox is putting its masks in
     place: no later command may read it (the spare must not be used as it is)."""
     secret = os.path.join(tmp, "late-secret")
-    prof = os.path.join(tmp, "race2.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "race2", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "mask": [secret]}}, f)
+    prof = write_profile(tmp, "race2", {"default": "allow", "mask": [secret]})
     agent = common.agent("mask_race_agent.py")
     out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, "800"]),
                          env=base_env(), capture_output=True, text=True, timeout=180)
@@ -390,12 +371,9 @@ def test_mask_setup_race(tmp):
 def test_exec_race(tmp):
     """A rule grants a token to /usr/bin/true; another process keeps swapping ./link between
     true and env. Whatever runs must be the file the rule was decided on."""
-    prof = os.path.join(tmp, "race.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "race", "agent": {"env_allow": ["RD_RACE_TOKEN"]},
-                   "commands": {"default": "allow", "rules": [
-                       {"match": {"path": "/usr/bin/true"}, "action": "allow",
-                        "env_allow": ["RD_RACE_TOKEN"]}]}}, f)
+    prof = write_profile(tmp, "race", {"default": "allow", "rules": [
+        {"match": {"path": "/usr/bin/true"}, "action": "allow", "env_allow": ["RD_RACE_TOKEN"]}]},
+        agent_env_allow=["RD_RACE_TOKEN"])
     swapper = subprocess.Popen(["sh", "-c", "cd %s; while :; do ln -sf /usr/bin/true t.tmp; "
                                 "mv -f t.tmp link; ln -sf /usr/bin/env t.tmp; mv -f t.tmp link; "
                                 "done" % tmp], start_new_session=True, stderr=subprocess.DEVNULL)
@@ -426,12 +404,9 @@ def test_fd_swap(tmp):
     if not os.access(helper, os.X_OK):
         check("exec race by fd: the fd_swap_exec helper is built (HELPERS)", False, helper)
         return
-    prof = os.path.join(tmp, "fdrace.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "fdrace", "agent": {"env_allow": ["RD_RACE_TOKEN"]},
-                   "commands": {"default": "allow", "rules": [
-                       {"match": {"path": "/usr/bin/true"}, "action": "allow",
-                        "env_allow": ["RD_RACE_TOKEN"]}]}}, f)
+    prof = write_profile(tmp, "fdrace", {"default": "allow", "rules": [
+        {"match": {"path": "/usr/bin/true"}, "action": "allow", "env_allow": ["RD_RACE_TOKEN"]}]},
+        agent_env_allow=["RD_RACE_TOKEN"])
     env = base_env()
     env["RD_RACE_TOKEN"] = "fdrace-" + CANARY
     out = subprocess.run(runnerd_cmd(prof, [helper, "300", "fdrace-"]), env=env,
@@ -470,10 +445,7 @@ def test_mask_moved(tmp):
     os.makedirs(inner)
     with open(os.path.join(inner, "secret"), "w") as f:
         f.write(CANARY)
-    prof = os.path.join(tmp, "mm.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "mm", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "mask": [inner]}}, f)
+    prof = write_profile(tmp, "mm", {"default": "allow", "mask": [inner]})
     script = ("cat %s/secret 2>/dev/null; mv %s/outer %s/outer2; echo mv=$?; "
               "cat %s/outer2/inner/secret 2>/dev/null; echo after=$?" % (inner, tmp, tmp, tmp))
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
@@ -491,10 +463,7 @@ def test_mask_late_secrets(tmp):
     os.chmod(tmp, 0o755)
     secret, store = os.path.join(tmp, "auth.json"), os.path.join(tmp, "store")
     agent = common.agent("late_secrets_agent.py")
-    prof = os.path.join(tmp, "late.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "late", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "mask": [secret, store]}}, f)
+    prof = write_profile(tmp, "late", {"default": "allow", "mask": [secret, store]})
     out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, store,
                                 CANARY]), env=base_env(), capture_output=True, text=True,
                          timeout=60)
