@@ -15,6 +15,8 @@ and `runnerd deny`, and once on a terminal (--prompt, through a pty). Checked:
 
 Environment: RUNNERD (binary), RUNNERD_MUST_WORK. As a non-root user, XDG_RUNTIME_DIR must be
 set (the control socket lives there). Prints one line per check and "N passed, M failed" last.
+The agent programs it runs are in helpers/agents/; the helpers all the scripts share in
+common.py.
 """
 import json
 import os
@@ -25,39 +27,17 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 
-RUNNERD = os.environ.get("RUNNERD")
-MUST_WORK = os.environ.get("RUNNERD_MUST_WORK") == "1"
-HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIG = os.path.join(HERE, "config", "runner.json")
-PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
-results = []
-
-
-def check(name, ok, detail=""):
-    ok = bool(ok)  # a falsy detail ([], None) is a failure too, and counted as one
-    results.append(ok)
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else ": " + detail))
-
-
-def control_dir():
-    if os.geteuid() == 0:
-        return "/run/runnerd"
-    return os.path.join(os.environ["XDG_RUNTIME_DIR"], "runnerd")
-
-
-def env():
-    e = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
-         "LANG": "C.UTF-8"}
-    if "XDG_RUNTIME_DIR" in os.environ:
-        e["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
-    return e
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import common  # noqa: E402
+from common import (ITEST_CONFIG, PY, RUNNERD, agent_json, base_env, check,  # noqa: E402
+                    control_dir, runnerd_cmd, wait_file, wait_for, write_profile)
 
 
 def cli(*args):
-    return subprocess.run([RUNNERD] + list(args), env=env(), capture_output=True, text=True,
+    return subprocess.run([RUNNERD] + list(args), env=base_env(), capture_output=True, text=True,
                           timeout=30)
 
 
@@ -84,29 +64,14 @@ def reap(proc):
         proc.communicate()
 
 
-def start_session(tmp, prof, name, source, agent_argv):
-    """Write the agent's source to tmp/name, start runnerd on it with an audit log; returns
-    the process and the log's path. agent_argv: the agent's command line, "AGENT" for its
-    file."""
-    agent = os.path.join(tmp, name)
-    with open(agent, "w") as f:
-        f.write(source)
+def start_session(tmp, prof, agent_argv):
+    """Start runnerd on the agent's command line with an audit log in tmp; returns the
+    process and the log's path."""
     log = os.path.join(tmp, "audit.jsonl")
-    argv = [agent if a == "AGENT" else a for a in agent_argv]
-    proc = subprocess.Popen([RUNNERD, "--config", CONFIG, "--profile", prof, "--audit", log,
-                             "--"] + argv, env=env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(runnerd_cmd(prof, agent_argv, config=ITEST_CONFIG, audit=log),
+                            env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     return proc, log
-
-
-def wait_for(pred, seconds=15):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return None
 
 
 def session_of(log):
@@ -138,115 +103,21 @@ def waiting(session, argv):
 
 
 def marker(tmp, name):
-    return wait_for(lambda: os.path.exists(os.path.join(tmp, name)))
+    """True once tmp/name exists (within 15 s)."""
+    return wait_file(os.path.join(tmp, name), 15)
 
 
-def write_profile(tmp):
-    path = os.path.join(tmp, "asks.json")
-    with open(path, "w") as f:
-        json.dump({"version": 1, "name": "asks", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "rules": [
-                       {"description": "arithmetic needs a human",
-                        "match": {"path": "expr", "args": ["**"]}, "action": "ask"},
-                       {"match": {"path": "seq", "args": ["**"]}, "action": "ask",
-                        "ask_timeout_s": 1}]}}, f)
-    return path
-
-
-AGENT = r"""
-import json, os, signal, socket, subprocess, sys, time
-tmp, ctl = sys.argv[1], sys.argv[2]
-out = {}
-def mark(name):
-    open(os.path.join(tmp, name), "w").close()
-def wait(name):
-    while not os.path.exists(os.path.join(tmp, name)):
-        time.sleep(0.02)
-def run(argv):
-    p = subprocess.run(argv, capture_output=True, text=True)
-    return [p.returncode, p.stdout.strip(), p.stderr.strip()]
-
-# 1. Approved, while the agent goes on with other commands.
-p = subprocess.Popen(["expr", "6", "*", "7"], stdout=subprocess.PIPE, text=True)
-out["during"] = run(["echo", "meanwhile"])
-mark("during-done")
-o, _ = p.communicate()
-out["approved"] = [p.returncode, o.strip()]
-
-# 2. Denied.
-out["denied"] = run(["expr", "1", "+", "1"])
-mark("denied-done")
-wait("late-done")
-
-# 3. No answer: ask_timeout_s 1.
-out["timeout"] = run(["seq", "3"])
-
-# 4. A signal to the waiting caller withdraws the ask; the caller dies by it.
-p = subprocess.Popen(["expr", "9"])
-wait("term-now")
-p.terminate()
-out["terminated"] = p.wait()
-
-# 5. The caller killed while waiting.
-p = subprocess.Popen(["expr", "8"])
-wait("kill-now")
-p.kill()
-out["killed"] = p.wait()
-
-# 6. The agent answering its own ask, straight on the socket: refused.
-p = subprocess.Popen(["expr", "5"], stdout=subprocess.PIPE, text=True)
-wait("self-now")
-def try_approve():
-    replies = []
-    for name in os.listdir(ctl):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            s.connect(os.path.join(ctl, name))
-            req = {"op": "approve", "id": int(open(os.path.join(tmp, "self-id")).read())}
-            try:
-                s.send(json.dumps(req).encode())
-            except BrokenPipeError:
-                pass  # refused at once: the reply is already there
-            replies.append(json.loads(s.recv(65536)))
-        except OSError as e:
-            replies.append({"oserror": e.errno})
-    return replies
-replies = try_approve()
-# ... and from a grandchild whose parent exited (no exec: nothing trapped), so that it is
-# reparented away from the agent.
-r, w = os.pipe()
-child = os.fork()
-if child == 0:
-    if os.fork() == 0:
-        while os.getppid() == child:
-            time.sleep(0.01)
-        os.write(w, json.dumps(try_approve()).encode())
-    os._exit(0)
-os.close(w)
-os.waitpid(child, 0)
-got = b""
-while True:
-    chunk = os.read(r, 65536)
-    if not chunk:
-        break
-    got += chunk
-replies += json.loads(got or b"[]") or [{"orphan": "no reply"}]
-out["self"] = replies
-open(os.path.join(tmp, "self-tried"), "w").close()
-o, _ = p.communicate()
-out["self_result"] = [p.returncode, o.strip()]
-
-# 7. A command looking for the control sockets.
-# (ls must succeed: a count of 0 from a directory it could not read shows nothing)
-out["command_sees"] = run(["sh", "-c", "ls -A %s >/dev/null && ls -A %s | wc -l" % (ctl, ctl)])
-print(json.dumps(out))
-sys.stdout.flush()
-"""
+def asks_profile(tmp):
+    return write_profile(tmp, "asks", {"default": "allow", "rules": [
+        {"description": "arithmetic needs a human",
+         "match": {"path": "expr", "args": ["**"]}, "action": "ask"},
+        {"match": {"path": "seq", "args": ["**"]}, "action": "ask", "ask_timeout_s": 1}]})
 
 
 def test_answers(tmp):
-    prof = write_profile(tmp)
-    proc, log = start_session(tmp, prof, "agent.py", AGENT, [PY, "AGENT", tmp, control_dir()])
+    prof = asks_profile(tmp)
+    proc, log = start_session(tmp, prof, [PY, common.agent("ask_agent.py"), tmp,
+                                          control_dir()])
     try:
         session = session_of(log)
         check("ask: the session starts", session is not None, "")
@@ -264,7 +135,7 @@ def test_answers(tmp):
               e["description"] == "arithmetic needs a human" and e["cwd"] == os.getcwd() and
               0 < e["expires_in_s"] <= 60, repr(e))
         check("ask: the caller is handed off at once: the agent runs other commands meanwhile",
-              marker(tmp, "during-done") is not None, "")
+              marker(tmp, "during-done"), "")
         # The ID as pending prints it.
         text = cli("pending").stdout
         sid = full_id(session, e["id"]) if e else "?"
@@ -313,10 +184,8 @@ def test_answers(tmp):
         out_text, err_text = proc.communicate(timeout=60)
     finally:
         reap(proc)
-    try:
-        out = json.loads(out_text)
-    except ValueError:
-        check("ask: the agent ran to its end", False, out_text + err_text)
+    out = agent_json("ask: the agent ran to its end", out_text, err_text)
+    if out is None:
         return
     check("ask: an approved command runs with the caller's stdout and status",
           out["approved"] == [0, "42"], repr(out["approved"]))
@@ -371,39 +240,20 @@ def test_answers(tmp):
           not os.path.exists(os.path.join(control_dir(), session + ".sock")), "")
 
 
-NODE_AGENT = r"""
-const { spawn, execFileSync } = require("child_process");
-const fs = require("fs");
-const tmp = process.argv[2];
-let ticks = 0;
-const timer = setInterval(() => {
-  ticks++;
-  if (ticks === 5) fs.writeFileSync(tmp + "/node-ticking", "");
-}, 20);
-const p = spawn("expr", ["3", "+", "4"]);
-let out = "";
-p.stdout.on("data", (d) => (out += d));
-p.on("close", (code) => {
-  clearInterval(timer);
-  console.log(JSON.stringify({ code, out: out.trim(), ticks }));
-});
-"""
-
-
 def test_node(tmp):
     """Node's child_process (libuv) as the caller: its event loop runs while the ask waits."""
     node = "/usr/bin/node" if os.access("/usr/bin/node", os.X_OK) else None
     if not node:
         check("node: /usr/bin/node is installed (make test installs nodejs)", False, "")
         return
-    prof = write_profile(tmp)
-    proc, log = start_session(tmp, prof, "agent.js", NODE_AGENT, [node, "AGENT", tmp])
+    prof = asks_profile(tmp)
+    proc, log = start_session(tmp, prof, [node, common.agent("ask_node_agent.js"), tmp])
     try:
         session = session_of(log)
         e = waiting(session, ["expr", "3", "+", "4"]) if session else None
         ticking = marker(tmp, "node-ticking")
         check("node: the agent's event loop runs while its spawn waits for approval",
-              e is not None and ticking is not None, repr(e))
+              e is not None and ticking, repr(e))
         if e:
             cli("approve", full_id(session, e["id"]))
         out, err = proc.communicate(timeout=60)
@@ -418,34 +268,16 @@ def test_node(tmp):
           out + err)
 
 
-PROMPT_AGENT = r"""
-import fcntl, subprocess, termios
-# The agent typing its own answer: refused (EPERM) under --prompt.
-try:
-    with open("/dev/tty", "rb") as t:
-        fcntl.ioctl(t, termios.TIOCSTI, b"y")
-    print("TIOCSTI accepted", flush=True)
-except OSError as e:
-    print("TIOCSTI errno", e.errno, flush=True)
-for a in (["expr", "2", "+", "3"], ["expr", "4", "+", "4"],
-          ["expr", "\x1b[2J" + "\x01" * 600 + "; touch pwned"]):
-    p = subprocess.run(a, capture_output=True, text=True)
-    print("RESULT", p.returncode, p.stdout.strip()[:20], flush=True)
-"""
-
-
 def test_prompt(tmp):
     """--prompt: the ask shows on the terminal; y runs it, anything else denies; a command line
     too long to show whole can only be denied there; the agent cannot type the answer."""
-    prof = write_profile(tmp)
-    agent = os.path.join(tmp, "prompt_agent.py")
-    with open(agent, "w") as f:
-        f.write(PROMPT_AGENT)
+    prof = asks_profile(tmp)
+    agent = common.agent("prompt_agent.py")
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(tmp)  # where a "touch pwned" that ran would leave its file
-        os.execve(RUNNERD, [RUNNERD, "--config", CONFIG, "--profile", prof, "--prompt", "--",
-                            PY, agent], env())
+        os.execve(RUNNERD, runnerd_cmd(prof, [PY, agent], config=ITEST_CONFIG,
+                                       options=["--prompt"]), base_env())
     seen = b""
     # (what must have shown, how many times, what the operator types then). The first answer
     # comes twice, as a double Enter would: the second line must not answer the next prompt.
@@ -486,33 +318,12 @@ def test_prompt(tmp):
           and "\\x1b[2J" in text, repr(text[-300:]))
 
 
-HARDEN_AGENT = r"""
-import os, socket, subprocess, sys, time
-tmp, ctl = sys.argv[1], sys.argv[2]
-# Hold 30 connections to every control socket: the agent's are refused, and must not crowd
-# out the operator's.
-held = []
-for name in os.listdir(ctl):
-    for _ in range(30):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            s.connect(os.path.join(ctl, name))
-            held.append(s)
-        except OSError:
-            pass
-odd = subprocess.Popen(["expr", "]52;c;QUFB‮odd"])
-big = subprocess.Popen(["expr", "x" * 120000])
-open(os.path.join(tmp, "asked"), "w").close()
-print("RESULTS", odd.wait(), big.wait(), flush=True)
-"""
-
-
 def test_control_hardening(tmp):
     """The control socket under pressure: the agent's refused connections, an idle client,
     a caller's argv full of terminal controls or too big to list, a peer in other namespaces."""
-    prof = write_profile(tmp)
-    proc, log = start_session(tmp, prof, "harden.py", HARDEN_AGENT,
-                              [PY, "AGENT", tmp, control_dir()])
+    prof = asks_profile(tmp)
+    proc, log = start_session(tmp, prof, [PY, common.agent("harden_agent.py"), tmp,
+                                          control_dir()])
     try:
         session = session_of(log)
         marker(tmp, "asked")
@@ -542,7 +353,7 @@ def test_control_hardening(tmp):
         idle.close()
         if entries:
             # Unmapped, it is no uid runnerd knows inside: point it at the directory.
-            ns_env = dict(env(), XDG_RUNTIME_DIR=os.path.dirname(control_dir()))
+            ns_env = dict(base_env(), XDG_RUNTIME_DIR=os.path.dirname(control_dir()))
             ns = subprocess.run(["unshare", "--user", "--pid", "--fork", RUNNERD, "approve",
                                  full_id(session, entries[0]["id"])], env=ns_env,
                                 capture_output=True, text=True, timeout=30)
@@ -562,18 +373,15 @@ def test_control_hardening(tmp):
 def test_prompt_tiocsti(tmp):
     """--prompt with a rule whose commands have no seccomp profile: they could type the answer
     (TIOCSTI), so runnerd refuses to start unless the kernel keeps TIOCSTI from them."""
-    path = os.path.join(tmp, "notiocsti.json")
-    with open(path, "w") as f:
-        json.dump({"version": 1, "name": "notiocsti", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "rules": [
-                       {"match": {"path": "strace"}, "action": "allow", "seccomp": "none"},
-                       {"match": {"path": "rm"}, "action": "ask"}]}}, f)
+    path = write_profile(tmp, "notiocsti", {"default": "allow", "rules": [
+        {"match": {"path": "strace"}, "action": "allow", "seccomp": "none"},
+        {"match": {"path": "rm"}, "action": "ask"}]})
     try:
         legacy = open("/proc/sys/dev/tty/legacy_tiocsti").read().strip()
     except OSError:
         legacy = "1"
-    p = subprocess.run([RUNNERD, "--config", CONFIG, "--profile", path, "--prompt", "--",
-                        "true"], env=env(), capture_output=True, text=True, timeout=30)
+    p = subprocess.run(runnerd_cmd(path, ["true"], config=ITEST_CONFIG, options=["--prompt"]),
+                       env=base_env(), capture_output=True, text=True, timeout=30)
     if legacy == "0":
         check("prompt: seccomp none is fine where the kernel refuses TIOCSTI",
               "TIOCSTI" not in p.stderr, p.stderr)
@@ -587,10 +395,10 @@ def test_no_control_dir(tmp):
     """Not root and no XDG_RUNTIME_DIR: a profile that asks does not start."""
     if os.geteuid() == 0:
         return
-    prof = write_profile(tmp)
-    e = env()
+    prof = asks_profile(tmp)
+    e = base_env()
     e.pop("XDG_RUNTIME_DIR", None)
-    p = subprocess.run([RUNNERD, "--config", CONFIG, "--profile", prof, "--", "true"], env=e,
+    p = subprocess.run(runnerd_cmd(prof, ["true"], config=ITEST_CONFIG), env=e,
                        capture_output=True, text=True, timeout=30)
     check("ask: without a place for the control socket, runnerd refuses to start",
           p.returncode == 125 and "XDG_RUNTIME_DIR is not set" in p.stderr and
@@ -598,25 +406,13 @@ def test_no_control_dir(tmp):
 
 
 def main():
-    if not RUNNERD or not os.access(RUNNERD, os.X_OK):
-        print("SKIP: RUNNERD is not set to the runnerd binary")
-        return 1 if MUST_WORK else 77
+    common.require_runnerd()
     if os.geteuid() != 0 and "XDG_RUNTIME_DIR" not in os.environ:
-        print("SKIP: not root and XDG_RUNTIME_DIR is not set: no place for a control socket")
-        return 1 if MUST_WORK else 77
-    for t in (test_answers, test_node, test_prompt, test_control_hardening, test_prompt_tiocsti,
-              test_no_control_dir):
-        with tempfile.TemporaryDirectory(prefix="runnerd-ask.") as tmp:
-            os.chmod(tmp, 0o755)
-            cwd = os.getcwd()
-            os.chdir(tmp)
-            try:
-                t(tmp)
-            finally:
-                os.chdir(cwd)
-    failed = results.count(False)
-    print("%d passed, %d failed" % (results.count(True), failed))
-    return 1 if failed else 0
+        common.skip("not root and XDG_RUNTIME_DIR is not set: no place for a control socket")
+    # Each test runs in its own temporary directory, made 0755, as the working directory.
+    return common.run_tests((test_answers, test_node, test_prompt, test_control_hardening,
+                             test_prompt_tiocsti, test_no_control_dir), "runnerd-ask.",
+                            enter=True)
 
 
 if __name__ == "__main__":

@@ -12,15 +12,12 @@ import shutil
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-MUST_WORK = os.environ.get("RUNNERD_MUST_WORK") == "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import common  # noqa: E402
+
 LINE = re.compile(r"^(test_\w+) \(([\w.]+)\)(?: \.\.\.|\n)? ?(ok|FAIL|ERROR|skipped|expected failure)",
                   re.M)
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(1 if MUST_WORK else 77)
 
 
 def find_python():
@@ -44,21 +41,16 @@ def totals(text):
 
 
 def main():
-    runnerd = os.environ.get("RUNNERD")
-    if not runnerd:
-        skip("RUNNERD is not set")
-    runnerd = os.path.abspath(runnerd)
+    common.require_runnerd()
     py = find_python()
     if not py:
-        skip("no Python with the test package (apt-get install libpython3.11-testsuite)")
-    cfg = os.environ.get("RUNNERD_CONFIG", os.path.join(HERE, "config", "runner.json"))
+        common.skip("no Python with the test package (apt-get install libpython3.11-testsuite)")
     argv = [py, "-m", "test", "-v", "test_subprocess"]
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"),
-           "LANG": "C.UTF-8"}
+    env = common.base_env(runtime_dir=False)
     plain = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900,
                            cwd="/tmp")
-    under = subprocess.run([runnerd, "--config", cfg, "--profile", "open", "--"] + argv, env=env,
-                           capture_output=True, text=True, timeout=900, cwd="/tmp")
+    under = subprocess.run(common.runnerd_cmd("open", argv, config=common.itest_config()),
+                           env=env, capture_output=True, text=True, timeout=900, cwd="/tmp")
     p, u = outcomes(plain.stdout + plain.stderr), outcomes(under.stdout + under.stderr)
     print("%s: test_subprocess plain:   %s" % (py, totals(plain.stdout + plain.stderr)))
     print("%s: test_subprocess runnerd: %s" % (py, totals(under.stdout + under.stderr)))
@@ -78,8 +70,8 @@ def main():
     if len(p) <= 200:
         print("FAIL: could not read the plain run's per-test results (%d found)" % len(p))
     passed_plain = sum(1 for w in p.values() if w == "ok")
-    print("%d passed, %d failed" % (passed_plain - len(lost), len(lost) + more))
-    sys.exit(0 if ok else 1)
+    status = common.summary(passed_plain - len(lost), len(lost) + more)
+    sys.exit(status if ok else 1)
 
 
 if __name__ == "__main__":

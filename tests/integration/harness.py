@@ -35,15 +35,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import cases as case_table  # noqa: E402
+import common  # noqa: E402
 
-SKIP_EXIT = 77
 FIXED_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 DIFF_LINES = 40
 LINE_WIDTH = 200
-
-
-def must_work():
-    return os.environ.get("RUNNERD_MUST_WORK", "0") == "1"
 
 
 def find_helpers():
@@ -107,22 +103,12 @@ class Runner:
     def __init__(self, args):
         self.args = args
         self.helpers = find_helpers()
-        # Absolute paths: the cases run in a directory of their own.
-        self.runnerd = os.environ.get("RUNNERD")
-        if self.runnerd and "/" not in self.runnerd:
-            self.runnerd = shutil.which(self.runnerd) or self.runnerd
-        if self.runnerd:
-            self.runnerd = os.path.abspath(self.runnerd)
-        self.config = os.path.abspath(os.environ.get("RUNNERD_CONFIG") or
-                                      os.path.join(HERE, "config", "runner.json"))
+        # Absolute paths: the cases run in a directory of their own (common.RUNNERD is one).
+        self.config = common.itest_config()
         self.profile = os.environ.get("RUNNERD_PROFILE") or "permissive"
         if "/" in self.profile:  # a path to a profile file, not a name
             self.profile = os.path.abspath(self.profile)
-        self.base_env = {
-            "PATH": FIXED_PATH,
-            "HOME": os.environ.get("HOME") or "/root",
-            "LANG": "C.UTF-8",
-        }
+        self.base_env = common.base_env(path=FIXED_PATH, runtime_dir=False)
 
     # --- preparing a case ----------------------------------------------------------------
 
@@ -241,8 +227,7 @@ class Runner:
                 problems += self.compare(c, plain, again, "plain", "plain-again", seen_plain,
                                          self.observe(c, again, work))
             else:
-                rd_argv = [self.runnerd, "--config", self.config, "--profile", self.profile,
-                           "--"] + argv
+                rd_argv = common.runnerd_cmd(self.profile, argv, config=self.config)
                 under = self.run_side(c, rd_argv, work)
                 problems += self.compare(c, plain, under, "plain", "runnerd", seen_plain,
                                          self.observe(c, under, work))
@@ -282,27 +267,23 @@ def main():
         return 1
     if not selected:
         print("no case matches " + " ".join(repr(k) for k in args.k))
-        print("0 passed, 0 failed")
+        common.summary(0, 0)
         return 1
 
     with_runnerd = not (args.plain_only or args.self_check)
-    if with_runnerd and not (runner.runnerd and os.path.isfile(runner.runnerd)
-                             and os.access(runner.runnerd, os.X_OK)):
-        why = "RUNNERD is not set" if not runner.runnerd else \
-            "RUNNERD=%s is not an executable file" % runner.runnerd
+    why = with_runnerd and common.runnerd_missing()
+    if why:
         print("SKIP all: %s" % why)
-        if must_work():
-            print("0 passed, %d failed" % len(selected))
-            return 1
-        print("0 passed, 0 failed, %d skipped" % len(selected))
-        return SKIP_EXIT
+        if common.MUST_WORK:
+            return common.summary(0, len(selected))
+        return common.summary(0, 0, len(selected))
 
     passed = failed = skipped = 0
     start = time.monotonic()
     for c in selected:
         verdict, lines = runner.run_case(c)
         if verdict == "SKIP":
-            if must_work():
+            if common.MUST_WORK:
                 print("FAIL %s: skipped (%s), and RUNNERD_MUST_WORK=1" % (c["name"], lines[0]))
                 failed += 1
             else:
@@ -317,17 +298,10 @@ def main():
                 print("  " + line.replace("\n", "\n  "))
             failed += 1
         sys.stdout.flush()
-    summary = "%d passed, %d failed" % (passed, failed)
-    if skipped:
-        summary += ", %d skipped" % skipped
-    print(summary)
+    status = common.summary(passed, failed, skipped)
     if os.environ.get("RD_ITEST_TIMING"):
         print("took %.1fs" % (time.monotonic() - start), file=sys.stderr)
-    if failed:
-        return 1
-    if skipped and not passed:
-        return SKIP_EXIT
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@
   left once the agent exits.
 
 Environment: RUNNERD (binary), RUNNERD_CONFIG (default: the shipped build config next to the
-binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" last.
+binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" last. The
+agent programs it runs are in helpers/agents/; the helpers all the scripts share in common.py.
 """
 import hashlib
 import json
@@ -24,11 +25,14 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
-RUNNERD = os.environ.get("RUNNERD")
-MUST_WORK = os.environ.get("RUNNERD_MUST_WORK") == "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import common  # noqa: E402
+from common import (agent_json, alive, check, children, comm, gone_within,  # noqa: E402
+                    runnerd_cmd, wait_file, write_profile)
+
 CANARY = "canary-7f3a9e"
 # Marks this run's sleeps: the checks that nothing is left scan every process on the machine,
 # and another run of this file (the unprivileged one) may be going on at the same time.
@@ -38,95 +42,14 @@ PLANTED = {
     "GEMINI_API_KEY": CANARY, "DATABASE_URL": "postgres://u:%s@db/x" % CANARY,
     "AWS_SECRET_ACCESS_KEY": CANARY, "GITHUB_TOKEN": "ghp_" + CANARY,
 }
-results = []
-
-
-def check(name, ok, detail=""):
-    ok = bool(ok)  # a falsy detail ([], None) is a failure too, and counted as one
-    results.append(ok)
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else ": " + detail))
 
 
 def base_env():
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
-           "LANG": "C.UTF-8"}
-    if "XDG_RUNTIME_DIR" in os.environ:  # where the rules profile's control socket goes
-        env["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
+    """The common environment (XDG_RUNTIME_DIR included: the rules profile's control socket
+    goes there), with the fake keys planted."""
+    env = common.base_env()
     env.update(PLANTED)
     return env
-
-
-def runnerd_cmd(profile, agent):
-    cmd = [RUNNERD]
-    if os.environ.get("RUNNERD_CONFIG"):
-        cmd += ["--config", os.environ["RUNNERD_CONFIG"]]
-    return cmd + ["--profile", profile, "--"] + agent
-
-
-def agent_json(label, proc):
-    """The JSON an agent printed, or None after a failed check named label."""
-    try:
-        return json.loads(proc.stdout)
-    except ValueError:
-        check(label, False, proc.stdout + proc.stderr)
-        return None
-
-
-def gone_within(pattern, seconds):
-    """True once no process's command line contains pattern as a whole argument's end (the
-    NUL after it: "sleep 9874.12" is not "sleep 9874.123" of a concurrent run)."""
-    pattern += "\x00"
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        alive = False
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    if pattern.encode() in f.read():
-                        alive = True
-                        break
-            except OSError:
-                pass
-        if not alive:
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def wait_file(path, seconds=10):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if os.path.exists(path):
-            return True
-        time.sleep(0.01)
-    return False
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def alive(pid):
-    """Running, not a zombie (whoever adopted it may be slow to reap it)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def comm(pid):
-    try:
-        with open("/proc/%d/comm" % pid) as f:
-            return f.read().strip()
-    except OSError:
-        return ""
 
 
 def test_canaries(tmp):
@@ -175,8 +98,7 @@ def test_audit_log(tmp):
     shutil.copy("/bin/true", odd_name)
     cmd = runnerd_cmd("claude", ["bash", "-c", "env >/dev/null; sh -c 'exit 3'; %s; "
                                  "/nonexistent/x 2>/dev/null; %s/bin$'\\xff'; true"
-                                 % (noshebang, odd)])
-    cmd[1:1] = ["--audit", log]
+                                 % (noshebang, odd)], audit=log)
     subprocess.run(cmd, env=base_env(), capture_output=True, timeout=60)
     try:
         lines = open(log).read().splitlines()
@@ -217,42 +139,16 @@ def test_audit_log(tmp):
                                                                     for e in execs]))
 
 
-AGENT_RULES = r"""
-import json, os, shutil, subprocess, sys
-tmp = sys.argv[1]
-out = {}
-def run(argv, **kw):
-    try:
-        p = subprocess.run(argv, capture_output=True, text=True, **kw)
-        return [p.returncode, p.stdout.strip()]
-    except OSError as e:
-        return ["errno", e.errno]
-out["granted"] = run(["printenv", "RD_SECRET_TOKEN"])
-out["env"] = run(["sh", "-c", "env | grep -c RD_SECRET_TOKEN"])
-out["denied"] = run(["touch", os.path.join(tmp, "touched")])
-out["touched"] = os.path.exists(os.path.join(tmp, "touched"))
-out["ask"] = run(["rm", "-f", os.path.join(tmp, "nothing")])
-evil = os.path.join(tmp, "evil")
-shutil.copy("/usr/bin/printenv", evil)
-out["argv0"] = run(["printenv", "RD_SECRET_TOKEN"], executable=evil)
-print(json.dumps(out))
-"""
-
-
 def test_rules(tmp):
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_RULES)
+    agent = common.agent("rules_agent.py")
     log = os.path.join(tmp, "audit.jsonl")
     env = base_env()
     env["RD_SECRET_TOKEN"] = "tok-" + CANARY
-    cfg = os.environ.get("RUNNERD_ITEST_CONFIG",
-                         os.path.join(os.path.dirname(os.path.abspath(__file__)), "config",
-                                      "runner.json"))
-    p = subprocess.run([RUNNERD, "--config", cfg, "--profile", "rules", "--audit", log, "--",
-                        sys.executable, agent, tmp], env=env, capture_output=True, text=True,
+    p = subprocess.run(runnerd_cmd("rules", [sys.executable, agent, tmp],
+                                   config=common.itest_config("RUNNERD_ITEST_CONFIG"),
+                                   audit=log), env=env, capture_output=True, text=True,
                        timeout=60)
-    out = agent_json("rules: the agent ran", p)
+    out = agent_json("rules: the agent ran", p.stdout, p.stderr)
     if out is None:
         return
     check("rules: an allow rule grants its exact name to the matching command",
@@ -288,13 +184,9 @@ def test_masks(tmp):
     os.chmod(tmp, 0o755)
     for path in (secret, store, os.path.join(store, "key")):
         os.chmod(path, 0o755 if os.path.isdir(path) else 0o644)
-    prof = os.path.join(tmp, "masks.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "masks", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "env_allow": [],
-                                "mask": [secret, os.path.join(tmp, "not-there")],
-                                "rules": [{"match": {"path": "ls"}, "action": "allow",
-                                           "mask": [store]}]}}, f)
+    prof = write_profile(tmp, "masks", {
+        "default": "allow", "env_allow": [], "mask": [secret, os.path.join(tmp, "not-there")],
+        "rules": [{"match": {"path": "ls"}, "action": "allow", "mask": [store]}]})
     # Each line is a command of its own, trapped and sandboxed with the masks that apply.
     script = "\n".join([
         "echo \"file=[$(cat %s)]\"" % secret,
@@ -323,12 +215,8 @@ PTRACE = ("import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
 
 
 def test_seccomp(tmp):
-    prof = os.path.join(tmp, "sc.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "sc", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "rules": [
-                       {"match": {"args": ["-c", "*TRACEME_NONE*"]}, "action": "allow",
-                        "seccomp": "none"}]}}, f)
+    prof = write_profile(tmp, "sc", {"default": "allow", "rules": [
+        {"match": {"args": ["-c", "*TRACEME_NONE*"]}, "action": "allow", "seccomp": "none"}]})
     script = "\n".join([
         "%s -c '%s'" % (sys.executable, PTRACE),
         "%s -c '%s #TRACEME_NONE'" % (sys.executable, PTRACE),
@@ -347,37 +235,17 @@ def test_seccomp(tmp):
           out.stdout)
 
 
-NET_PROBE = r"""
-import socket, sys
-port = int(sys.argv[1])
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
-c = socket.socket(); c.settimeout(3)
-try:
-    c.connect(("127.0.0.1", port)); print("host=reached")
-except OSError:
-    print("host=unreachable")
-print("lo=up")
-"""
-
-
 def test_network_timeout(tmp):
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
     port = srv.getsockname()[1]
-    probe = os.path.join(tmp, "probe.py")
-    with open(probe, "w") as f:
-        f.write(NET_PROBE)
-    prof = os.path.join(tmp, "nt.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "nt", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "kill_grace_s": 1, "rules": [
-                       {"match": {"args": [probe, "**"]}, "action": "allow",
-                        "network": "none"},
-                       {"match": {"path": "sleep"}, "action": "allow", "timeout_s": 1},
-                       {"match": {"path": "sh", "args": ["-c", "*9875*"]}, "action": "allow",
-                        "timeout_s": 1},
-                   ]}}, f)
+    probe = common.agent("net_probe.py")
+    prof = write_profile(tmp, "nt", {"default": "allow", "kill_grace_s": 1, "rules": [
+        {"match": {"args": [probe, "**"]}, "action": "allow", "network": "none"},
+        {"match": {"path": "sleep"}, "action": "allow", "timeout_s": 1},
+        {"match": {"path": "sh", "args": ["-c", "*9875*"]}, "action": "allow", "timeout_s": 1},
+    ]})
     script = "\n".join([
         "%s -c 'import socket; socket.create_connection((\"127.0.0.1\", %d), 3); "
         "print(\"plain=reached\")'" % (sys.executable, port),
@@ -408,12 +276,9 @@ def test_network_timeout(tmp):
 
 
 def test_rlimits(tmp):
-    prof = os.path.join(tmp, "rl.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "rl", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "rlimits": {"nofile": 64}, "rules": [
-                       {"match": {"path": "sh", "args": ["-c", "*fsize*"]}, "action": "allow",
-                        "rlimits": {"fsize": 4096, "cpu": 7}}]}}, f)
+    prof = write_profile(tmp, "rl", {"default": "allow", "rlimits": {"nofile": 64}, "rules": [
+        {"match": {"path": "sh", "args": ["-c", "*fsize*"]}, "action": "allow",
+         "rlimits": {"fsize": 4096, "cpu": 7}}]})
     script = "\n".join([
         "sh -c 'echo nofile=$(ulimit -n):$(ulimit -Hn)'",
         "sh -c ': fsize; echo fsize=$(ulimit -f) cpu=$(ulimit -t); "
@@ -446,14 +311,7 @@ def test_cmdline(tmp):
 
 def test_tiocsti(tmp):
     """Under a real terminal (script(1) gives one), a command must not type into it."""
-    probe = ("import fcntl, termios\n"
-             "try:\n"
-             "    fcntl.ioctl(open('/dev/tty'), termios.TIOCSTI, b'x'); print('tiocsti=typed')\n"
-             "except OSError as e:\n"
-             "    print('tiocsti=errno', e.errno)\n")
-    path = os.path.join(tmp, "tiocsti.py")
-    with open(path, "w") as f:
-        f.write(probe)
+    path = common.agent("tiocsti_probe.py")
     agent = "%s -c 'import subprocess; subprocess.run([\"%s\", \"%s\"])'" % (
         sys.executable, sys.executable, path)
     cmd = " ".join(runnerd_cmd("generic", ["sh", "-c", '"%s"' % agent.replace('"', '\\"')]))
@@ -498,39 +356,12 @@ def test_deputies(tmp):
             os.rmdir(tdir)
 
 
-AGENT_MASK_RACE = r"""
-import os, random, subprocess, sys, time
-secret, n = sys.argv[1], int(sys.argv[2])
-leaks = 0
-for i in range(n):
-    try:
-        os.unlink(secret)
-    except FileNotFoundError:
-        pass
-    subprocess.run(["/bin/true"])  # takes the spare: the next one sets up its masks now
-    t = time.perf_counter() + random.uniform(0, 0.0015)
-    while time.perf_counter() < t:
-        pass
-    with open(secret, "w") as f:
-        f.write("secret-%d\n" % i)
-    out = subprocess.run(["/bin/cat", secret], capture_output=True, text=True).stdout
-    leaks += "secret" in out
-    time.sleep(0.005)
-print("leaks=%d" % leaks)
-"""
-
-
 def test_mask_setup_race(tmp):
     """A secret appears at a masked path while the next spare sandbox is putting its masks in
     place: no later command may read it (the spare must not be used as it is)."""
     secret = os.path.join(tmp, "late-secret")
-    prof = os.path.join(tmp, "race2.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "race2", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "mask": [secret]}}, f)
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_MASK_RACE)
+    prof = write_profile(tmp, "race2", {"default": "allow", "mask": [secret]})
+    agent = common.agent("mask_race_agent.py")
     out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, "800"]),
                          env=base_env(), capture_output=True, text=True, timeout=180)
     check("masks: a secret that appears while a spare sets up its masks is never read "
@@ -540,12 +371,9 @@ def test_mask_setup_race(tmp):
 def test_exec_race(tmp):
     """A rule grants a token to /usr/bin/true; another process keeps swapping ./link between
     true and env. Whatever runs must be the file the rule was decided on."""
-    prof = os.path.join(tmp, "race.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "race", "agent": {"env_allow": ["RD_RACE_TOKEN"]},
-                   "commands": {"default": "allow", "rules": [
-                       {"match": {"path": "/usr/bin/true"}, "action": "allow",
-                        "env_allow": ["RD_RACE_TOKEN"]}]}}, f)
+    prof = write_profile(tmp, "race", {"default": "allow", "rules": [
+        {"match": {"path": "/usr/bin/true"}, "action": "allow", "env_allow": ["RD_RACE_TOKEN"]}]},
+        agent_env_allow=["RD_RACE_TOKEN"])
     swapper = subprocess.Popen(["sh", "-c", "cd %s; while :; do ln -sf /usr/bin/true t.tmp; "
                                 "mv -f t.tmp link; ln -sf /usr/bin/env t.tmp; mv -f t.tmp link; "
                                 "done" % tmp], start_new_session=True, stderr=subprocess.DEVNULL)
@@ -576,12 +404,9 @@ def test_fd_swap(tmp):
     if not os.access(helper, os.X_OK):
         check("exec race by fd: the fd_swap_exec helper is built (HELPERS)", False, helper)
         return
-    prof = os.path.join(tmp, "fdrace.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "fdrace", "agent": {"env_allow": ["RD_RACE_TOKEN"]},
-                   "commands": {"default": "allow", "rules": [
-                       {"match": {"path": "/usr/bin/true"}, "action": "allow",
-                        "env_allow": ["RD_RACE_TOKEN"]}]}}, f)
+    prof = write_profile(tmp, "fdrace", {"default": "allow", "rules": [
+        {"match": {"path": "/usr/bin/true"}, "action": "allow", "env_allow": ["RD_RACE_TOKEN"]}]},
+        agent_env_allow=["RD_RACE_TOKEN"])
     env = base_env()
     env["RD_RACE_TOKEN"] = "fdrace-" + CANARY
     out = subprocess.run(runnerd_cmd(prof, [helper, "300", "fdrace-"]), env=env,
@@ -592,30 +417,13 @@ def test_fd_swap(tmp):
           out.stdout + out.stderr[-300:])
 
 
-AGENT_PROC_DOTDOT = r"""
-import json, os, subprocess
-out = {}
-for name, path in (("dotdot", "/proc/self/../self/exe"), ("other", "/proc/1/exe"),
-                   ("own", "/proc/self/exe"), ("second", "/proc/self/root/proc/self/exe"),
-                   ("own_root", "/proc/self/root/usr/bin/env")):
-    try:
-        p = subprocess.run([path, "--version"], capture_output=True, text=True)
-        out[name] = [p.returncode, (p.stdout + p.stderr).strip()]
-    except OSError as e:
-        out[name] = ["errno", e.errno]
-print(json.dumps(out))
-"""
-
-
 def test_proc_dotdot(tmp):
     """/proc paths are resolved as the caller: "/proc/PID/../self" must not become runnerd's own
     self, and another process's magic links are not followed on the caller's behalf."""
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_PROC_DOTDOT)
+    agent = common.agent("proc_dotdot_agent.py")
     out = subprocess.run(runnerd_cmd("generic", [sys.executable, agent]), env=base_env(),
                          capture_output=True, text=True, timeout=60)
-    got = agent_json("/proc: the agent ran", out)
+    got = agent_json("/proc: the agent ran", out.stdout, out.stderr)
     if got is None:
         return
     check("/proc: /proc/self/../self/exe is refused, never runnerd's own binary",
@@ -637,10 +445,7 @@ def test_mask_moved(tmp):
     os.makedirs(inner)
     with open(os.path.join(inner, "secret"), "w") as f:
         f.write(CANARY)
-    prof = os.path.join(tmp, "mm.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "mm", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "mask": [inner]}}, f)
+    prof = write_profile(tmp, "mm", {"default": "allow", "mask": [inner]})
     script = ("cat %s/secret 2>/dev/null; mv %s/outer %s/outer2; echo mv=$?; "
               "cat %s/outer2/inner/secret 2>/dev/null; echo after=$?" % (inner, tmp, tmp, tmp))
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
@@ -650,44 +455,6 @@ def test_mask_moved(tmp):
           out.stdout + out.stderr)
 
 
-AGENT_LATE_SECRETS = r"""
-import json, os, subprocess, sys, time
-secret, store, canary = sys.argv[1], sys.argv[2], sys.argv[3]
-# None where the command failed: an error must not pass for an empty file or directory.
-def cat(path):
-    r = subprocess.run(["cat", path], capture_output=True, text=True)
-    return r.stdout if r.returncode == 0 else None
-def ls(path):
-    r = subprocess.run(["ls", "-A", path], capture_output=True, text=True)
-    return r.stdout.split() if r.returncode == 0 else None
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-def settle():
-    # One command, then time for the next sandbox to be made with the paths as they are now.
-    subprocess.run(["true"])
-    time.sleep(0.3)
-out = {}
-settle()
-write(secret, "late-" + canary)
-out["file"] = cat(secret)
-settle()
-os.makedirs(store)
-write(os.path.join(store, "key"), canary)
-out["dir"] = ls(store)
-settle()
-write(secret + ".new", "new-" + canary)
-os.rename(secret + ".new", secret)
-out["file_replaced"] = cat(secret)
-settle()
-os.rename(store, store + ".old")
-os.makedirs(store)
-write(os.path.join(store, "key2"), canary)
-out["dir_replaced"] = ls(store)
-print(json.dumps(out))
-"""
-
-
 def test_mask_late_secrets(tmp):
     """Sandboxes are made ahead of time with the usual masks in place. A secret that appears at
     a masked path after that, or a masked path replaced by another file or directory (paths
@@ -695,17 +462,12 @@ def test_mask_late_secrets(tmp):
     next command."""
     os.chmod(tmp, 0o755)
     secret, store = os.path.join(tmp, "auth.json"), os.path.join(tmp, "store")
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_LATE_SECRETS)
-    prof = os.path.join(tmp, "late.json")
-    with open(prof, "w") as f:
-        json.dump({"version": 1, "name": "late", "agent": {"env_allow": []},
-                   "commands": {"default": "allow", "mask": [secret, store]}}, f)
+    agent = common.agent("late_secrets_agent.py")
+    prof = write_profile(tmp, "late", {"default": "allow", "mask": [secret, store]})
     out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, store,
                                 CANARY]), env=base_env(), capture_output=True, text=True,
                          timeout=60)
-    got = agent_json("masks: late secrets: the agent ran", out)
+    got = agent_json("masks: late secrets: the agent ran", out.stdout, out.stderr)
     if got is None:
         return
     check("masks: a file that appears at a masked path later reads empty",
@@ -751,29 +513,8 @@ def test_runnerd_environ(tmp):
         p.wait(timeout=30)
 
 
-AGENT_FAULT = r"""
-import os, subprocess, sys, time
-tmp = sys.argv[1]
-cmd = subprocess.Popen(["sleep", "9871" + sys.argv[2]])
-open(os.path.join(tmp, "ready"), "w").close()
-while not os.path.exists(os.path.join(tmp, "go")):
-    time.sleep(0.02)
-try:
-    subprocess.run(["/bin/true"])
-    res = "ran"
-except OSError as e:
-    res = "errno %d" % e.errno
-# Written whole, then renamed: the test reads it as soon as it exists.
-with open(os.path.join(tmp, "result.tmp"), "w") as f:
-    f.write(res)
-os.rename(os.path.join(tmp, "result.tmp"), os.path.join(tmp, "result"))
-"""
-
-
 def test_runnerd_killed(tmp):
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_FAULT)
+    agent = common.agent("fault_agent.py")
     py = sys.executable
     p = subprocess.Popen(runnerd_cmd("generic", [py, agent, tmp, RUN]), env=base_env(),
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -807,8 +548,7 @@ def test_caller_killed(tmp):
               r"os.kill(p.pid, signal.SIGKILL); print(p.wait()); sys.stdout.flush();"
               r"time.sleep(3)")
     log = os.path.join(tmp, "audit.jsonl")
-    cmd = runnerd_cmd("generic", [sys.executable, "-c", script])
-    cmd[1:1] = ["--audit", log]
+    cmd = runnerd_cmd("generic", [sys.executable, "-c", script], audit=log)
     p = subprocess.Popen(cmd, env=base_env(), stdout=subprocess.PIPE, text=True)
     first = p.stdout.readline().strip()
     check("fault: the killed caller reports -9", first == "-9", first)
@@ -822,8 +562,8 @@ def test_caller_killed(tmp):
 
 def test_agent_exits(tmp):
     log = os.path.join(tmp, "audit.jsonl")
-    cmd = runnerd_cmd("generic", ["bash", "-c", "sleep 9873%s & sleep 0.3; exit 5" % RUN])
-    cmd[1:1] = ["--audit", log]
+    cmd = runnerd_cmd("generic", ["bash", "-c", "sleep 9873%s & sleep 0.3; exit 5" % RUN],
+                      audit=log)
     out = subprocess.run(cmd, env=base_env(), timeout=60)
     check("fault: runnerd exits with the agent's status", out.returncode == 5,
           str(out.returncode))
@@ -834,34 +574,9 @@ def test_agent_exits(tmp):
           any(e.get("killed_because") == "the agent exited" for e in exits), repr(exits))
 
 
-AGENT_ZYGOTE = r"""
-import os, subprocess, sys, time
-tmp = sys.argv[1]
-cmd = subprocess.Popen(["sleep", "9876" + sys.argv[2]])
-open(os.path.join(tmp, "ready"), "w").close()
-while not os.path.exists(os.path.join(tmp, "go")):
-    time.sleep(0.02)
-res = []
-for i in range(3):
-    try:
-        res.append("ran %d" % subprocess.run(["/bin/sh", "-c", "exit 7"]).returncode)
-    except OSError as e:
-        res.append("errno %d" % e.errno)
-# A sandbox runnerd forked itself empties the bounding set as the zygote's reapers do.
-st = subprocess.run(["grep", "^CapBnd:", "/proc/self/status"], capture_output=True, text=True)
-res.append("capbnd=" + "".join(st.stdout.split()[1:]))
-res.append("running" if cmd.poll() is None else "ended %s" % cmd.poll())
-with open(os.path.join(tmp, "result.tmp"), "w") as f:
-    f.write(" ".join(res))
-os.rename(os.path.join(tmp, "result.tmp"), os.path.join(tmp, "result"))
-"""
-
-
 def test_zygote_killed(tmp):
     """The zygote dies mid-session: what runs goes on, what comes next runs without it."""
-    agent = os.path.join(tmp, "agent.py")
-    with open(agent, "w") as f:
-        f.write(AGENT_ZYGOTE)
+    agent = common.agent("zygote_agent.py")
     p = subprocess.Popen(runnerd_cmd("generic", [sys.executable, agent, tmp, RUN]),
                          env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True)
@@ -903,23 +618,15 @@ def test_zygote_killed(tmp):
 
 
 def main():
-    if not RUNNERD or not os.access(RUNNERD, os.X_OK):
-        print("SKIP: RUNNERD is not set to the runnerd binary")
-        sys.exit(1 if MUST_WORK else 77)
-    for t in (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
-              test_deputies,
-              test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved, test_mask_late_secrets, test_mask_setup_race,
-              test_network_timeout, test_rlimits, test_cmdline, test_inherited_dispositions, test_runnerd_environ, test_runnerd_killed, test_caller_killed,
-              test_agent_exits, test_zygote_killed):
-        with tempfile.TemporaryDirectory(prefix="rd-sec-") as tmp:
-            try:
-                t(tmp)
-            except Exception as e:  # a crash of the test is a failure, never a pass
-                check(t.__name__, False, "%s: %s" % (type(e).__name__, e))
-    failed = results.count(False)
-    print("%d passed, %d failed" % (len(results) - failed, failed))
-    sys.exit(1 if failed else 0)
+    common.require_runnerd()
+    # A crash of a test is a failure, never a pass.
+    tests = (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
+             test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
+             test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
+             test_cmdline, test_inherited_dispositions, test_runnerd_environ,
+             test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed)
+    return common.run_tests(tests, "rd-sec-")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
