@@ -1,5 +1,5 @@
 /* runnerd pending [--json] | approve ID | deny ID: answer the "ask" rules of the running
- * sessions of this user, through their control sockets (runnerd/control.c). An ID is
+ * sessions of this user, through their control sockets (supervisor/control.c). An ID is
  * SESSION-N as pending prints it (SESSION: any unique prefix of the session id), or N alone
  * when one session is running. */
 #include "runnerd/cli.h"

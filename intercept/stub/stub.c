@@ -1,4 +1,4 @@
-/* runnerd-stub: stands in for a command in the caller's process (DESIGN.md §2 step 7/8).
+/* runnerd-stub: stands in for a command in the caller's process (docs/architecture.md, 7 and 8).
  *
  * runnerd runs the real command in its sandbox and makes the trapped task execveat() this
  * program with the caller's argv, an empty environment, and the task's fds, signal mask and

@@ -1,4 +1,4 @@
-/* Unit tests of the environment policy engine (sandbox/envpolicy.c), written against its
+/* Unit tests of the environment policy engine (policy/envpolicy.c), written against its
  * contract: one verdict per input entry, decided by the first applicable step of
  * malformed, duplicate, hard deny, internal, command denies, exact allows, secret patterns,
  * glob allows, not-allowed; then the max_keys / max_bytes limits. */
