@@ -17,6 +17,7 @@
 enum rd_box_type {
 	RD_BOX_WORD,    /* one of .words, stored as its index + 1 */
 	RD_BOX_SECONDS, /* a positive number of seconds, at most .max */
+	RD_BOX_COUNT,   /* a positive integer, at most .max */
 	RD_BOX_RLIMIT,  /* a positive integer: a cap on the rlimit .resource */
 	RD_BOX_PATHS,   /* exact paths, absolute or "~/...": the levels' lists add up */
 };

@@ -318,9 +318,9 @@ static int get_word(struct ctx *c, json_t *obj, const char *ptr, const struct rd
 	return -EINVAL;
 }
 
-/* A positive number of seconds, at most max (max_words says how long that is); an error, not a
- * silent cut, above it. *out is left alone when the key is absent. */
-static int get_seconds(struct ctx *c, json_t *obj, const char *ptr, const char *key, size_t max,
+/* A positive number (of seconds, say), at most max (max_words says what that is); an error, not
+ * a silent cut, above it. *out is left alone when the key is absent. */
+static int get_bounded(struct ctx *c, json_t *obj, const char *ptr, const char *key, size_t max,
                        const char *max_words, uint64_t *out)
 {
 	size_t t = 0;
@@ -408,7 +408,8 @@ static void get_box(struct ctx *c, json_t *obj, const char *ptr, unsigned level,
 			(void)get_word(c, o, op, key, &b->v[k]);
 			break;
 		case RD_BOX_SECONDS:
-			(void)get_seconds(c, o, op, key->name, key->max, key->max_words, &b->v[k]);
+		case RD_BOX_COUNT:
+			(void)get_bounded(c, o, op, key->name, key->max, key->max_words, &b->v[k]);
 			break;
 		case RD_BOX_RLIMIT:
 			if (get_size(c, o, op, key->name, 1, &n) == 0)
@@ -598,7 +599,7 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 		        show(vp, name, sizeof(name)));
 	} else {
 		uint64_t secs = 0;
-		if (get_seconds(c, rj, rp, "ask_timeout_s", 86400, "a day", &secs) == 0 && secs)
+		if (get_bounded(c, rj, rp, "ask_timeout_s", 86400, "a day", &secs) == 0 && secs)
 			r->ask_timeout_s = (unsigned)secs;
 	}
 	if (r->action == RD_ACTION_ASK && !r->ask_timeout_s)
