@@ -392,10 +392,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	/* The signals the loop takes through a signalfd are blocked before the agent exists, so
 	 * none is lost; the agent gets the mask runnerd started with. */
 	sigset_t block;
-	sigemptyset(&block);
-	static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
-		sigaddset(&block, sigs[i]);
+	rd_supervise_signals(&block);
 	sigprocmask(SIG_BLOCK, &block, &s.orig_mask);
 	s.verbose = cli->verbose;
 	if (cli->verbose)

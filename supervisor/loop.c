@@ -137,6 +137,14 @@ static void sync_wakeups(struct sup *u)
 		        strerror(errno));
 }
 
+void rd_supervise_signals(sigset_t *set)
+{
+	static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	sigemptyset(set);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigaddset(set, sigs[i]);
+}
+
 static int setup(struct sup *u, struct rd_session *s)
 {
 	memset(u, 0, sizeof(*u));
@@ -168,10 +176,7 @@ static int setup(struct sup *u, struct rd_session *s)
 		return -ENOMEM;
 
 	sigset_t mask;
-	sigemptyset(&mask);
-	static const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
-		sigaddset(&mask, sigs[i]);
+	rd_supervise_signals(&mask);
 	u->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	/* A sandbox or client that died before runnerd wrote to it is an EPIPE to handle, not
 	 * the end of runnerd (and with it of every later exec of the agent). What runnerd starts

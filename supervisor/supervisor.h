@@ -35,6 +35,10 @@ struct rd_session {
 	char *control_dirs[RD_CONTROL_DIRS];
 };
 
+/* The signals the supervisor takes through a signalfd: SIGCHLD, and those it forwards to the
+ * agent. The caller blocks them before it starts the agent, so that none is lost. */
+void rd_supervise_signals(sigset_t *set);
+
 /* Run until the agent exits; returns its exit status as a shell reports it (code, or 128 +
  * signal, with the signal in agent_signal). Every command still running then is killed. */
 int rd_supervise(struct rd_session *s);
