@@ -9,6 +9,8 @@
 #   RUNNERD_CONFIG=FILE              default BUILD_DIR/etc/runnerd/runner.json, else ./runner.json
 #   PROFILE=generic                  the profile runnerd runs the agent with
 #   MEM_N=64 MEM_SECONDS=2           the memory run: that many commands at once, each that long
+#   BASE=DIR                         another build (DIR/bin/runnerd, DIR/etc/runnerd) timed in the
+#                                    same rounds, for a before/after comparison in one run
 #
 # The last variant pins runnerd, the agent and every command to CPU 0: the handoff is a chain of
 # wake-ups, which cost more when they cross CPUs (notably in a VM, where waking an idle vCPU is an
@@ -98,6 +100,13 @@ variants=(
 	"rd_static|runnerd fork+exec busybox true (static)|${rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${bb_cmd[*]}"
 	"rd_1cpu|runnerd fork+exec /bin/true, taskset -c 0|$taskset -c 0 ${rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${true_cmd[*]}"
 )
+if [ -n "${BASE:-}" ]; then
+	base_rd=("$BASE/bin/runnerd" --config "$BASE/etc/runnerd/runner.json" --profile "$PROFILE" --)
+	variants+=(
+		"base|BASE runnerd fork+exec /bin/true|${base_rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${true_cmd[*]}"
+		"base_1cpu|BASE runnerd fork+exec, taskset -c 0|$taskset -c 0 ${base_rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${true_cmd[*]}"
+	)
+fi
 
 declare -A label argv status why
 order=()
@@ -215,6 +224,10 @@ echo "runnerd adds per exec (median minus plain median): fork+exec" \
 	"$(diff_us "${med[rd_static]:-}" "${med[plain_static]:-}")"
 echo "runnerd on one CPU (everything pinned to CPU 0) / runnerd free to use all CPUs =" \
 	"$(ratio "${med[rd_1cpu]:-}" "${med[rd]:-}")"
+if [ -n "${BASE:-}" ]; then
+	echo "BASE is $BASE: this build / BASE = $(ratio "${med[rd]:-}" "${med[base]:-}")," \
+		"on one CPU $(ratio "${med[rd_1cpu]:-}" "${med[base_1cpu]:-}")"
+fi
 echo "timing took $((SECONDS - start)) s; right after it the CPUs were $(busy_pct)% busy"
 
 # --- Memory: MEM_N commands at once --------------------------------------------------------
