@@ -167,14 +167,14 @@ enum rd_resolve_outcome rd_resolve(struct rd_task *t, int dirfd, const char *pat
 	if (path[0] == '\0')
 		return done((flags & AT_EMPTY_PATH) ? exec_caller_fd(t, dirfd, out) : -ENOENT, e);
 	/* "/proc//self" and "/proc/./self" name what "/proc/self" does: fold them first, so the
-	 * translation below cannot be sidestepped. (The path runs as the caller gave it.) */
+	 * translation below cannot be sidestepped. (The path runs as the caller gave it.) A "/."
+	 * at the end stays: it makes the kernel check that what it names is a directory. */
 	const char *given = path; /* what the sandbox execs by name: the caller's own string */
 	char norm[RD_TRANSLATED_MAX];
 	if (path[0] == '/') {
 		size_t o = 0;
 		for (const char *p = path; *p && o + 1 < sizeof(norm);) {
-			if (p[0] == '/' &&
-			    (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || !p[2])))) {
+			if (p[0] == '/' && (p[1] == '/' || (p[1] == '.' && p[2] == '/'))) {
 				p += p[1] == '/' ? 1 : 2;
 				continue;
 			}
@@ -184,8 +184,17 @@ enum rd_resolve_outcome rd_resolve(struct rd_task *t, int dirfd, const char *pat
 		path = norm; /* RD_PATH_MAX < RD_TRANSLATED_MAX: it always fits */
 	}
 	int cfd = caller_fd_path(path);
-	if (cfd >= 0)
-		return done(exec_caller_fd(t, cfd, out), e);
+	if (cfd >= 0) {
+		/* By name, an fd that is not open is a name that does not exist. */
+		int r = exec_caller_fd(t, cfd, out);
+		return done(r == -EBADF ? -ENOENT : r, e);
+	}
+	/* "/dev/fd/N/NAME" is "/proc/self/fd/N/NAME" (/dev/fd is a link to it): the caller's. */
+	char dev_fd[RD_TRANSLATED_MAX];
+	if (strncmp(path, "/dev/fd/", 8) == 0) {
+		snprintf(dev_fd, sizeof(dev_fd), "/proc/self/fd/%s", path + 8);
+		path = dev_fd;
+	}
 
 	/* Any other /proc path: runnerd opens it where the caller would ("self" being the
 	 * caller), since the sandbox's /proc is of another pid namespace. Magic links (exe, fd/N,
@@ -234,7 +243,8 @@ enum rd_resolve_outcome rd_resolve(struct rd_task *t, int dirfd, const char *pat
 			base = base_fd = rd_openat2(AT_FDCWD, proc_path, &entry);
 			if (base_fd < 0)
 				return done(-errno, e);
-			open_path = proc_path + cut + 1;
+			/* "/proc/self/exe/": the entry itself, which must then be a directory. */
+			open_path = proc_path[cut + 1] ? proc_path + cut + 1 : ".";
 			magic_ok = false;
 		}
 	} else if (path[0] != '/') {

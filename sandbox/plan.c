@@ -116,6 +116,10 @@ int rd_plan_unpack(const void *blob, size_t size, struct rd_launch_plan *out, vo
 	}
 	RD_PLAN_STRINGS(RD_PLAN_UNSTR)
 #undef RD_PLAN_UNSTR
+	/* Every byte accounted for: counts that moved strings from one list to the next, or left
+	 * some over, do not add up. */
+	if (r == 0 && at != end)
+		r = -EPROTO;
 	if (r < 0) {
 		free(mem);
 		return r;

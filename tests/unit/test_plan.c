@@ -371,6 +371,10 @@ static const struct bad_blob bad_blobs[] = {
     {"one argv string more than there are", HEAD(argc, 8)},
     {"one mask more than there are", HEAD(n_masks, 4)},
     {"the last string without its NUL", .unterminated = true},
+    /* Counts that move strings from one list to the next, or leave some over. */
+    {"one mask fewer than there are", HEAD(n_masks, 2)},
+    {"no env strings: theirs read as masks, the rest left over", HEAD(envc, 0)},
+    {"no argv strings: theirs read as env, the rest left over", HEAD(argc, 0)},
 };
 
 static void test_bad_blobs(void **state)

@@ -326,6 +326,8 @@ static const struct rcase cases[] = {
     {"an ELF as a directory component", "@/elf/x", MISS(ENOTDIR)},
     {"a plain file as a directory component", "@/plain/x", MISS(ENOTDIR)},
     {"an ELF with a trailing slash", "@/elf/", MISS(ENOTDIR)},
+    {"an ELF with a trailing \"/.\": the kernel's ENOTDIR, not folded away", "@/elf/.",
+     MISS(ENOTDIR)},
     {"AT_EMPTY_PATH with a path is a plain lookup", "@/elf", .flags = AT_EMPTY_PATH,
      OK(BY_FD, "@/elf")},
     {"unknown flag", "@/elf", .flags = 0x8000, MISS(EINVAL)},
@@ -377,6 +379,10 @@ static const struct rcase cases[] = {
     {"/dev/stdin is fd 0", "/dev/stdin", OK(BY_CALLER_FD, "@/elf")},
     {"/dev/fd/N of a directory", "/dev/fd/$D", MISS(EACCES)},
     {"/dev/fd/N of a script runs by fd", "/dev/fd/$K", OK(BY_CALLER_FD, "@/script")},
+    {"/dev/fd/N not open: by name, nothing there", "/dev/fd/$N", MISS(ENOENT)},
+    {"/proc/self/fd/N not open: by name, nothing there", "/proc/self/fd/$N", MISS(ENOENT)},
+    {"/dev/fd/DIRFD/NAME: the caller's dirfd, as /proc/self/fd/DIRFD/NAME", "/dev/fd/$D/tool",
+     OK(BY_FD, "@/sub/tool")},
 
     /* The caller's own /proc/PID: its magic links are followed as the caller's. */
     {"/proc/self/exe is the caller's binary", "/proc/self/exe", OK(BY_FD, "SELF")},
@@ -394,6 +400,8 @@ static const struct rcase cases[] = {
      OK(BY_FD, "@/sub/tool")},
     {"/proc/self/exe with AT_SYMLINK_NOFOLLOW", "/proc/self/exe", .flags = AT_SYMLINK_NOFOLLOW,
      MISS(ELOOP)},
+    {"/proc/self/exe/ names a directory that is not", "/proc/self/exe/", MISS(ENOTDIR)},
+    {"/proc/self/exe/. the same", "/proc/self/exe/.", MISS(ENOTDIR)},
     /* "/proc/PID/.." would be runnerd's /proc (and "self" there runnerd). */
     {"\"..\" under /proc", "/proc/self/../self/exe", REFUSED(EPERM)},
     {"\"..\" right after /proc/", "/proc/../proc/self/exe", REFUSED(EPERM)},

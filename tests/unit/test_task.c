@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <grp.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- texts ---------------------------------------------------------------------------- */
@@ -271,6 +273,48 @@ static void test_many_groups(void **state)
 	}
 }
 
+/* rd_task_open reads the whole status file: with hundreds of groups it runs past a page, and
+ * what follows the Groups line (SigIgn, here) must still be read. Root only (setgroups). */
+static void test_open_many_groups(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	int ready[2], done[2];
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(done), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static gid_t gids[600];
+		for (size_t i = 0; i < ARRAY_SIZE(gids); i++)
+			gids[i] = (gid_t)(100000 + i);
+		signal(SIGUSR1, SIG_IGN);
+		char b;
+		close(done[1]);
+		if (setgroups(ARRAY_SIZE(gids), gids) < 0 || write(ready[1], "r", 1) != 1 ||
+		    read(done[0], &b, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(done[0]);
+	char b;
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	struct rd_task t;
+	struct rd_error err = {0};
+	int r = rd_task_open(pid, &t, &err);
+	close(done[1]);
+	waitpid(pid, NULL, 0);
+	close(ready[0]);
+	if (r < 0)
+		fail_msg("rd_task_open: %s", err.msg);
+	assert_int_equal(t.n_groups, 600);
+	assert_int_equal(t.groups[599], 100599);
+	assert_true(t.inh.sig_ignored & (1ull << (SIGUSR1 - 1)));
+	rd_task_free(&t);
+}
+
 /* Parsed again (a task read a second time), the groups are replaced, not leaked or added to
  * (ASan's leak check sees the first list). */
 static void test_parse_again(void **state)
@@ -384,6 +428,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_many_groups),
+	    cmocka_unit_test(test_open_many_groups),
 	    cmocka_unit_test(test_parse_again),
 	    cmocka_unit_test(test_own_status),
 	};
