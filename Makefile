@@ -10,7 +10,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 
 BUILD_DEPS := gcc make cmake pkg-config libseccomp-dev libcap-dev libjansson-dev libcmocka-dev
 TEST_DEPS  := $(BUILD_DEPS) python3 libpython3.11-testsuite nodejs busybox-static procps \
-              clang libclang-rt-14-dev clang-format
+              clang libclang-rt-14-dev clang-format tmux python3-pexpect musl-tools
 
 .PHONY: all build run test fuzz bench deps test-deps install clean format format-check
 
@@ -52,6 +52,7 @@ run: build
 
 test: test-deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
+	./tests/integration/npm-deps.sh $(BUILD)/npm
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # A longer fuzz run on its own: make fuzz FUZZ_SECONDS=300

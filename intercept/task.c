@@ -231,7 +231,18 @@ int rd_task_snapshot(struct rd_task *t, struct rd_error *err)
 		return rd_error_set(err, errno, "task %d: getsid/getpgid: %s", t->tid,
 		                    strerror(errno));
 	int r = rd_task_cwd(t, err);
-	return r < 0 ? r : copy_fds(t, err);
+	if (r < 0)
+		return r;
+	/* The path of the very directory cwd_fd is, so that the sandbox can enter it by name. */
+	char link[64], buf[4096];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", t->cwd_fd);
+	ssize_t n = readlink(link, buf, sizeof(buf));
+	if (n > 0 && n < (ssize_t)sizeof(buf) && buf[0] == '/') {
+		buf[n] = '\0';
+		if (!(t->cwd_path = strdup(buf)))
+			return rd_error_set(err, ENOMEM, "out of memory");
+	}
+	return copy_fds(t, err);
 }
 
 int rd_task_cwd(struct rd_task *t, struct rd_error *err)
@@ -253,6 +264,7 @@ void rd_task_free(struct rd_task *t)
 		close(t->fds[i].fd);
 	free(t->fds);
 	free(t->groups);
+	free(t->cwd_path);
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	if (t->cwd_fd >= 0)

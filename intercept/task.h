@@ -35,8 +35,10 @@ struct rd_task {
 	gid_t *groups; /* supplementary groups */
 	size_t n_groups;
 	pid_t sid, pgid;
-	int pidfd;  /* on the thread group */
-	int cwd_fd; /* O_PATH of the task's cwd */
+	int pidfd;      /* on the thread group */
+	int cwd_fd;     /* O_PATH of the task's cwd */
+	char *cwd_path; /* its path, in runnerd's view (the caller's): from the snapshot, NULL if it
+	                 * cannot be named */
 	struct rd_fd_copy *fds;
 	size_t n_fds;
 	int max_fd; /* the highest fd number the task had open, FD_CLOEXEC or not; -1: none */

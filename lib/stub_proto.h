@@ -23,6 +23,15 @@ enum rd_stub_msg_type {
 	/* runnerd -> stub: write text[0..len) to the fd passed with this packet (SCM_RIGHTS),
 	 * then close that fd. Used to tell the caller why a command did not run. */
 	RD_STUB_SAY = 3,
+	/* sandbox -> stub: the command's terminal. Two fds come with it: the master of the
+	 * pseudo-terminal the command has as its controlling terminal, and the caller's terminal.
+	 * The stub relays bytes between them, with the caller's terminal in raw mode while the
+	 * stub is in its foreground, and puts the caller's modes back whenever it stops or ends. */
+	RD_STUB_PTY = 4,
+	/* sandbox -> stub: the command stopped, by signal value: the stub stops by the same
+	 * signal, so that its caller sees its child stopped (a shell's "Stopped"); its SIGCONT
+	 * goes on to the command. */
+	RD_STUB_STOPPED = 5,
 };
 
 #define RD_STUB_TEXT_MAX 480

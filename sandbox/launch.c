@@ -276,13 +276,6 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 	/* The caller may change the preset from now on. */
 	sb->preset = NULL;
 	sb->preset_use = use;
-	/* Join the caller's process group when it shares runnerd's session, so terminal job
-	 * control sees the command where it would have been. */
-	if (p->h.pgrp_mode == RD_PGRP_JOIN && setpgid(sb->reaper, p->h.join_pgid) < 0) {
-		r = rd_error_set(err, errno, "joining the caller's process group %d: %s",
-		                 p->h.join_pgid, strerror(errno));
-		goto fail;
-	}
 	/* The first packet: the plan itself if it fits (else a 0 and the plan in a memfd, its
 	 * first fd), with its lead fds and as many of the caller's as fit; then the rest of the
 	 * caller's, FDS_PER_MSG at a time. */

@@ -24,7 +24,7 @@ int rd_plan_pack(const struct rd_launch_plan *p, struct rd_plan_blob *b)
 	h->size = sizeof(*h);
 	if (!p->filter)
 		h->filter_len = 0;
-	size_t n = 4 + 1 + (size_t)h->argc + h->envc + h->n_masks;
+	size_t n = 4 + 2 + (size_t)h->argc + h->envc + h->n_masks;
 	b->iov = calloc(n, sizeof(*b->iov));
 	b->targets = calloc(h->n_fds + 1, sizeof(int));
 	if (!b->iov || !b->targets) {
@@ -42,6 +42,8 @@ int rd_plan_pack(const struct rd_launch_plan *p, struct rd_plan_blob *b)
 #undef RD_PLAN_ARRAY
 	iov[k++] = (struct iovec){b->targets, sizeof(int) * h->n_fds};
 	iov[k++] = (struct iovec){(void *)p->exec_path, strlen(p->exec_path) + 1};
+	const char *cwd = p->cwd_path ? p->cwd_path : "";
+	iov[k++] = (struct iovec){(void *)cwd, strlen(cwd) + 1};
 #define RD_PLAN_STRS(name, len)                                                                    \
 	for (uint32_t i = 0; i < h->len; i++)                                                      \
 		iov[k++] = (struct iovec){p->name[i], strlen(p->name[i]) + 1};
@@ -103,11 +105,11 @@ int rd_plan_unpack(const void *blob, size_t size, struct rd_launch_plan *out, vo
 	RD_PLAN_ARRAYS(RD_PLAN_TAKE)
 #undef RD_PLAN_TAKE
 	const int *targets = r == 0 ? take(&at, end, h->n_fds, sizeof(int)) : NULL;
-	const char *path = targets ? at : NULL;
-	char *one[2];
-	if (!targets || take_strings(&at, end, 1, one) < 0)
+	char *two[3];
+	if (!targets || take_strings(&at, end, 2, two) < 0)
 		r = -EPROTO;
-	out->exec_path = path;
+	out->exec_path = r == 0 ? two[0] : NULL;
+	out->cwd_path = r == 0 ? two[1] : NULL;
 #define RD_PLAN_UNSTR(name, len)                                                                   \
 	if (r == 0) {                                                                              \
 		r = take_strings(&at, end, h->len, ptrs);                                          \

@@ -14,8 +14,10 @@
 #include <linux/filter.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <termios.h>
 
 /* How the command is executed: execveat(fd, exec_path, argv, envp, exec_flags), fd being: */
 enum rd_exec_via {
@@ -24,12 +26,13 @@ enum rd_exec_via {
 	RD_EXEC_OWN,    /* an fd of runnerd's, passed with the plan (own_exec_fd) */
 };
 
-/* Where the command stands in sessions and process groups, as the caller did. */
+/* Where the command stands in sessions and process groups, as the caller did. Every sandbox is
+ * a session of its own, led by its pid 1: nothing a command does with kill(2) can name a
+ * process outside it, and signals from outside reach the command only through the stub. */
 enum rd_pgrp_mode {
-	RD_PGRP_JOIN,    /* join join_pgid (the caller's group, in runnerd's session) */
+	RD_PGRP_MEMBER,  /* the caller led neither: the command is in its pid 1's group */
 	RD_PGRP_OWN,     /* the caller led its own group: the command leads one too */
 	RD_PGRP_SESSION, /* the caller led its own session: so does the command */
-	RD_PGRP_OTHER,   /* the caller is in another session it does not lead */
 };
 
 struct rd_fd_map {
@@ -45,7 +48,6 @@ struct rd_plan_head {
 	int32_t exec_flags;
 	struct rd_inherit inh; /* credentials, umask, signals, rlimits of the caller */
 	int32_t pgrp_mode;
-	int32_t join_pgid;
 	/* The file the decision was made on: the command refuses to exec anything else under
 	 * exec_path, or at the fd for an exec by fd (0: no check). */
 	uint64_t expect_dev, expect_ino;
@@ -55,6 +57,13 @@ struct rd_plan_head {
 	/* runnerd's end of the stub's control socket comes with the plan (stub_ctl_fd): the
 	 * reaper tells the stub the command's end itself (RD_STUB_EXIT), one hop sooner. */
 	uint8_t has_stub_ctl;
+	/* The caller's terminal, when one of its fds 0 to 2 is one: the command gets a
+	 * pseudo-terminal of its own instead (every fd of the caller on that terminal becomes
+	 * its slave), with these modes and this size, as its controlling terminal. */
+	uint8_t has_tty;
+	uint64_t tty_rdev;
+	struct termios tty_modes;
+	struct winsize tty_size;
 	/* Every sandbox key, merged (policy/box.h): network, rlimit caps, ... */
 	struct rd_box_opts box;
 	/* The lengths of the arrays of struct rd_launch_plan, set by whoever builds it. */
@@ -64,6 +73,10 @@ struct rd_plan_head {
 struct rd_launch_plan {
 	struct rd_plan_head h;
 	const char *exec_path;
+	/* The caller's cwd by its path in runnerd's view, which is the caller's: the command enters
+	 * it by that path inside its sandbox, so that the kernel reports it as reachable, if it is
+	 * the directory cwd_fd is (else it enters cwd_fd, as the caller could). "" if unknown. */
+	const char *cwd_path;
 	char *const *argv; /* NULL-terminated (unpacked) */
 	char *const *envp;
 	/* Absolute paths the command must not see: an empty read-only tmpfs goes over a
@@ -85,8 +98,8 @@ struct rd_launch_plan {
 #define RD_PLAN_ARRAYS(X)                                                                          \
 	X(filter, filter_len, struct sock_filter)                                                  \
 	X(groups, n_groups, gid_t)
-/* Then the fds' target numbers (int, n_fds), then NUL-terminated strings: exec_path, and the
- * string lists below, each string after the other. */
+/* Then the fds' target numbers (int, n_fds), then NUL-terminated strings: exec_path, cwd_path,
+ * and the string lists below, each string after the other. */
 #define RD_PLAN_STRINGS(X)                                                                         \
 	X(argv, argc)                                                                              \
 	X(envp, envc)                                                                              \

@@ -28,6 +28,7 @@
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 /* Set by the command's side (before its exec, in the memory it shares with the reaper) when it
  * gives up: its end is then runnerd's to report, with the reason it wrote to the setup pipe. */
@@ -85,7 +86,8 @@ static void set_dispositions(uint64_t which, __sighandler_t handler)
  * of glibc's state only errno, which the reaper leaves alone meanwhile; what it needs was
  * prepared by the reaper, which changes none of it. Raw set*id syscalls: glibc's wrappers
  * would broadcast to threads it believes the (shared) process has. */
-static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi, cap_t empty)
+static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi, cap_t empty,
+                                   int tty)
 {
 	/* Dispositions as after the caller's exec: what it ignored stays ignored. Every other
 	 * one is the default already (the reaper's, set_dispositions). */
@@ -117,12 +119,27 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 	for (size_t i = 0; i < p->h.n_fds; i++)
 		if (dup2(hi[i], p->fds[i].target) < 0)
 			fail(err_fd, STAGE_SETUP, "placing the caller's fds", errno);
-	if (fchdir(cwd) < 0)
-		fail(err_fd, STAGE_SETUP, "entering the caller's cwd", errno);
+	/* The caller's cwd by its path, looked up in the sandbox's own mounts: entered by the fd
+	 * alone, from runnerd's mount namespace, the kernel would report it "(unreachable)" (musl's
+	 * getcwd fails). By the fd only when the path does not lead to that very directory (it
+	 * was removed, or renamed meanwhile). */
+	struct stat cwd_st, here;
+	if (!p->cwd_path[0] || chdir(p->cwd_path) < 0 || fstat(cwd, &cwd_st) < 0 ||
+	    stat(".", &here) < 0 || cwd_st.st_dev != here.st_dev || cwd_st.st_ino != here.st_ino)
+		if (fchdir(cwd) < 0)
+			fail(err_fd, STAGE_SETUP, "entering the caller's cwd", errno);
 	if (p->h.pgrp_mode == RD_PGRP_SESSION && setsid() < 0)
 		fail(err_fd, STAGE_SETUP, "setsid", errno);
 	if (p->h.pgrp_mode == RD_PGRP_OWN && setpgid(0, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "setpgid", errno);
+	/* Its terminal: the controlling terminal of its own session, or its group the foreground
+	 * of the sandbox's session (whose leader, the reaper, took the terminal). Every signal is
+	 * still blocked here, so SIGTTOU does not stop a group that is not in the foreground. */
+	if (tty >= 0 && p->h.pgrp_mode == RD_PGRP_SESSION && ioctl(tty, TIOCSCTTY, 0) < 0)
+		fail(err_fd, STAGE_SETUP, "taking its terminal", errno);
+	pid_t me = (pid_t)syscall(SYS_getpid);
+	if (tty >= 0 && p->h.pgrp_mode == RD_PGRP_OWN && ioctl(tty, TIOCSPGRP, &me) < 0)
+		fail(err_fd, STAGE_SETUP, "taking the foreground of its terminal", errno);
 
 	/* The bounding set is empty already: the reaper's, dropped before the plan came. */
 	/* In a user namespace setgroups is denied (we wrote "deny" to map the gid without
@@ -181,12 +198,13 @@ struct command_args {
 	int err_fd;
 	int *hi;
 	cap_t empty;
+	int tty; /* the target number of the command's terminal, or -1 */
 };
 
 static int command_start(void *arg)
 {
 	const struct command_args *a = arg;
-	command_main(a->p, a->err_fd, a->hi, a->empty);
+	command_main(a->p, a->err_fd, a->hi, a->empty, a->tty);
 }
 
 /* The command's stack until its exec: mapped ahead of time, touched only as used. */
@@ -457,6 +475,66 @@ static _Noreturn void report_end(const struct rd_launch_plan *p, int status_fd, 
 	_exit(0);
 }
 
+/* The command stopped: the stub stops by the same signal (RD_STUB_STOPPED), so that its caller
+ * sees its child stopped. */
+static void tell_stopped(const struct rd_launch_plan *p, int sig)
+{
+	struct rd_stub_msg m = {.type = RD_STUB_STOPPED, .value = sig};
+	if (p->h.has_stub_ctl)
+		send(p->stub_ctl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* A terminal of the sandbox's own for a caller whose fds 0 to 2 hold one: a pseudo-terminal of
+ * the sandbox's devpts instance, with the caller's modes and window size. Every fd of the
+ * caller on its terminal becomes the slave, so the caller's terminal itself never enters the
+ * sandbox; the master and the caller's terminal go to the stub, which relays between them
+ * (RD_STUB_PTY). The slave is the controlling terminal of the reaper's session, or, for a
+ * command that leads a session of its own, of that one (command_main). Returns the lowest
+ * target number of the slave. */
+static int setup_tty(struct rd_launch_plan *p, int pts_err, int err_fd)
+{
+	if (pts_err)
+		fail(err_fd, STAGE_SETUP, "a terminal of its own: mounting devpts on /dev/pts",
+		     pts_err);
+	if (!p->h.has_stub_ctl)
+		fail(err_fd, STAGE_SETUP, "a terminal of its own: no stub to relay it", EPROTO);
+	int unlock = 0, master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0 || ioctl(master, TIOCSPTLCK, &unlock) < 0)
+		fail(err_fd, STAGE_SETUP, "a terminal of its own: /dev/ptmx", errno);
+	int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (slave < 0 || tcsetattr(slave, TCSANOW, &p->h.tty_modes) < 0 ||
+	    ioctl(master, TIOCSWINSZ, &p->h.tty_size) < 0)
+		fail(err_fd, STAGE_SETUP, "a terminal of its own: its slave", errno);
+	int outer = -1, target = -1;
+	struct rd_fd_map *fds = (struct rd_fd_map *)p->fds;
+	for (size_t i = 0; i < p->h.n_fds; i++) {
+		struct stat st;
+		if (fstat(fds[i].fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
+		    st.st_rdev != p->h.tty_rdev)
+			continue;
+		if (outer < 0)
+			outer = fds[i].fd;
+		else
+			close(fds[i].fd);
+		fds[i].fd = slave;
+		if (target < 0 || fds[i].target < target)
+			target = fds[i].target;
+	}
+	if (outer < 0)
+		fail(err_fd, STAGE_SETUP, "a terminal of its own: no fd on the caller's terminal",
+		     EPROTO);
+	if (p->h.pgrp_mode != RD_PGRP_SESSION && ioctl(slave, TIOCSCTTY, 0) < 0)
+		fail(err_fd, STAGE_SETUP, "a terminal of its own: taking it", errno);
+	struct rd_stub_msg m = {.type = RD_STUB_PTY};
+	int pass[2] = {master, outer};
+	int r = rd_send_buf_fds(p->stub_ctl_fd, &m, sizeof(m), pass, 2, MSG_DONTWAIT);
+	if (r < 0)
+		fail(err_fd, STAGE_SETUP, "a terminal of its own: handing it to the stub", -r);
+	close(master);
+	close(outer);
+	return target;
+}
+
 /* pid 1 of the sandbox. Made ahead of time (a spare, while runnerd is idle): it holds nothing
  * of runnerd's, sets up the namespace, then waits for a plan. It forks the command, forwards
  * every signal runnerd sends it, reaps whatever the command leaves behind, and reports the
@@ -484,6 +562,10 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	/* Not dumpable: nothing inside can read this process's memory or /proc files. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "making the reaper non-dumpable", errno);
+	/* A session of its own, and so a process group: every group a command can be in is one
+	 * of the sandbox's, so kill(0, ...) and kill(-PGID, ...) reach nothing outside it. */
+	if (setsid() < 0)
+		fail(err_fd, STAGE_SETUP, "starting the sandbox's session", errno);
 	/* What every command gets, done before the plan comes (off the exec path): default
 	 * dispositions, which the command only sets apart for what its caller ignores; and an
 	 * empty capability bounding set, which the command inherits. The reaper keeps its own
@@ -506,6 +588,14 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	/* A fresh /proc of the new pid namespace: no ancestor's environ to read. */
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		fail(err_fd, STAGE_SETUP, "mounting /proc", errno);
+	/* A devpts instance of the sandbox's own over /dev/pts: the terminals of the machine are
+	 * out of sight, and /dev/ptmx makes the command's terminal here (the kernel takes the
+	 * instance mounted at pts beside it). Where there is no /dev/pts to mount it on, a
+	 * command that needs a terminal fails with this reason. */
+	int pts_err = 0;
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	          "newinstance,ptmxmode=0666,mode=0620") < 0)
+		pts_err = errno;
 	if (preset)
 		apply_preset(preset, plan_fd, err_fd);
 
@@ -526,8 +616,9 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	apply_masks(p->masks, p->h.n_masks, err_fd, NULL);
 	if (!preset && rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE))
 		no_network(err_fd);
-	if (p->h.pgrp_mode == RD_PGRP_OTHER && setsid() < 0)
-		fail(err_fd, STAGE_SETUP, "setsid", errno);
+	int tty = -1;
+	if (p->h.has_tty)
+		tty = setup_tty(&plan, pts_err, err_fd);
 
 	/* Every signal blocked and taken with rt_sigtimedwait: blocked signals are queued even
 	 * for pid 1, which otherwise drops signals it has no handler for. Raw: glibc's sigset
@@ -538,7 +629,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	cap_t empty = cap_init();
 	if (!hi || !empty)
 		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
-	struct command_args a = {p, err_fd, hi, empty};
+	struct command_args a = {p, err_fd, hi, empty, tty};
 	pid_t child = clone(command_start, stack_top, CLONE_VM | SIGCHLD, &a);
 	if (child < 0)
 		fail(err_fd, STAGE_SETUP, "starting the command", errno);
@@ -557,19 +648,30 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 		if (sig < 0)
 			continue;
 		if (sig != SIGCHLD) {
+			/* Only what runnerd sends is passed on: a signal from outside the pid
+			 * namespace (si_pid 0) sent by a process (SI_USER, SI_QUEUE), not one a
+			 * process of the sandbox sent its pid 1 (kill(0, ...) from a command in
+			 * this group), nor one the kernel raised for the reaper itself. */
+			if (si.si_pid != 0 || (si.si_code != SI_USER && si.si_code != SI_QUEUE))
+				continue;
 			/* runnerd's timeout. A process of the sandbox's uid can queue the same
 			 * mark; all it gets is the caller seeing 124, which the command can exit
 			 * with anyway. runnerd's audit goes by its own timer. */
-			if (sig == SIGTERM && si.si_code == SI_QUEUE && si.si_pid == 0 &&
+			if (sig == SIGTERM && si.si_code == SI_QUEUE &&
 			    si.si_value.sival_int == RD_REAPER_TIMEOUT_MARK)
 				timed_out = true;
-			sys2(SYS_kill, child, sig);
+			/* A SIGCONT goes on the command's stop: to every process of the sandbox,
+			 * as a shell's fg sends it to a whole stopped job. */
+			sys2(SYS_kill, sig == SIGCONT ? -1 : child, sig);
 			continue;
 		}
 		int st;
 		long w;
-		while ((w = sys4(SYS_wait4, -1, &st, WNOHANG, 0)) > 0)
-			if (w == child)
+		while ((w = sys4(SYS_wait4, -1, &st, WNOHANG | WUNTRACED, 0)) > 0) {
+			if (w == child && WIFSTOPPED(st))
+				tell_stopped(p, WSTOPSIG(st));
+			else if (w == child)
 				report_end(p, status_fd, st, timed_out);
+		}
 	}
 }

@@ -104,9 +104,7 @@ void sup_cmd_ctl(struct sup *u, struct cmd *c)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n == sizeof(m) && m.type == RD_STUB_SIGNAL) {
-		/* A signal from the terminal already reached a command in the caller's process
-		 * group: forwarding it too would deliver it twice. */
-		if (r->status_known || (m.code == SI_KERNEL && r->joined_pgrp))
+		if (r->status_known)
 			return;
 		rd_pidfd_send_signal(r->sb.reaper_pidfd, m.value, NULL, 0);
 		return;

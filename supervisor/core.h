@@ -121,7 +121,7 @@ struct run {
 	unsigned kill_grace_s; /* from SIGTERM to SIGKILL */
 	bool timed_out;        /* SIGTERM sent for the timeout: the caller sees 124 */
 	const char *killed; /* why runnerd killed the sandbox, for the audit; NULL if it did not */
-	bool reaped, status_known, joined_pgrp;
+	bool reaped, status_known;
 	int status;
 	struct timespec start;
 };
@@ -237,7 +237,6 @@ struct sup {
 	uint64_t next_id;
 	dev_t stub_dev;
 	ino_t stub_ino;
-	pid_t sid;
 	bool userns;
 	struct stat root_st;
 	ino_t mntns;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 
 enum outcome {
 	GO_ON,  /* to the next phase */
@@ -211,6 +212,23 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	return GO_ON;
 }
 
+/* The caller's terminal, if one of its fds 0 to 2 is one (the first that is): the command
+ * gets one of its own, with the same modes and size (sandbox/plan.h). */
+static void caller_tty(const struct rd_task *t, struct rd_plan_head *h)
+{
+	for (size_t i = 0; i < t->n_fds; i++) {
+		struct stat st;
+		int fd = t->fds[i].fd;
+		if (t->fds[i].target > 2 || tcgetattr(fd, &h->tty_modes) < 0 || fstat(fd, &st) < 0)
+			continue;
+		if (ioctl(fd, TIOCGWINSZ, &h->tty_size) < 0)
+			h->tty_size = (struct winsize){0};
+		h->tty_rdev = st.st_rdev;
+		h->has_tty = 1;
+		return;
+	}
+}
+
 /* From the caller's state and the decision to the launch plan. */
 static int build_plan(struct sup *u, struct req *q)
 {
@@ -234,9 +252,7 @@ static int build_plan(struct sup *u, struct req *q)
 	            .inh = t->inh,
 	            .pgrp_mode = t->sid == t->tgid    ? RD_PGRP_SESSION
 	                         : t->pgid == t->tgid ? RD_PGRP_OWN
-	                         : t->sid == u->sid   ? RD_PGRP_JOIN
-	                                              : RD_PGRP_OTHER,
-	            .join_pgid = t->pgid,
+	                                              : RD_PGRP_MEMBER,
 	            .expect_dev = tg->dev,
 	            .expect_ino = tg->ino,
 	            .userns = u->userns,
@@ -249,6 +265,7 @@ static int build_plan(struct sup *u, struct req *q)
 	            .filter_len = filter ? u->s->cmd_filter.len : 0,
 	        },
 	    .exec_path = tg->exec_path,
+	    .cwd_path = t->cwd_path ? t->cwd_path : "",
 	    .argv = q->strs.argv,
 	    .envp = q->env.envp,
 	    .masks = q->masks.v,
@@ -259,6 +276,7 @@ static int build_plan(struct sup *u, struct req *q)
 	    .stub_ctl_fd = -1,
 	    .own_exec_fd = tg->exec_fd_is_target || tg->exec_fd == AT_FDCWD ? -1 : tg->exec_fd,
 	};
+	caller_tty(t, &q->plan.h);
 	return 0;
 }
 
@@ -305,7 +323,6 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 	if (build_plan(u, q) < 0 || !(x->c = sup_cmd_new(x->id, x->tid, q->t.tgid, q->path)))
 		return refuse(x, ENOMEM, "out of memory");
 	struct cmd *c = x->c;
-	c->run.joined_pgrp = q->plan.h.pgrp_mode == RD_PGRP_JOIN;
 	c->run.kill_grace_s = (unsigned)q->box.v[RD_BOX_KILL_GRACE_S];
 	c->run.timeout_s = (unsigned)q->box.v[RD_BOX_TIMEOUT_S];
 	c->ho.argv_addr = x->argv_addr;

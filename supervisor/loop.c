@@ -70,8 +70,11 @@ static void signals(struct sup *u)
 			reap(u);
 			continue;
 		}
-		/* From the terminal, the agent (same process group) got it already. */
-		if (si.ssi_code != SI_KERNEL && !u->agent_done)
+		/* A signal from the terminal reached the agent too if it is in runnerd's process
+		 * group; else (an interactive shell leads a group of its own, and on a hangup only
+		 * runnerd, the session's leader, is told) it is passed on like any other. */
+		bool told = si.ssi_code == SI_KERNEL && getpgid(u->s->agent.pid) == getpgrp();
+		if (!told && !u->agent_done)
 			kill(u->s->agent.pid, (int)si.ssi_signo);
 	}
 }
@@ -154,7 +157,6 @@ static int setup(struct sup *u, struct rd_session *s)
 	u->sp.zygote = RD_ZYGOTE_NONE;
 	u->ctl.fd = u->ctl.timer = u->tty.fd = -1;
 	sync_wakeups(u);
-	u->sid = getsid(0);
 	u->userns = geteuid() != 0;
 	struct stat st;
 	if (stat("/", &u->root_st) < 0 || stat("/proc/self/ns/mnt", &st) < 0)

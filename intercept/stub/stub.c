@@ -56,6 +56,23 @@ __attribute__((noreturn)) static void exit_group(int code)
 		sys1(NR_exit_group, code);
 }
 
+/* The command's terminal (RD_STUB_PTY): the master of its pseudo-terminal, and the caller's
+ * terminal, whose modes are saved while the stub has it in raw mode. -1: a command with pipes,
+ * no relay. */
+static int pty_master = -1, pty_outer = -1;
+static int outer_gone, master_gone;
+static struct ktermios outer_saved;
+static int outer_raw;
+
+/* The caller's terminal as it was before the stub made it raw: whenever the stub stops or
+ * ends, so that the caller's shell gets it back as it left it. */
+static void term_restore(void)
+{
+	if (outer_raw)
+		sys3(NR_ioctl, pty_outer, TCSETS, &outer_saved);
+	outer_raw = 0;
+}
+
 /* Die the way a process killed by SIGKILL dies: the caller sees WIFSIGNALED/SIGKILL. Used
  * when runnerd is gone (its sandbox, and so the command, die with it) and on protocol errors:
  * fail closed, never pretend success. SIGKILL can be neither blocked nor ignored, and a
@@ -63,6 +80,7 @@ __attribute__((noreturn)) static void exit_group(int code)
  * space. */
 __attribute__((noreturn)) static void die_killed(void)
 {
+	term_restore();
 	sys2(NR_kill, self_pid, SIGKILL);
 	exit_group(128 + SIGKILL);
 }
@@ -80,6 +98,7 @@ __attribute__((noreturn)) static void exit_like(int32_t status)
 {
 	int sig = status & 0x7f;
 
+	term_restore();
 	if (sig == 0)
 		exit_group((status >> 8) & 0xff);
 	/* 0x7f: a stopped (or, as 0xffff, continued) status is not an end: protocol error. */
@@ -146,19 +165,136 @@ static void write_all(int fd, const char *text, uint32_t len)
 	}
 }
 
+/* Is the stub in the foreground of the caller's terminal? Only then does it read the terminal
+ * or change its modes, as a shell's job would. */
+static int foreground(void)
+{
+	int pg = 0;
+	return sys3(NR_ioctl, pty_outer, TIOCGPGRP, &pg) == 0 && pg == sys1(NR_getpgid, 0);
+}
+
+/* The caller's terminal raw, as ssh and script make theirs: every byte typed goes to the
+ * command's terminal, whose own modes (echo, line editing, ^C, ^Z) decide what it means. */
+static void term_raw(void)
+{
+	if (pty_outer < 0 || outer_raw || outer_gone || !foreground())
+		return;
+	if (sys3(NR_ioctl, pty_outer, TCGETS, &outer_saved) < 0)
+		return;
+	struct ktermios t = outer_saved;
+	t.c_iflag &= ~(uint32_t)(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
+	t.c_oflag &= ~(uint32_t)OPOST;
+	t.c_lflag &= ~(uint32_t)(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
+	t.c_cflag &= ~(uint32_t)(CSIZE | PARENB);
+	t.c_cflag |= CS8;
+	t.c_cc[VMIN] = 1;
+	t.c_cc[VTIME] = 0;
+	if (sys3(NR_ioctl, pty_outer, TCSETS, &t) == 0)
+		outer_raw = 1;
+}
+
+/* The caller's window size onto the command's terminal; the kernel sends the command's
+ * foreground SIGWINCH when it changes. */
+static void sync_winsize(void)
+{
+	struct kwinsize ws;
+	if (pty_master >= 0 && !outer_gone && sys3(NR_ioctl, pty_outer, TIOCGWINSZ, &ws) == 0)
+		sys3(NR_ioctl, pty_master, TIOCSWINSZ, &ws);
+}
+
+/* Input for the command not written yet: the master is non-blocking, so that a command that
+ * reads nothing never stops the stub from relaying its output. While some is left, the
+ * caller's terminal is not read. */
+static char to_master[4096];
+static uint32_t to_master_len;
+
+static void relay_in(void)
+{
+	if (!to_master_len) {
+		long n = sys3(NR_read, pty_outer, to_master, sizeof(to_master));
+		if (n == -EINTR || n == -EAGAIN)
+			return;
+		if (n <= 0) {
+			outer_gone = 1; /* hung up: the kernel tells the caller's group SIGHUP */
+			return;
+		}
+		to_master_len = (uint32_t)n;
+	}
+	long w = sys3(NR_write, pty_master, to_master, to_master_len);
+	if (w > 0) {
+		to_master_len -= (uint32_t)w;
+		for (uint32_t i = 0; i < to_master_len; i++)
+			to_master[i] = to_master[i + (uint32_t)w];
+	} else if (w != -EAGAIN && w != -EINTR) {
+		to_master_len = 0; /* the command's side is gone */
+	}
+}
+
+/* What the command wrote, to the caller's terminal; whether anything came. */
+static int relay_out(void)
+{
+	char buf[4096];
+	long n = sys3(NR_read, pty_master, buf, sizeof(buf));
+	if (n == -EINTR || n == -EAGAIN)
+		return 0;
+	if (n <= 0) {
+		master_gone = 1; /* EIO: no process has the command's terminal open any more */
+		return 0;
+	}
+	if (!outer_gone)
+		write_all(pty_outer, buf, (uint32_t)n);
+	return 1;
+}
+
+/* The command has ended: what it wrote last reaches the caller first. A pty hands written
+ * bytes to its reader asynchronously, so the master is read until it has been quiet for a
+ * moment (or until no one holds the command's terminal any more). */
+static void drain(void)
+{
+	for (int quiet = 0; pty_master >= 0 && !master_gone && quiet < 3;) {
+		struct pollfd p = {pty_master, POLLIN, 0};
+		struct {
+			long sec, nsec;
+		} ts = {0, 10 * 1000 * 1000};
+		long r = sys5(NR_ppoll, &p, 1, &ts, 0, KSIGSET_SIZE);
+		if (r > 0 && relay_out())
+			quiet = 0;
+		else if (r >= 0)
+			quiet++;
+		else if (r != -EINTR)
+			break;
+	}
+}
+
+/* Stop the way the command stopped: by the same signal, so that the caller's shell reports the
+ * same ("Stopped", "Stopped (tty input)"). The caller's terminal gets its modes back first. On
+ * SIGCONT the stub goes on, and the SIGCONT (read from the signalfd) goes on to the command. */
+static void stop_like(int sig)
+{
+	if (sig < 1 || sig > NSIG_MAX || sig == SIGKILL)
+		return;
+	term_restore();
+	struct k_sigaction dfl = {0, 0, 0, 0};
+	sys4(NR_rt_sigaction, sig, &dfl, 0, KSIGSET_SIZE);
+	uint64_t bit = (uint64_t)1 << (sig - 1);
+	sys2(NR_kill, self_pid, sig);
+	sys4(NR_rt_sigprocmask, SIG_UNBLOCK, &bit, 0, KSIGSET_SIZE);
+	sys4(NR_rt_sigprocmask, SIG_BLOCK, &bit, 0, KSIGSET_SIZE);
+}
+
 /* Read one packet from runnerd and act on it. Returns only if the stub keeps running. */
 static void handle_control(int c)
 {
 	struct rd_stub_msg m;
-	/* Room for exactly one SCM_RIGHTS fd (CMSG_LEN(sizeof(int)) = 20): a second one would be
+	/* Room for two SCM_RIGHTS fds (CMSG_LEN(2 * sizeof(int)) = 24): a third one would be
 	 * dropped by the kernel, which then sets MSG_CTRUNC, which we treat as an error. */
 	union {
 		struct cmsghdr h;
 		unsigned char b[24];
 	} ctl;
 	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr mh = {0, 0, &iov, 1, &ctl, 20, 0};
-	int fd = -1;
+	struct msghdr mh = {0, 0, &iov, 1, &ctl, 24, 0};
+	int fd[2] = {-1, -1}, nfd = 0;
 
 	long n = sys3(NR_recvmsg, c, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n == -EAGAIN || n == -EINTR)
@@ -168,9 +304,11 @@ static void handle_control(int c)
 		die_killed();
 	if (mh.controllen > 0) {
 		if (mh.controllen < 20 || ctl.h.level != SOL_SOCKET || ctl.h.type != SCM_RIGHTS ||
-		    ctl.h.len != 20)
+		    (ctl.h.len != 20 && ctl.h.len != 24))
 			die_killed();
-		fd = *(int *)(void *)(ctl.b + sizeof(struct cmsghdr));
+		nfd = ctl.h.len == 20 ? 1 : 2;
+		for (int i = 0; i < nfd; i++)
+			fd[i] = *(int *)(void *)(ctl.b + sizeof(struct cmsghdr) + 4 * (unsigned)i);
 	}
 	/* SOCK_SEQPACKET keeps packet boundaries: a short packet, a longer one (MSG_TRUNC) or a
 	 * truncated fd list (MSG_CTRUNC) means runnerd and the stub disagree: fail closed. */
@@ -179,14 +317,29 @@ static void handle_control(int c)
 
 	switch (m.type) {
 	case RD_STUB_EXIT:
-		if (fd >= 0)
+		if (nfd)
 			die_killed();
+		drain();
 		exit_like(m.value);
 	case RD_STUB_SAY:
-		if (fd < 0 || m.len > RD_STUB_TEXT_MAX)
+		if (nfd != 1 || m.len > RD_STUB_TEXT_MAX)
 			die_killed();
-		write_all(fd, m.text, m.len);
-		sys1(NR_close, fd);
+		write_all(fd[0], m.text, m.len);
+		sys1(NR_close, fd[0]);
+		return;
+	case RD_STUB_PTY:
+		if (nfd != 2 || pty_master >= 0)
+			die_killed();
+		pty_master = fd[0];
+		pty_outer = fd[1];
+		sys3(NR_fcntl, pty_master, F_SETFL, O_NONBLOCK);
+		term_raw();
+		sync_winsize();
+		return;
+	case RD_STUB_STOPPED:
+		if (nfd)
+			die_killed();
+		stop_like(m.value);
 		return;
 	default:
 		die_killed();
@@ -228,6 +381,16 @@ static void forward_signals(int c, int sfd)
 		    (long)si[i].ssi_pid == self_pid) {
 			self_raised &= ~bit;
 			continue;
+		}
+		/* With a terminal of its own, the command learns of a resize from it. */
+		if (sig == SIGWINCH && pty_master >= 0) {
+			sync_winsize();
+			continue;
+		}
+		/* Going on after a stop, in the foreground again or not (fg, bg). */
+		if (sig == SIGCONT && pty_master >= 0) {
+			term_raw();
+			sync_winsize();
 		}
 		out.type = RD_STUB_SIGNAL;
 		out.value = (int32_t)sig;
@@ -275,9 +438,14 @@ void stub_main(void)
 	if (sfd < 0)
 		die_killed();
 
-	struct pollfd p[2] = {{c, POLLIN, 0}, {sfd, POLLIN, 0}};
+	struct pollfd p[4] = {{c, POLLIN, 0}, {sfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
 	for (;;) {
-		long r = sys5(NR_ppoll, p, 2, 0, 0, KSIGSET_SIZE);
+		/* The command's output, always; the caller's input while the stub is in the
+		 * foreground, and only as fast as the command takes it. */
+		p[2].fd = pty_master >= 0 && !master_gone ? pty_master : -1;
+		p[2].events = to_master_len ? POLLIN | POLLOUT : POLLIN;
+		p[3].fd = outer_raw && !outer_gone && !to_master_len ? pty_outer : -1;
+		long r = sys5(NR_ppoll, p, 4, 0, 0, KSIGSET_SIZE);
 
 		if (r == -EINTR)
 			continue;
@@ -288,5 +456,9 @@ void stub_main(void)
 			handle_control(c);
 		if (p[1].revents & POLLIN)
 			forward_signals(c, sfd);
+		if (p[2].revents & (POLLIN | POLLHUP | POLLERR))
+			relay_out();
+		if ((p[2].revents & POLLOUT) || (p[3].revents & (POLLIN | POLLHUP | POLLERR)))
+			relay_in();
 	}
 }

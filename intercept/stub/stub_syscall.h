@@ -11,6 +11,9 @@
 #define NR_read           0
 #define NR_write          1
 #define NR_close          3
+#define NR_fcntl          72
+#define NR_ioctl          16
+#define NR_getpgid        121
 #define NR_rt_sigaction   13
 #define NR_rt_sigprocmask 14
 #define NR_getpid         39
@@ -29,6 +32,9 @@
 #define NR_read           63
 #define NR_write          64
 #define NR_close          57
+#define NR_fcntl          25
+#define NR_ioctl          29
+#define NR_getpgid        155
 #define NR_rt_sigaction   134
 #define NR_rt_sigprocmask 135
 #define NR_getpid         172
@@ -50,12 +56,14 @@
 
 /* errno values the stub tests for (identical on x86_64 and arm64). */
 #define EINTR  4
+#define EIO    5
 #define EAGAIN 11
 #define EFBIG  27
 #define EPIPE  32
 
 /* Signals: the kernel's sigset_t is 64 bits on both architectures (_NSIG = 64). */
 #define KSIGSET_SIZE 8
+#define SIGHUP       1
 #define SIGKILL      9
 #define SIGPIPE      13
 #define SIGCHLD      17
@@ -71,6 +79,7 @@
 #define SIG_SETMASK  2
 #define SIG_UNBLOCK  1
 #define SI_USER      0
+#define SIG_BLOCK    0
 
 /* The kernel's struct sigaction (not glibc's): handler, flags, restorer, mask on both
  * x86_64 and arm64 (arm64 defines SA_RESTORER, so asm-generic keeps the field). */
@@ -118,6 +127,47 @@ struct rlimit64 {
 	uint64_t cur;
 	uint64_t max;
 };
+
+/* Terminals (asm-generic/termbits.h, ioctls.h; the same on x86_64 and arm64): the kernel's
+ * struct termios, as TCGETS and TCSETS take it. */
+#define NCCS       19
+#define TCGETS     0x5401
+#define TCSETS     0x5402
+#define TIOCGPGRP  0x540F
+#define TIOCGWINSZ 0x5413
+#define TIOCSWINSZ 0x5414
+struct ktermios {
+	uint32_t c_iflag, c_oflag, c_cflag, c_lflag;
+	uint8_t c_line;
+	uint8_t c_cc[NCCS];
+};
+struct kwinsize {
+	uint16_t row, col, xpixel, ypixel;
+};
+#define IGNBRK 0000001
+#define BRKINT 0000002
+#define PARMRK 0000010
+#define ISTRIP 0000040
+#define INLCR  0000100
+#define IGNCR  0000200
+#define ICRNL  0000400
+#define IXON   0002000
+#define OPOST  0000001
+#define CSIZE  0000060
+#define CS8    0000060
+#define PARENB 0000400
+#define ISIG   0000001
+#define ICANON 0000002
+#define ECHO   0000010
+#define ECHONL 0000100
+#define IEXTEN 0100000
+#define VTIME  5
+#define VMIN   6
+
+/* fcntl */
+#define F_GETFL    3
+#define F_SETFL    4
+#define O_NONBLOCK 04000
 
 /* <linux/prctl.h> */
 #define PR_SET_DUMPABLE 4

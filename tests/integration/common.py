@@ -225,3 +225,14 @@ def comm(pid):
             return f.read().strip()
     except OSError:
         return ""
+
+
+def unified_diff(a, b, a_name, b_name):
+    """The lines of a unified diff of two lists of lines, with two lines of context."""
+    import difflib
+    return list(difflib.unified_diff(a, b, a_name, b_name, lineterm="", n=2))
+
+
+def running(pattern):
+    """Is a process running whose command line has pattern as a whole argument's end?"""
+    return _running((pattern + "\x00").encode())

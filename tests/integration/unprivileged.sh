@@ -26,6 +26,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/build/tests/integration" "$work/src/tests"
 cp -a "$build/bin" "$build/etc" "$work/build/"
 cp -a "$build/tests/integration/helpers" "$work/build/tests/integration/"
+[ -d "$build/npm" ] && cp -a "$build/npm" "$work/build/"
 cp -a "$src/tests/integration" "$work/src/tests/"
 chmod -R a+rX "$work"
 chmod 755 "$work"
@@ -44,3 +45,7 @@ echo "== as $user: security"
 run "$py '$work/src/tests/integration/security.py'" | grep -Ev '^ok ' 
 echo "== as $user: approvals"
 run "$py '$work/src/tests/integration/ask.py'" | grep -Ev '^ok '
+echo "== as $user: sessions, signals and lifetimes"
+run "$py '$work/src/tests/integration/lifetime.py'" | grep -Ev '^ok '
+echo "== as $user: terminals"
+run "NODE_PTY='$work/build/npm' $py '$work/src/tests/integration/terminal.py'" | grep -Ev '^ok '

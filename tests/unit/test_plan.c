@@ -24,7 +24,7 @@
 /* Every field of the head is compared one by one below (check_head); a new one must be added
  * there and given a value in full_plan(). The size says when that is due. */
 #if defined(__x86_64__) || defined(__aarch64__)
-_Static_assert(sizeof(struct rd_plan_head) == 480,
+_Static_assert(sizeof(struct rd_plan_head) == 560,
                "struct rd_plan_head changed: update full_plan() and check_head()");
 #endif
 
@@ -86,7 +86,13 @@ static struct rd_launch_plan full_plan(void)
 		h->inh.have_rlim[i] = i % 2;
 	}
 	h->pgrp_mode = RD_PGRP_SESSION;
-	h->join_pgid = 4321;
+	h->has_tty = 1;
+	h->tty_rdev = 0x8801;
+	h->tty_modes.c_iflag = 0x1234;
+	h->tty_modes.c_lflag = 0x8a3b;
+	h->tty_modes.c_cc[VINTR] = 3;
+	h->tty_modes.c_ispeed = B38400;
+	h->tty_size = (struct winsize){.ws_row = 43, .ws_col = 132, .ws_xpixel = 1, .ws_ypixel = 2};
 	h->expect_dev = 0xfedcba9876543210ull;
 	h->expect_ino = 0x123456789abcdef0ull;
 	h->userns = 1;
@@ -100,6 +106,7 @@ static struct rd_launch_plan full_plan(void)
 	h->n_groups = ARRAY_SIZE(groups_full);
 	h->filter_len = ARRAY_SIZE(filter_full);
 	p.exec_path = "/usr/bin/ënv";
+	p.cwd_path = "/home/dév/project";
 	p.argv = argv_full;
 	p.envp = envp_full;
 	p.masks = masks_full;
@@ -156,7 +163,10 @@ static void check_head(const struct rd_plan_head *want, const struct rd_plan_hea
 		assert_int_equal(got->inh.have_rlim[i], want->inh.have_rlim[i]);
 	}
 	assert_int_equal(got->pgrp_mode, want->pgrp_mode);
-	assert_int_equal(got->join_pgid, want->join_pgid);
+	assert_int_equal(got->has_tty, want->has_tty);
+	assert_int_equal(got->tty_rdev, want->tty_rdev);
+	assert_memory_equal(&got->tty_modes, &want->tty_modes, sizeof(want->tty_modes));
+	assert_memory_equal(&got->tty_size, &want->tty_size, sizeof(want->tty_size));
 	assert_int_equal(got->expect_dev, want->expect_dev);
 	assert_int_equal(got->expect_ino, want->expect_ino);
 	assert_int_equal(got->userns, want->userns);
@@ -197,6 +207,9 @@ static void check_plan(const struct rd_launch_plan *want, const struct rd_plan_h
 	assert_non_null(got->exec_path);
 	assert_string_equal(got->exec_path, want->exec_path);
 	assert_true(in_blob(got->exec_path, blob, size));
+	assert_non_null(got->cwd_path);
+	assert_string_equal(got->cwd_path, want->cwd_path ? want->cwd_path : "");
+	assert_true(in_blob(got->cwd_path, blob, size));
 	check_strings(want->argv, got->argv, sent->argc, blob, size);
 	check_strings(want->envp, got->envp, sent->envc, blob, size);
 	check_strings(want->masks, got->masks, sent->n_masks, blob, size);
@@ -231,8 +244,9 @@ static void round_trip(const struct rd_launch_plan *p)
 	struct rd_plan_blob b;
 	assert_int_equal(rd_plan_pack(p, &b), 0);
 	check_head(&sent, &b.h);
-	/* The head, the two arrays, the fd numbers, exec_path, then one iovec a string. */
-	assert_int_equal(b.n_iov, 5 + (size_t)p->h.argc + p->h.envc + p->h.n_masks);
+	/* The head, the two arrays, the fd numbers, exec_path, cwd_path, then one iovec a
+	 * string. */
+	assert_int_equal(b.n_iov, 6 + (size_t)p->h.argc + p->h.envc + p->h.n_masks);
 	size_t size;
 	char *blob = concat(&b, &size);
 	struct rd_launch_plan out;
@@ -268,7 +282,7 @@ static void test_empty_round_trip(void **state)
 	struct rd_plan_blob b;
 	assert_int_equal(rd_plan_pack(&p, &b), 0);
 	assert_int_equal(b.h.filter_len, 0);
-	assert_int_equal(b.size, sizeof(struct rd_plan_head) + 1);
+	assert_int_equal(b.size, sizeof(struct rd_plan_head) + 2); /* exec_path and cwd_path: "" */
 	rd_plan_blob_free(&b);
 	round_trip(&p);
 }

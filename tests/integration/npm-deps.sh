@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The npm packages the integration tests use, pinned, installed into DIR once:
+#   npm-deps.sh DIR
+# Without npm or a reachable registry it says so and exits 0: the tests that need a package
+# then skip loudly (77), which RUNNERD_MUST_WORK=1 turns into a failure.
+set -uo pipefail
+dir=$1
+want="node-pty@1.1.0"
+mkdir -p "$dir"
+if [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "$want" ]; then
+	exit 0
+fi
+# Debian's nodejs comes without npm (NodeSource's has it): then Debian's npm, if we may.
+if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+	echo "npm-deps: installing Debian's npm"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm \
+		>/dev/null 2>&1 || true
+fi
+if ! command -v npm >/dev/null 2>&1; then
+	echo "npm-deps: npm is not installed: the tests that need $want skip"
+	exit 0
+fi
+echo "npm-deps: installing $want into $dir"
+if (cd "$dir" && npm install --no-audit --no-fund --no-save --loglevel=error $want); then
+	echo "$want" >"$dir/.installed"
+	chmod -R a+rX "$dir"
+else
+	echo "npm-deps: npm could not install $want: the tests that need it skip"
+fi
+exit 0

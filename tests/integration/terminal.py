@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Commands on a terminal, on the real kernel: everything a person or a pty-spawning caller does
+on a terminal works under runnerd as it does without it.
+
+- an interactive bash in tmux as the agent, driven by keys, plainly and under runnerd: input,
+  ^C, ^Z with jobs and fg, a /dev/tty password prompt, less, a window resize; the panes must
+  read the same; closing the terminal ends the agent, its command and runnerd;
+- callers that start their command on a fresh pseudo-terminal (Python's pty.fork, pexpect,
+  node-pty): the command has a terminal, /dev/tty, the foreground, the window size and its
+  changes, the input, ^C, and its stdout and stderr in order, as without runnerd;
+- the caller's terminal modes come back when a command dies by a signal and when runnerd is
+  killed under it.
+
+Environment: RUNNERD, RUNNERD_MUST_WORK, NODE_PTY (a directory whose node_modules has
+node-pty; without it the node-pty caller is skipped, loudly). Prints one line per check and
+"N passed, M failed".
+"""
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import termios
+import time
+
+import common
+from common import check, runnerd_cmd
+
+RUN = ".%d" % os.getpid()
+skipped = []
+
+
+def env(**more):
+    e = common.base_env()
+    e["TERM"] = "xterm"
+    e.update(more)
+    return e
+
+
+def bash_argv(tmp):
+    """An interactive bash whose prompt is "$ ", from an rc file: PS1 itself is not a name
+    runnerd passes to the agent."""
+    rc = os.path.join(tmp, "bashrc")
+    with open(rc, "w") as f:
+        # No history file: a shell hung up writes it as it goes, maybe as the test cleans up.
+        f.write("PS1='$ '\nunset HISTFILE\n")
+    return ["bash", "--noprofile", "--rcfile", rc, "-i"]
+
+
+# --- tmux ----------------------------------------------------------------------------------
+
+class Tmux:
+    """A tmux server of this test's own (its own socket), one window running argv."""
+
+    def __init__(self, argv, environ, width=100, height=30):
+        self.sock = "rd-term%s-%d" % (RUN, int(time.monotonic() * 1000) % 100000)
+        self.base = ["tmux", "-L", self.sock, "-f", "/dev/null"]
+        cmd = " ".join("'%s'" % a.replace("'", "'\\''") for a in argv)
+        envs = " ".join("%s='%s'" % kv for kv in environ.items())
+        subprocess.run(self.base + ["new-session", "-d", "-s", "t", "-x", str(width), "-y",
+                                    str(height), "env -i %s %s" % (envs, cmd)], check=True)
+        subprocess.run(self.base + ["set-option", "-g", "remain-on-exit", "off"])
+
+    def keys(self, *keys):
+        subprocess.run(self.base + ["send-keys", "-t", "t"] + list(keys), check=True)
+
+    def pane(self):
+        p = subprocess.run(self.base + ["capture-pane", "-p", "-t", "t"], capture_output=True,
+                           text=True)
+        return p.stdout
+
+    def wait(self, pattern, seconds=15):
+        """The pane once pattern (a regex) matches it, or None."""
+        return common.wait_for(lambda: re.search(pattern, self.pane(), re.M) and self.pane(),
+                               seconds, 0.05)
+
+    def resize(self, w, h):
+        subprocess.run(self.base + ["resize-window", "-t", "t", "-x", str(w), "-y", str(h)])
+
+    def kill(self):
+        subprocess.run(self.base + ["kill-server"], capture_output=True)
+
+
+def shell_session(argv, tmp):
+    """Drives an interactive bash through the everyday sequence; returns the pane's lines, or
+    the pane so far and where it stuck."""
+    text = os.path.join(tmp, "pages.txt")
+    with open(text, "w") as f:
+        f.writelines("line %d of the pages\n" % i for i in range(200))
+    t = Tmux(argv, env(HOME=tmp))
+    steps = [
+        (["cat", "Enter"], None),
+        (["hello", "Enter"], r"^hello\n^hello"),
+        (["C-c"], r"^\^C\n\$ ?$"),
+        (["echo status $?", "Enter"], r"^status 130"),
+        (["sleep 30", "Enter"], None),
+        (["C-z"], r"Stopped +sleep 30"),
+        (["jobs", "Enter"], r"^\[1\]\+ +Stopped +sleep 30\n\$ ?$"),
+        (["fg", "Enter"], r"^sleep 30\n"),
+        (["C-c"], r"^\^C\n\$ ?$"),
+        (["echo after $?", "Enter"], r"^after 130"),
+        (["bash -c 'read -s -p \"pw: \" x </dev/tty; echo; echo \"got [$x]\"'", "Enter"],
+         r"^pw:"),
+        (["secret", "Enter"], r"^got \[secret\]"),
+        (["less -X " + text, "Enter"], r"^line 20 of the pages"),
+        (["q"], r"^\$ ?$"),
+        (["stty size", "Enter"], r"^30 100"),
+        (["RESIZE"], None),
+        (["stty size", "Enter"], r"^20 80"),
+        (["echo done", "Enter"], r"^done\n\$ ?$"),
+    ]
+    try:
+        if not t.wait(r"^\$ ?$"):
+            return None, "no prompt: " + t.pane()
+        for keys, want in steps:
+            if keys == ["RESIZE"]:
+                t.resize(80, 20)
+                time.sleep(0.3)
+                continue
+            t.keys(*keys)
+            if want and not t.wait(want):
+                return None, "stuck after %r: %s" % (keys, t.pane())
+        return [l.rstrip() for l in t.pane().rstrip("\n").split("\n")], None
+    finally:
+        t.kill()
+
+
+def test_interactive_shell(tmp):
+    bash = bash_argv(tmp)
+    plain, why = shell_session(bash, tmp)
+    if plain is None:
+        check("tmux: the sequence runs without runnerd (the test's own check)", False, why)
+        return
+    under, why = shell_session(runnerd_cmd("generic", bash), tmp)
+    check("tmux: an interactive shell under runnerd: input, ^C, ^Z/jobs/fg, a /dev/tty "
+          "prompt, less, a resize", under is not None, why or "")
+    if under is not None:
+        check("tmux: the pane reads as without runnerd", under == plain,
+              "\n".join(common.unified_diff(plain, under, "plain", "runnerd")))
+
+
+def test_hangup(tmp):
+    """Closing the terminal (the tmux window) mid-command ends the command, the agent and
+    runnerd, as it ends a shell and its job without runnerd."""
+    marker = "9871" + RUN
+    bash = bash_argv(tmp)
+    t = Tmux(runnerd_cmd("generic", bash), env(HOME=tmp))
+    try:
+        ok = t.wait(r"^\$ ?$")
+        t.keys("sleep " + marker, "Enter")
+        running = common.wait_for(lambda: common.running("sleep\x00" + marker), 10)
+        check("hangup: the command runs", ok and running, t.pane())
+    finally:
+        t.kill()
+    check("hangup: the command is gone once the terminal closes",
+          common.gone_within("sleep\x00" + marker, 5), "sleep still running")
+    check("hangup: runnerd and the agent are gone too",
+          common.gone_within(bash[-2] + "\x00-i", 5), "bash or runnerd still running")
+
+
+# --- callers on a pseudo-terminal ----------------------------------------------------------
+
+def transcript(argv, environ):
+    p = subprocess.run(argv, env=environ, capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def compare_pty_caller(name, agent_argv, environ):
+    probe = [common.PY, common.agent("tty_probe.py")]
+    rc, plain, err = transcript(agent_argv + probe, environ)
+    if rc != 0 or "ended:" not in plain:
+        check("%s: the conversation runs without runnerd (the test's own check)" % name,
+              False, plain + err)
+        return
+    rc2, under, err2 = transcript(runnerd_cmd("generic", agent_argv + probe), environ)
+    want = ["tty: True True True, name True, /dev/tty ok, foreground True, size 24x80",
+            "winch 33x101", "read [hello there]", "out0\nerr0\nout1\nerr1\nout2\nerr2",
+            "ended: signal 2"]
+    missing = [w for w in want if w not in under]
+    check("%s: the command has its terminal, /dev/tty, the foreground, the size and its "
+          "change, the input, stdout and stderr in order, ^C" % name,
+          rc2 == 0 and not missing, "missing %r in:\n%s%s" % (missing, under, err2))
+    check("%s: the conversation reads as without runnerd" % name, under == plain,
+          "\n".join(common.unified_diff(plain.split("\n"), under.split("\n"), "plain",
+                                        "runnerd")))
+
+
+def test_pty_fork(tmp):
+    compare_pty_caller("pty.fork", [common.PY, common.agent("pty_agent.py")], env())
+
+
+def test_pexpect(tmp):
+    try:
+        subprocess.run([common.PY, "-c", "import pexpect"], check=True, capture_output=True)
+    except subprocess.CalledProcessError:
+        skipped.append("pexpect: python3-pexpect is not installed")
+        return
+    compare_pty_caller("pexpect", [common.PY, common.agent("pexpect_agent.py")], env())
+
+
+def test_node_pty(tmp):
+    where = os.environ.get("NODE_PTY")
+    node = shutil.which("node")
+    if not node or not where or not os.path.isdir(os.path.join(where, "node_modules",
+                                                                "node-pty")):
+        skipped.append("node-pty: NODE_PTY does not name an installation of node-pty "
+                       "(tests/integration/node-pty.sh makes one with npm)")
+        return
+    compare_pty_caller("node-pty", [node, common.agent("node_pty_agent.js"),
+                                    os.path.join(where, "node_modules", "node-pty")], env())
+
+
+# --- the caller's terminal modes -----------------------------------------------------------
+
+def test_modes_restored(tmp):
+    """A command that makes its terminal raw and dies by SIGKILL, and a command whose runnerd
+    is SIGKILLed: the caller's terminal has its modes back each time."""
+    agent = common.agent("modes_agent.py")
+    pid, master = pty.fork()
+    if pid == 0:
+        # A shell leads the terminal's session, as it would: killing runnerd then hangs up
+        # nothing, and the agent, runnerd's child, goes on.
+        # It stays until the agent is done: a session leader that exits hangs up its terminal.
+        os.execvpe("sh", ["sh", "-c", '"$@"; echo runnerd ended; sleep 3', "sh"] +
+                   runnerd_cmd("generic", [common.PY, agent]), env())
+    out = b""
+    deadline = time.monotonic() + 30
+    killed = False
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        if not killed and b"sleeping" in out:
+            time.sleep(0.3)
+            for child in common.children(pid):  # runnerd
+                os.kill(child, signal.SIGKILL)
+            killed = True
+        if b"all done" in out:
+            break
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    text = out.decode(errors="replace")
+    check("modes: the caller's terminal is as it was after its command died by SIGKILL",
+          "after the kill: same" in text, text)
+    check("modes: ... and after runnerd was SIGKILLed under a running command",
+          "after runnerd died: same" in text, text)
+
+
+def main():
+    common.require_runnerd()
+    if not shutil.which("tmux"):
+        common.skip("tmux is not installed (apt-get install tmux)")
+    tests = (test_interactive_shell, test_hangup, test_pty_fork, test_pexpect, test_node_pty,
+             test_modes_restored)
+    status = common.run_tests(tests, "rd-term-", enter=True)
+    for s in skipped:
+        print("SKIP " + s)
+    if skipped and common.MUST_WORK:
+        print("RUNNERD_MUST_WORK=1: a skip is a failure")
+        return 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
