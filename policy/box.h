@@ -56,6 +56,10 @@ struct rd_box_key {
 	  .max = 86400 * 365, .max_words = "a year")                                               \
 	X(KILL_GRACE_S, .name = "kill_grace_s", .type = RD_BOX_SECONDS, .where = RD_IN_ALL,        \
 	  .max = 3600, .max_words = "an hour", .dflt = 5)                                          \
+	X(LIFETIME, .name = "lifetime", .type = RD_BOX_WORD, .where = RD_IN_ALL,                   \
+	  .words = {"session", "command"}, .dflt = RD_LIFETIME_SESSION)                            \
+	X(MAX_SANDBOXES, .name = "max_sandboxes", .type = RD_BOX_COUNT,                            \
+	  .where = RD_IN_SANDBOX | RD_IN_COMMANDS, .max = 4096, .max_words = "4096", .dflt = 128)  \
 	X(NOFILE, .name = "nofile", .group = "rlimits", .type = RD_BOX_RLIMIT, .where = RD_IN_ALL, \
 	  .resource = RLIMIT_NOFILE)                                                               \
 	X(NPROC, .name = "nproc", .group = "rlimits", .type = RD_BOX_RLIMIT, .where = RD_IN_ALL,   \
@@ -70,6 +74,10 @@ struct rd_box_key {
 /* The words' values. */
 enum { RD_SECCOMP_DEFAULT = 1, RD_SECCOMP_NONE = 2 };
 enum { RD_NET_HOST = 1, RD_NET_NONE = 2 };
+/* How long a sandbox lives: until its last process has exited (background processes live on
+ * after the command), or until its command has (its pid 1 exits, and the kernel kills the
+ * rest). */
+enum { RD_LIFETIME_SESSION = 1, RD_LIFETIME_COMMAND = 2 };
 
 enum rd_box_id {
 #define RD_BOX_ID(id, ...) RD_BOX_##id,

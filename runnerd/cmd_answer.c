@@ -22,13 +22,12 @@ struct session_sock {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
-/* The live sessions' sockets in dir; stale ones (their runnerd is gone) are skipped. */
-static int list_sessions(const char *dir, struct session_sock *out, size_t max, size_t *n)
+/* The sessions' sockets in dir, after the *n already in out. */
+static int list_dir(const char *dir, struct session_sock *out, size_t max, size_t *n)
 {
-	*n = 0;
 	DIR *d = opendir(dir);
 	if (!d)
-		return errno == ENOENT ? 0 : -errno;
+		return errno == ENOENT || errno == EACCES || errno == ENOTDIR ? 0 : -errno;
 	struct dirent *e;
 	while ((e = readdir(d)) && *n < max) {
 		size_t len = strlen(e->d_name);
@@ -36,13 +35,33 @@ static int list_sessions(const char *dir, struct session_sock *out, size_t max, 
 			continue;
 		struct session_sock *s = &out[*n];
 		snprintf(s->id, sizeof(s->id), "%.*s", (int)(len - 5), e->d_name);
-		if ((size_t)snprintf(s->path, sizeof(s->path), "%s/%s", dir, e->d_name) >=
-		    sizeof(s->path))
+		bool seen = false;
+		for (size_t i = 0; i < *n; i++)
+			seen = seen || strcmp(out[i].id, s->id) == 0;
+		if (seen || (size_t)snprintf(s->path, sizeof(s->path), "%s/%s", dir, e->d_name) >=
+		                sizeof(s->path))
 			continue;
 		(*n)++;
 	}
 	closedir(d);
 	return 0;
+}
+
+/* The sessions' sockets in every directory where this user's may be (a session started
+ * without XDG_RUNTIME_DIR puts its own elsewhere than one with it). Stale ones are among them:
+ * connecting tells. 0, or -errno with a message on stderr. */
+static int list_sessions(struct session_sock *out, size_t max, size_t *n)
+{
+	char *dirs[RD_CONTROL_DIRS];
+	int r = 0;
+	*n = 0;
+	rd_control_dirs(dirs);
+	for (size_t i = 0; i < RD_CONTROL_DIRS; i++) {
+		if (dirs[i] && r == 0 && (r = list_dir(dirs[i], out, max, n)) < 0)
+			fprintf(stderr, "runnerd: %s: %s\n", dirs[i], strerror(-r));
+		free(dirs[i]);
+	}
+	return r;
 }
 
 /* A connection to the session's socket, or -1 with a message on stderr; *stale: its runnerd
@@ -103,6 +122,20 @@ static void print_safe(const char *s)
 	}
 }
 
+static void print_argv(json_t *e)
+{
+	size_t k;
+	json_t *a;
+	printf("\n    $");
+	json_array_foreach(json_object_get(e, "argv"), k, a)
+	{
+		printf(" ");
+		print_safe(json_string_value(a));
+	}
+	if (json_is_true(json_object_get(e, "argv_truncated")))
+		printf(" ...");
+}
+
 static void print_pending(const char *sid, json_t *list)
 {
 	size_t i;
@@ -114,16 +147,7 @@ static void print_pending(const char *sid, json_t *list)
 		       json_real_value(json_object_get(e, "expires_in_s")),
 		       (long long)json_integer_value(json_object_get(e, "rule")));
 		print_safe(json_string_value(json_object_get(e, "resolved")));
-		printf("\n    $");
-		size_t k;
-		json_t *a;
-		json_array_foreach(json_object_get(e, "argv"), k, a)
-		{
-			printf(" ");
-			print_safe(json_string_value(a));
-		}
-		if (json_is_true(json_object_get(e, "argv_truncated")))
-			printf(" ...");
+		print_argv(e);
 		printf("\n    cwd ");
 		print_safe(json_string_value(json_object_get(e, "cwd")));
 		const char *d = json_string_value(json_object_get(e, "description"));
@@ -135,20 +159,49 @@ static void print_pending(const char *sid, json_t *list)
 	}
 }
 
-static int pending(const char *dir, bool as_json)
+static void print_sandboxes(const char *sid, json_t *list)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(list, i, e)
+	{
+		printf("%.*s-%lld  ", SHOWN_SESSION, sid,
+		       (long long)json_integer_value(json_object_get(e, "id")));
+		const char *state = json_string_value(json_object_get(e, "state"));
+		json_t *st = json_object_get(e, "status"), *sig = json_object_get(e, "signal");
+		long long procs = json_integer_value(json_object_get(e, "processes"));
+		if (state && strcmp(state, "ended") == 0 && st)
+			printf("ended (status %lld), ", (long long)json_integer_value(st));
+		else if (state && strcmp(state, "ended") == 0)
+			printf("ended (SIG%s), ", json_string_value(sig) ?: "?");
+		else
+			printf("running, ");
+		printf("%lld process%s%s  %.0fs  ", procs, procs == 1 ? "" : "es",
+		       state && strcmp(state, "ended") == 0 ? " left" : "",
+		       json_real_value(json_object_get(e, "age_s")));
+		json_t *rule = json_object_get(e, "rule");
+		if (json_is_integer(rule))
+			printf("rule %lld  ", (long long)json_integer_value(rule));
+		print_safe(json_string_value(json_object_get(e, "path")));
+		print_argv(e);
+		printf("\n");
+	}
+}
+
+/* runnerd pending, runnerd ps: what the sessions of this user answer to op, the list under
+ * key in each reply. */
+static int list_all(const char *op, const char *key, bool as_json)
 {
 	struct session_sock ss[MAX_SESSIONS];
 	size_t n;
-	if (list_sessions(dir, ss, MAX_SESSIONS, &n) < 0) {
-		fprintf(stderr, "runnerd: %s: %s\n", dir, strerror(errno));
+	if (list_sessions(ss, MAX_SESSIONS, &n) < 0)
 		return 1;
-	}
 	json_t *all = json_array();
 	size_t waiting = 0;
 	int ret = 0;
 	for (size_t i = 0; i < n; i++) {
 		bool stale;
-		json_t *rep = ask_session(&ss[i], json_pack("{s:s}", "op", "pending"), &stale);
+		json_t *rep = ask_session(&ss[i], json_pack("{s:s}", "op", op), &stale);
 		if (!rep) {
 			ret = stale ? ret : 1;
 			continue;
@@ -160,9 +213,12 @@ static int pending(const char *dir, bool as_json)
 		} else if (as_json) {
 			json_array_append(all, rep);
 		} else {
-			json_t *list = json_object_get(rep, "pending");
+			json_t *list = json_object_get(rep, key);
 			waiting += json_array_size(list);
-			print_pending(ss[i].id, list);
+			if (strcmp(op, "ps") == 0)
+				print_sandboxes(ss[i].id, list);
+			else
+				print_pending(ss[i].id, list);
 		}
 		json_decref(rep);
 	}
@@ -172,14 +228,15 @@ static int pending(const char *dir, bool as_json)
 			puts(text);
 		free(text);
 	} else if (!waiting) {
-		printf(ret ? "no command is waiting for approval in the sessions that answered\n"
-		           : "no command is waiting for approval\n");
+		const char *none = strcmp(op, "ps") == 0 ? "no sandbox is running"
+		                                         : "no command is waiting for approval";
+		printf("%s%s\n", none, ret ? " in the sessions that answered" : "");
 	}
 	json_decref(all);
 	return ret;
 }
 
-static int answer(const char *dir, const char *op, const char *id)
+static int answer(const char *op, const char *id)
 {
 	const char *dash = strrchr(id, '-');
 	const char *num = dash ? dash + 1 : id;
@@ -195,10 +252,8 @@ static int answer(const char *dir, const char *op, const char *id)
 	}
 	struct session_sock ss[MAX_SESSIONS];
 	size_t n;
-	if (list_sessions(dir, ss, MAX_SESSIONS, &n) < 0) {
-		fprintf(stderr, "runnerd: %s: %s\n", dir, strerror(errno));
+	if (list_sessions(ss, MAX_SESSIONS, &n) < 0)
 		return 1;
-	}
 	size_t prefix = dash ? (size_t)(dash - id) : 0;
 	const struct session_sock *match = NULL;
 	size_t matches = 0;
@@ -218,8 +273,8 @@ static int answer(const char *dir, const char *op, const char *id)
 	}
 	if (matches != 1) {
 		if (matches == 0)
-			fprintf(stderr, "runnerd: no running session %s%.*s in %s\n",
-			        prefix ? "matches " : "found", (int)prefix, id, dir);
+			fprintf(stderr, "runnerd: no running session %s%.*s\n",
+			        prefix ? "matches " : "found", (int)prefix, id);
 		else
 			fprintf(stderr,
 			        "runnerd: %zu sessions are running%s: name one, as in "
@@ -248,33 +303,28 @@ static int answer(const char *dir, const char *op, const char *id)
 int rd_cmd_answer(struct rd_cli *cli, int argc, char **argv)
 {
 	(void)cli;
-	struct rd_error err = {0};
 	const char *op = argv[0];
 	bool as_json = false;
 	const char *id = NULL;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(op, "pending") == 0 && strcmp(argv[i], "--json") == 0)
+		bool lists = strcmp(op, "pending") == 0 || strcmp(op, "ps") == 0;
+		if (lists && strcmp(argv[i], "--json") == 0)
 			as_json = true;
-		else if (strcmp(op, "pending") != 0 && !id && argv[i][0] != '-')
+		else if (!lists && !id && argv[i][0] != '-')
 			id = argv[i];
 		else {
 			fprintf(stderr, "runnerd %s: unexpected argument \"%s\"\n", op, argv[i]);
 			return 2;
 		}
 	}
-	if (strcmp(op, "pending") != 0 && !id) {
+	if (strcmp(op, "pending") != 0 && strcmp(op, "ps") != 0 && !id) {
 		fprintf(stderr,
 		        "runnerd %s: which request? (runnerd %s ID; runnerd pending lists "
 		        "them)\n",
 		        op, op);
 		return 2;
 	}
-	char *dir = rd_control_dir(&err);
-	if (!dir) {
-		rd_cli_print_error(&err);
-		return 2;
-	}
-	int r = strcmp(op, "pending") == 0 ? pending(dir, as_json) : answer(dir, op, id);
-	free(dir);
-	return r;
+	return strcmp(op, "pending") == 0 ? list_all("pending", "pending", as_json)
+	       : strcmp(op, "ps") == 0    ? list_all("ps", "sandboxes", as_json)
+	                                  : answer(op, id);
 }

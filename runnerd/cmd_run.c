@@ -327,10 +327,11 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	for (size_t i = 0; !asks && i < prof.n_rules; i++)
 		if (prof.rules[i].action == RD_ACTION_ASK)
 			asks = &prof.rules[i];
-	if (asks) {
-		if (!(control_dir = rd_control_dir(&err)) ||
-		    (s.control_fd =
-		         rd_control_listen(control_dir, session, &s.control_path, &err)) < 0) {
+	/* The control socket: for approvals, and for runnerd ps. A profile that asks cannot do
+	 * without it; any other session runs on without, and says so. */
+	if (!(control_dir = rd_control_dir(&err)) ||
+	    (s.control_fd = rd_control_listen(control_dir, session, &s.control_path, &err)) < 0) {
+		if (asks) {
 			rd_error_prefix(
 			    &err,
 			    "profile %s asks for approval (commands.rules[%zu]), but no "
@@ -338,6 +339,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 			    prof.name, asks->index);
 			goto fail;
 		}
+		fprintf(stderr, "runnerd: runnerd ps will not list this session: %s\n", err.msg);
+		rd_error_clear(&err);
 	}
 	if (cli->prompt && prompt_injectable(&cfg, &prof, &err) < 0)
 		goto fail;
@@ -398,7 +401,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	if (cli->verbose)
 		fprintf(stderr, "runnerd: session %s, profile %s, agent %s\n", session, prof.name,
 		        agent);
-	if (s.control_path)
+	if (asks)
 		fprintf(stderr,
 		        "runnerd: commands that need approval wait for \"runnerd approve ID\" "
 		        "(see \"runnerd pending\")%s\n",

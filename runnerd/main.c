@@ -28,6 +28,8 @@ static void usage(FILE *f)
 	    "             sessions [--json]\n"
 	    "  approve ID run the waiting command ID (as pending shows it)\n"
 	    "  deny ID    refuse it: its caller sees exit status 126\n"
+	    "  ps         list the sandboxes of running sessions, their commands running or\n"
+	    "             ended with background processes left [--json]\n"
 	    "\n"
 	    "Options:\n"
 	    "  -c, --config FILE   runner.json to use (default: ../etc/runnerd/runner.json next\n"
@@ -91,7 +93,7 @@ int main(int argc, char **argv)
 	if (!after_dashes && strcmp(word, "explain") == 0)
 		return rd_cmd_explain(&cli, argc - optind, argv + optind);
 	if (!after_dashes && (strcmp(word, "pending") == 0 || strcmp(word, "approve") == 0 ||
-	                      strcmp(word, "deny") == 0))
+	                      strcmp(word, "deny") == 0 || strcmp(word, "ps") == 0))
 		return rd_cmd_answer(&cli, argc - optind, argv + optind);
 	if (!after_dashes) {
 		fprintf(

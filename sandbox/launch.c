@@ -351,15 +351,25 @@ int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error 
 	return r;
 }
 
-int rd_sandbox_timeout(struct rd_sandbox *s)
+/* SIGTERM with a mark (SI_QUEUE): the reaper tells it from a plain SIGTERM, which it passes on
+ * as the command's own, and sends it to every process of the sandbox. */
+static int marked_term(struct rd_sandbox *s, int mark)
 {
-	/* SI_QUEUE with a mark: the reaper tells it from a plain SIGTERM, which it passes on as
-	 * the command's own. */
 	siginfo_t si = {.si_signo = SIGTERM, .si_code = SI_QUEUE};
 	si.si_pid = getpid();
 	si.si_uid = getuid();
-	si.si_value.sival_int = RD_REAPER_TIMEOUT_MARK;
+	si.si_value.sival_int = mark;
 	return rd_pidfd_send_signal(s->reaper_pidfd, SIGTERM, &si, 0) < 0 ? -errno : 0;
+}
+
+int rd_sandbox_timeout(struct rd_sandbox *s)
+{
+	return marked_term(s, RD_REAPER_TIMEOUT_MARK);
+}
+
+int rd_sandbox_end(struct rd_sandbox *s)
+{
+	return marked_term(s, RD_REAPER_END_MARK);
 }
 
 void rd_sandbox_destroy(struct rd_sandbox *s)

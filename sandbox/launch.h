@@ -25,8 +25,11 @@ enum {
 	RD_REPORT_TIMEOUT = 2,   /* ... with the timeout's status (124), not the command's */
 };
 
-/* The sigqueue value that marks the SIGTERM of a command's timeout (rd_sandbox_timeout). */
+/* The sigqueue values that mark runnerd's SIGTERMs that end a whole sandbox: a command's
+ * timeout (rd_sandbox_timeout: the caller then sees 124), and the session's end
+ * (rd_sandbox_end). */
 #define RD_REAPER_TIMEOUT_MARK 0x74696d65
+#define RD_REAPER_END_MARK     0x656e6473
 
 /* What a spare sandbox can put in place before it knows its plan: the masks, the network and
  * the seccomp filter most commands get. The filter goes on the reaper itself, after its own
@@ -109,6 +112,10 @@ int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error 
  * command ends, tells the stub the timeout's status (124) rather than the command's. Returns 0
  * or -errno. */
 int rd_sandbox_timeout(struct rd_sandbox *s);
+
+/* The session ends: SIGTERM to every process of the sandbox (its pid 1 passes it on), which
+ * runnerd follows with SIGKILL after a grace. Returns 0 or -errno. */
+int rd_sandbox_end(struct rd_sandbox *s);
 
 /* Close runnerd's ends (the reaper, if alive, is reaped by the supervisor's loop). */
 void rd_sandbox_close(struct rd_sandbox *s);

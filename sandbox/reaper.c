@@ -452,8 +452,7 @@ static void close_all_but(int *keep, int n)
  * and the command started: a command that failed before its exec is runnerd's to report).
  * runnerd first, so that when the stub has gone, runnerd finds why. If the stub cannot be
  * told (its queue full), a second report says so, and runnerd tells it. */
-static _Noreturn void report_end(const struct rd_launch_plan *p, int status_fd, int st,
-                                 bool timed_out)
+static void report_end(const struct rd_launch_plan *p, int status_fd, int st, bool timed_out)
 {
 	bool tell = p->h.has_stub_ctl && !command_failed;
 	struct rd_reaper_report rep = {.status = st};
@@ -472,7 +471,6 @@ static _Noreturn void report_end(const struct rd_launch_plan *p, int status_fd, 
 				_exit(1);
 		}
 	}
-	_exit(0);
 }
 
 /* The command stopped: the stub stops by the same signal (RD_STUB_STOPPED), so that its caller
@@ -641,7 +639,8 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	int left[] = {status_fd, p->h.has_stub_ctl ? p->stub_ctl_fd : -1};
 	close_all_but(left, 2);
 
-	bool timed_out = false;
+	bool timed_out = false, main_done = false;
+	bool to_the_end = rd_box_is(&p->h.box, RD_BOX_LIFETIME, RD_LIFETIME_SESSION);
 	for (;;) {
 		siginfo_t si;
 		int sig = (int)sys4(SYS_rt_sigtimedwait, &all, &si, 0, sizeof(all));
@@ -657,21 +656,36 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 			/* runnerd's timeout. A process of the sandbox's uid can queue the same
 			 * mark; all it gets is the caller seeing 124, which the command can exit
 			 * with anyway. runnerd's audit goes by its own timer. */
-			if (sig == SIGTERM && si.si_code == SI_QUEUE &&
-			    si.si_value.sival_int == RD_REAPER_TIMEOUT_MARK)
+			bool mark = sig == SIGTERM && si.si_code == SI_QUEUE &&
+			            (si.si_value.sival_int == RD_REAPER_TIMEOUT_MARK ||
+			             si.si_value.sival_int == RD_REAPER_END_MARK);
+			if (mark && si.si_value.sival_int == RD_REAPER_TIMEOUT_MARK && !main_done)
 				timed_out = true;
-			/* A SIGCONT goes on the command's stop: to every process of the sandbox,
-			 * as a shell's fg sends it to a whole stopped job. */
-			sys2(SYS_kill, sig == SIGCONT ? -1 : child, sig);
+			/* The sandbox's end (a timeout, the session's end) goes to every process of
+			 * it, background ones too; so does a SIGCONT, which goes on the command's
+			 * stop, as a shell's fg sends it to a whole stopped job; and, once the
+			 * command has ended, whatever runnerd sends. The rest is the command's. */
+			bool everyone = mark || sig == SIGCONT || main_done;
+			sys2(SYS_kill, everyone ? -1 : child, sig);
 			continue;
 		}
 		int st;
 		long w;
 		while ((w = sys4(SYS_wait4, -1, &st, WNOHANG | WUNTRACED, 0)) > 0) {
-			if (w == child && WIFSTOPPED(st))
+			if (w == child && WIFSTOPPED(st)) {
 				tell_stopped(p, WSTOPSIG(st));
-			else if (w == child)
+			} else if (w == child) {
 				report_end(p, status_fd, st, timed_out);
+				main_done = true;
+				/* "lifetime": "command": pid 1 exits, and the kernel kills the
+				 * rest. */
+				if (!to_the_end)
+					_exit(0);
+			}
 		}
+		/* The command has ended and nothing of the sandbox is left (every orphan of
+		 * the pid namespace is pid 1's child): the sandbox's end. */
+		if (main_done && w == -ECHILD)
+			_exit(0);
 	}
 }

@@ -81,11 +81,14 @@ void sup_cmd_timer(struct sup *u, struct cmd *c)
 {
 	struct run *r = &c->run;
 	uint64_t ticks;
-	if (read(r->timer_fd, &ticks, sizeof(ticks)) != sizeof(ticks) || r->status_known)
+	if (read(r->timer_fd, &ticks, sizeof(ticks)) != sizeof(ticks) || r->reaped)
 		return;
+	/* The command itself may have ended: its background processes are what times out. */
+	if (r->status_known && !r->ended)
+		r->ended = "its timeout";
 	if (!r->timed_out) {
 		r->timed_out = true;
-		sup_log(u, "exec %llu: timeout, SIGTERM", (unsigned long long)c->id);
+		sup_log(u, "exec %llu: timeout, SIGTERM to the sandbox", (unsigned long long)c->id);
 		rd_sandbox_timeout(&r->sb);
 		struct itimerspec its = {.it_value = {.tv_sec = r->kill_grace_s}};
 		timerfd_settime(r->timer_fd, 0, &its, NULL);
@@ -126,13 +129,17 @@ bool sup_cmd_reaped(struct sup *u, pid_t pid)
 			c->run.reaped = true;
 			if (!c->run.status_known && c->run.sb.status_fd >= 0)
 				read_status(u, c);
+			else if (c->run.ended)
+				rd_audit(u->s->audit, "sandbox_end",
+				         json_pack("{s:I, s:s}", "id", (json_int_t)c->id, "reason",
+				                   c->run.ended));
 			sup_cmd_free_if_done(u, c);
 			return true;
 		}
 	return false;
 }
 
-void sup_cmd_session_end(struct sup *u)
+size_t sup_cmd_session_end(struct sup *u)
 {
 	/* A command whose end its caller may have seen already (the reaper tells the stub
 	 * directly) is logged as it ended, not as killed. */
@@ -141,13 +148,45 @@ void sup_cmd_session_end(struct sup *u)
 		if (!c->run.status_known && c->run.sb.status_fd >= 0)
 			read_status(u, c);
 	}
+	/* Every sandbox left, its command running or not, gets SIGTERM; what is left of them
+	 * after the grace, SIGKILL (sup_cmd_kill_all). */
+	size_t n = 0;
 	for (struct cmd *c = u->cmds; c; c = c->next) {
-		if (c->run.status_known || c->ask.state == ASK_PENDING)
+		if (!sup_cmd_live(c))
 			continue;
-		sup_kill_sandbox(c);
-		rd_audit(u->s->audit, "exit",
-		         json_pack("{s:I, s:f, s:s, s:s}", "id", (json_int_t)c->id, "duration_ms",
-		                   sup_ms_since(&c->run.start), "reason", "killed",
-		                   "killed_because", "the agent exited"));
+		if (c->run.status_known)
+			c->run.ended = "the agent exited";
+		else
+			c->run.killed = "the agent exited";
+		rd_sandbox_end(&c->run.sb);
+		n++;
 	}
+	return n;
+}
+
+unsigned sup_cmd_grace(const struct sup *u)
+{
+	unsigned g = 0;
+	for (const struct cmd *c = u->cmds; c; c = c->next)
+		if (sup_cmd_live(c) && c->run.kill_grace_s > g)
+			g = c->run.kill_grace_s;
+	return g;
+}
+
+size_t sup_cmd_live_count(const struct sup *u)
+{
+	size_t n = 0;
+	for (const struct cmd *c = u->cmds; c; c = c->next)
+		n += sup_cmd_live(c);
+	return n;
+}
+
+void sup_cmd_kill_all(struct sup *u)
+{
+	for (struct cmd *c = u->cmds; c; c = c->next)
+		if (sup_cmd_live(c)) {
+			sup_log(u, "exec %llu: still running after the grace, SIGKILL",
+			        (unsigned long long)c->id);
+			sup_kill_sandbox(c);
+		}
 }

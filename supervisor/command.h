@@ -20,8 +20,18 @@ void sup_cmd_timer(struct sup *u, struct cmd *c);
 /* A child runnerd reaped: one of the commands' reapers? Then handled, and true. */
 bool sup_cmd_reaped(struct sup *u, pid_t pid);
 
-/* The agent has exited: every command's end is read if the reaper wrote it, and whatever
- * still runs is killed and audited as such. */
-void sup_cmd_session_end(struct sup *u);
+/* The agent has exited: every command's end is read if the reaper wrote it, and every sandbox
+ * left gets SIGTERM (its command, if it still runs, is audited as killed when it ends). Returns
+ * how many sandboxes were told. */
+size_t sup_cmd_session_end(struct sup *u);
+
+/* The longest kill_grace_s of the sandboxes left. */
+unsigned sup_cmd_grace(const struct sup *u);
+
+/* How many sandboxes are left (sup_cmd_live). */
+size_t sup_cmd_live_count(const struct sup *u);
+
+/* SIGKILL to every sandbox left. */
+void sup_cmd_kill_all(struct sup *u);
 
 #endif

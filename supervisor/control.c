@@ -10,6 +10,7 @@
 #include "supervisor/approvals.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -26,19 +28,31 @@
 #define AUDIT_REFUSED 20 /* control_refused events per session; then one saying so */
 #define MAX_REQUEST   4096
 
+/* The user's runtime directory when XDG_RUNTIME_DIR does not name one (su, a container, a
+ * service): /run/user/UID if it is the user's own directory. */
+static bool own_run_user(void)
+{
+	char p[64];
+	struct stat st;
+	snprintf(p, sizeof(p), "/run/user/%u", (unsigned)geteuid());
+	return lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid();
+}
+
 char *rd_control_dir(struct rd_error *err)
 {
 	char *dir = NULL;
-	if (geteuid() == 0)
-		return strdup("/run/runnerd");
 	const char *x = getenv("XDG_RUNTIME_DIR");
-	if (!x || x[0] != '/') {
-		rd_error_set(err, ENOENT,
-		             "XDG_RUNTIME_DIR is not set (or not an absolute path), so there is no "
-		             "place for the control socket that answers \"ask\" rules");
-		return NULL;
-	}
-	if (asprintf(&dir, "%s/runnerd", x) < 0) {
+	int r;
+	if (geteuid() == 0)
+		r = asprintf(&dir, "/run/runnerd");
+	else if (x && x[0] == '/')
+		r = asprintf(&dir, "%s/runnerd", x);
+	else if (own_run_user())
+		r = asprintf(&dir, "/run/user/%u/runnerd", (unsigned)geteuid());
+	else
+		/* Last, /tmp: rd_control_listen uses it only if it is the user's own, 0700. */
+		r = asprintf(&dir, "/tmp/runnerd-%u", (unsigned)geteuid());
+	if (r < 0) {
 		rd_error_set(err, ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -49,11 +63,13 @@ void rd_control_dirs(char *out[RD_CONTROL_DIRS])
 {
 	size_t n = 0;
 	const char *x = getenv("XDG_RUNTIME_DIR");
-	char *cand[RD_CONTROL_DIRS] = {strdup("/run/runnerd"), NULL, NULL};
+	char *cand[RD_CONTROL_DIRS] = {strdup("/run/runnerd"), NULL, NULL, NULL};
 	if (asprintf(&cand[1], "/run/user/%u/runnerd", (unsigned)geteuid()) < 0)
 		cand[1] = NULL;
 	if (x && x[0] == '/' && asprintf(&cand[2], "%s/runnerd", x) < 0)
 		cand[2] = NULL;
+	if (asprintf(&cand[3], "/tmp/runnerd-%u", (unsigned)geteuid()) < 0)
+		cand[3] = NULL;
 	for (size_t i = 0; i < RD_CONTROL_DIRS; i++) {
 		bool dup = false;
 		for (size_t k = 0; cand[i] && k < n; k++)
@@ -332,6 +348,94 @@ static json_t *bounded(const char *s, size_t max, bool *cut)
 	return part ? rd_json_bytes(part) : json_null();
 }
 
+/* How many processes live in a sandbox, its pid 1 left out: the descendants of reaper (every
+ * orphan of a pid namespace is its pid 1's child), by the parent each /proc/PID/stat names,
+ * which anyone may read (a sandbox's pid 1 is not dumpable, so its /proc/PID/ns is not). */
+static long processes_of(pid_t reaper)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -1;
+	size_t n = 0, cap = 0;
+	pid_t(*pp)[2] = NULL; /* pid, ppid */
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		char p[64], buf[512];
+		snprintf(p, sizeof(p), "/proc/%d/stat", atoi(e->d_name));
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		const char *rp = len > 0 ? (buf[len] = 0, strrchr(buf, ')')) : NULL;
+		int ppid;
+		if (!rp || sscanf(rp, ") %*c %d", &ppid) != 1)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			pid_t(*more)[2] = realloc(pp, cap * sizeof(*pp));
+			if (!more)
+				break;
+			pp = more;
+		}
+		pp[n][0] = atoi(e->d_name);
+		pp[n++][1] = ppid;
+	}
+	closedir(d);
+	/* Descendants, by rounds: a process whose parent is in the set joins it. */
+	bool *in = calloc(n + 1, sizeof(bool));
+	long count = 0;
+	for (bool grew = in != NULL; grew;) {
+		grew = false;
+		for (size_t i = 0; i < n; i++) {
+			if (in[i])
+				continue;
+			bool parent_in = pp[i][1] == reaper;
+			for (size_t k = 0; !parent_in && k < n; k++)
+				parent_in = in[k] && pp[k][0] == pp[i][1];
+			if (parent_in) {
+				in[i] = grew = true;
+				count++;
+			}
+		}
+	}
+	free(in);
+	free(pp);
+	return count;
+}
+
+/* runnerd ps: the sandboxes of this session that are still there, their command running or
+ * ended with processes of theirs left. */
+static json_t *sandboxes_json(struct sup *u)
+{
+	json_t *list = json_array();
+	for (struct cmd *c = u->cmds; c; c = c->next) {
+		if (!sup_cmd_live(c))
+			continue;
+		json_t *argv = json_array();
+		for (size_t o = 0; c->argv && o < c->argv_len; o += strlen(c->argv + o) + 1)
+			json_array_append_new(argv, rd_json_bytes(c->argv + o));
+		const struct run *r = &c->run;
+		json_t *e =
+		    json_pack("{s:I, s:o, s:o, s:b, s:s, s:I, s:f, s:o}", "id", (json_int_t)c->id,
+		              "path", rd_json_bytes(c->path), "argv", argv, "argv_truncated",
+		              c->argv_cut, "state", r->status_known ? "ended" : "running",
+		              "processes", (json_int_t)processes_of(r->sb.reaper), "age_s",
+		              sup_ms_since(&r->start) / 1000.0, "rule",
+		              c->rule >= 0 ? json_integer(c->rule) : json_null());
+		if (e && r->status_known)
+			json_object_set_new(
+			    e, WIFEXITED(r->status) ? "status" : "signal",
+			    WIFEXITED(r->status)
+			        ? json_integer(WEXITSTATUS(r->status))
+			        : json_string(sigabbrev_np(WTERMSIG(r->status)) ?: "?"));
+		if (e)
+			json_array_append_new(list, e);
+	}
+	return list;
+}
+
 static json_t *pending_json(struct sup *u)
 {
 	json_t *list = json_array();
@@ -425,11 +529,16 @@ void sup_control_client(struct sup *u, struct client *cl)
 		out = json_pack("{s:b, s:s, s:i, s:s, s:o}", "ok", true, "session", u->s->session,
 		                "pid", (int)getpid(), "profile", u->s->prof->name, "pending",
 		                pending_json(u));
+	else if (op && strcmp(op, "ps") == 0)
+		out = json_pack("{s:b, s:s, s:i, s:s, s:o}", "ok", true, "session", u->s->session,
+		                "pid", (int)getpid(), "profile", u->s->prof->name, "sandboxes",
+		                sandboxes_json(u));
 	else if (op && (strcmp(op, "approve") == 0 || strcmp(op, "deny") == 0))
 		out = answer(u, cl, req, strcmp(op, "approve") == 0);
 	else
-		out = error_reply("unknown request (\"op\" must be \"pending\", \"approve\" or "
-		                  "\"deny\")");
+		out =
+		    error_reply("unknown request (\"op\" must be \"pending\", \"ps\", \"approve\" "
+		                "or \"deny\")");
 	json_decref(req);
 	reply(cl->fd, out);
 	drop_client(u, cl);

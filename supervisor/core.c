@@ -99,6 +99,26 @@ struct cmd *sup_cmd_new(uint64_t id, pid_t tid, pid_t tgid, const char *path)
 	return c;
 }
 
+void sup_cmd_keep_argv(struct cmd *c, char *const *argv, size_t argc)
+{
+	size_t len = 0;
+	for (size_t i = 0; i < argc && len < RD_CMD_ARGV_KEEP; i++)
+		len += strlen(argv[i]) + 1;
+	c->argv_cut = len > RD_CMD_ARGV_KEEP;
+	if (c->argv_cut)
+		len = RD_CMD_ARGV_KEEP;
+	if (!(c->argv = malloc(len + 1)))
+		return;
+	size_t o = 0;
+	for (size_t i = 0; i < argc && o < len; i++) {
+		size_t n = strlen(argv[i]) + 1;
+		memcpy(c->argv + o, argv[i], n <= len - o ? n : len - o);
+		o += n;
+	}
+	c->argv[len] = '\0';
+	c->argv_len = len;
+}
+
 struct cmd *sup_cmd_find_tid(struct sup *u, pid_t tid)
 {
 	for (struct cmd *c = u->cmds; c; c = c->next)
@@ -120,6 +140,7 @@ void sup_cmd_discard(struct sup *u, struct cmd *c)
 		sup_unwatch(u, &c->run.timer_fd);
 	if (c->run.ctl_fd >= 0)
 		close(c->run.ctl_fd);
+	free(c->argv);
 	free(c->path);
 	free(c);
 }
@@ -129,7 +150,8 @@ void sup_cmd_free_if_done(struct sup *u, struct cmd *c)
 	struct run *r = &c->run;
 	if (c->dead)
 		return;
-	if (r->status_known && r->timer_fd >= 0)
+	/* The timer stays while the sandbox does: timeout_s ends it, background processes too. */
+	if (r->reaped && r->status_known && r->timer_fd >= 0)
 		sup_unwatch(u, &r->timer_fd);
 	if (!r->reaped || !r->status_known || r->ctl_fd >= 0 || r->sb.status_fd >= 0)
 		return;
@@ -153,6 +175,7 @@ void sup_free_dead(struct sup *u)
 	while (u->dead) {
 		struct cmd *c = u->dead;
 		u->dead = c->next;
+		free(c->argv);
 		free(c->path);
 		free(c);
 	}

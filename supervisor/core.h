@@ -120,7 +120,9 @@ struct run {
 	unsigned timeout_s;    /* armed once the command runs; 0: none */
 	unsigned kill_grace_s; /* from SIGTERM to SIGKILL */
 	bool timed_out;        /* SIGTERM sent for the timeout: the caller sees 124 */
-	const char *killed; /* why runnerd killed the sandbox, for the audit; NULL if it did not */
+	const char *killed; /* why runnerd killed the command, for the audit; NULL if it did not */
+	const char *ended;  /* why runnerd ended the sandbox after its command (its background
+	                     * processes): a timeout, the session's end; NULL if it did not */
 	bool reaped, status_known;
 	int status;
 	struct timespec start;
@@ -132,7 +134,13 @@ struct cmd {
 	uint64_t id;
 	pid_t tid, tgid;
 	char *path; /* as the caller passed it: for messages and the audit */
-	bool dead;  /* off the list, on sup.dead */
+	/* For runnerd ps: argv, its strings one after the other, at most RD_CMD_ARGV_KEEP bytes
+	 * of them (argv_cut: not all), and the rule that decided (-1: commands.default). */
+	char *argv;
+	size_t argv_len;
+	bool argv_cut;
+	long rule;
+	bool dead; /* off the list, on sup.dead */
 	struct handoff ho;
 	struct ask ask;
 	struct run run;
@@ -240,7 +248,8 @@ struct sup {
 	bool userns;
 	struct stat root_st;
 	ino_t mntns;
-	bool warned_ptrace;
+	bool warned_ptrace, warned_full;
+	size_t max_sandboxes; /* sandbox.max_sandboxes: live sandboxes at once */
 	struct src signal_src;
 	struct spares sp;
 	struct masks mk;
@@ -260,7 +269,10 @@ void sup_watch(struct sup *u, int fd, struct src *src);
 void sup_unwatch(struct sup *u, int *fd);
 
 /* Commands. */
+#define RD_CMD_ARGV_KEEP 2048
 struct cmd *sup_cmd_new(uint64_t id, pid_t tid, pid_t tgid, const char *path);
+/* Keep (a bounded copy of) argv, for runnerd ps. */
+void sup_cmd_keep_argv(struct cmd *c, char *const *argv, size_t argc);
 /* The command of a handoff in progress for tid, or NULL. */
 struct cmd *sup_cmd_find_tid(struct sup *u, pid_t tid);
 void sup_cmd_link(struct sup *u, struct cmd *c);
@@ -297,5 +309,12 @@ int sup_arm_timer(struct sup *u, struct cmd *c, unsigned secs);
 
 /* SIGKILL to c's sandbox, unless it is reaped. */
 void sup_kill_sandbox(struct cmd *c);
+
+/* Is c's sandbox still there (made, not reaped)? Its command may have ended: background
+ * processes keep a sandbox ("lifetime": "session"). */
+static inline bool sup_cmd_live(const struct cmd *c)
+{
+	return c->run.sb.reaper > 0 && !c->run.reaped;
+}
 
 #endif

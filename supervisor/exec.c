@@ -200,6 +200,20 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 		/* Cannot happen with a profile loaded by rd_cmd_run, which opens the control
 		 * socket for every profile with an "ask" rule; fail closed all the same. */
 		return refuse(x, EACCES, "no way to ask for approval");
+	/* Background processes keep their sandboxes: bounded, so that a session cannot pile
+	 * them up. EAGAIN, as fork(2) says when a limit on processes is reached. */
+	size_t live = sup_cmd_live_count(u);
+	if (live >= u->max_sandboxes) {
+		refuse(x, EAGAIN,
+		       "this session has %zu sandboxes left by commands and their background "
+		       "processes, the most its max_sandboxes allows: commands fail with EAGAIN "
+		       "until some end (runnerd ps lists them)",
+		       live);
+		if (!u->warned_full)
+			fprintf(stderr, "runnerd: %s\n", x->why);
+		u->warned_full = true;
+		return REFUSE;
+	}
 	const struct rd_inherit *h = &q->t.inh;
 	uid_t eu = geteuid();
 	gid_t eg = getegid();
@@ -323,6 +337,8 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 	if (build_plan(u, q) < 0 || !(x->c = sup_cmd_new(x->id, x->tid, q->t.tgid, q->path)))
 		return refuse(x, ENOMEM, "out of memory");
 	struct cmd *c = x->c;
+	sup_cmd_keep_argv(c, q->strs.argv, q->strs.argc);
+	c->rule = q->rule ? (long)q->rule->index : -1;
 	c->run.kill_grace_s = (unsigned)q->box.v[RD_BOX_KILL_GRACE_S];
 	c->run.timeout_s = (unsigned)q->box.v[RD_BOX_TIMEOUT_S];
 	c->ho.argv_addr = x->argv_addr;

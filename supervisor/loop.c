@@ -1,6 +1,7 @@
 /* The supervisor's loop: one thread that waits on the seccomp listener and an epoll set, and
  * hands each event to the handler it belongs to (core.h lists them, lowest first). */
 #include "lib/syscalls.h"
+#include "policy/rules.h"
 #include "supervisor/approvals.h"
 #include "supervisor/command.h"
 #include "supervisor/control.h"
@@ -195,6 +196,8 @@ static int setup(struct sup *u, struct rd_session *s)
 		signal(SIGTTIN, SIG_IGN);
 		signal(SIGTTOU, SIG_IGN);
 	}
+	struct rd_box_opts box = rd_box_resolve(s->cfg, s->prof, NULL);
+	u->max_sandboxes = box.v[RD_BOX_MAX_SANDBOXES];
 	sup_prompt_open(u);
 	int r = sup_control_open(u);
 	if (r < 0)
@@ -220,16 +223,46 @@ int rd_supervise(struct rd_session *s)
 	 * wake-up on as an ordinary one: often to the other, idle, CPU, which in a VM takes tens
 	 * of microseconds to wake, each way. */
 	struct pollfd pf[2] = {{u.listener, POLLIN, 0}, {u.epfd, POLLIN, 0}};
-	while (!u.agent_done) {
+	/* Once the agent has exited: until every sandbox left has ended, SIGKILL after the grace.
+	 */
+	struct timespec end = {0};
+	bool ending = false, killed_all = false;
+	while (!ending || sup_cmd_live_count(&u) > 0) {
 		struct epoll_event evs[32];
-		bool want_spare = sup_spare_wanted(&u);
-		int pn = poll(pf, 2, want_spare ? 0 : -1);
+		if (u.agent_done && !ending) {
+			ending = true;
+			/* The agent's other processes exec no more: ENOSYS, as when runnerd ends.
+			 */
+			close(u.listener);
+			pf[0].fd = u.listener = -1;
+			sup_ask_session_end(&u);
+			sup_cmd_session_end(&u);
+			clock_gettime(CLOCK_MONOTONIC, &end);
+			end.tv_sec += sup_cmd_grace(&u);
+			continue;
+		}
+		int wait_ms = -1;
+		if (ending) {
+			double left = -sup_ms_since(&end);
+			if (left <= 0 && !killed_all) {
+				sup_cmd_kill_all(&u);
+				killed_all = true;
+			}
+			/* A SIGKILLed pid 1 ends its namespace at once; its reaping is bounded. */
+			if (left <= -2000)
+				break;
+			wait_ms = left > 0 ? (int)left + 1 : 100;
+		}
+		bool want_spare = !ending && sup_spare_wanted(&u);
+		int pn = poll(pf, 2, want_spare ? 0 : wait_ms);
 		if (pn < 0 && errno == EINTR)
 			continue;
 		if (pn == 0 && want_spare) {
 			sup_spare_make(&u);
 			continue;
 		}
+		if (pn == 0)
+			continue;
 		if (pn < 0) {
 			fprintf(stderr, "runnerd: poll: %s\n", strerror(errno));
 			break;
@@ -249,9 +282,6 @@ int rd_supervise(struct rd_session *s)
 		sup_free_dead(&u);
 		sup_control_reap(&u);
 	}
-	/* The agent is gone: so is every command it started, and every ask it waits for. */
-	sup_ask_session_end(&u);
-	sup_cmd_session_end(&u);
 	sup_free_dead(&u);
 	sup_spare_teardown(&u);
 	int st = u.agent_status;

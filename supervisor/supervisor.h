@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 /* Where a control socket may be, at most: see rd_control_dirs. */
-#define RD_CONTROL_DIRS 3
+#define RD_CONTROL_DIRS 4
 
 struct rd_session {
 	const struct rd_config *cfg;
@@ -43,8 +43,9 @@ void rd_supervise_signals(sigset_t *set);
  * signal, with the signal in agent_signal). Every command still running then is killed. */
 int rd_supervise(struct rd_session *s);
 
-/* The directory of this user's control sockets: $XDG_RUNTIME_DIR/runnerd, or /run/runnerd as
- * root. NULL with err set if there is none (not root, XDG_RUNTIME_DIR unset). */
+/* The directory of this user's control sockets: /run/runnerd as root; else
+ * $XDG_RUNTIME_DIR/runnerd, or without it /run/user/UID/runnerd, or /tmp/runnerd-UID. NULL with
+ * err set only when out of memory. */
 char *rd_control_dir(struct rd_error *err);
 /* Every directory where this user's control sockets may be, for the masks. */
 void rd_control_dirs(char *out[RD_CONTROL_DIRS]);

@@ -13,6 +13,7 @@ Environment: RUNNERD, RUNNERD_MUST_WORK. Prints one line per check and "N passed
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -51,10 +52,160 @@ def test_signals(tmp):
           res["group"] == ["ready", "TERM", 7], repr(res["group"]))
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def background(tmp, profile, wait, name):
+    """bg_agent.py under profile: a server left in the background by one command, tried by the
+    next ones. Returns its report, and whether the server is gone once runnerd is."""
+    serve = os.path.join(tmp, "served" + RUN)
+    os.mkdir(serve)
+    p = start_session([common.PY, common.agent("bg_agent.py"), str(free_port()), serve,
+                       str(wait)], profile=profile, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+    res = common.agent_json(name + ": the agent reports", out, err)
+    gone = common.gone_within(serve, 10)
+    return res, gone, p.returncode
+
+
+def test_background(tmp):
+    res, gone, rc = background(tmp, "generic", 0.5, "background")
+    if res:
+        check("background: a server a command left behind is reached by the next command",
+              res["start"] == [0, "started"] and res["first"] == "200", repr(res))
+        check("background: ... and by a command a while later", res["last"] == "200",
+              repr(res))
+    check("background: runnerd exits with the agent", rc == 0, str(rc))
+    check("background: the session's end leaves nothing running", gone, "server still running")
+
+
+def test_lifetime_command(tmp):
+    prof = common.write_profile(tmp, "oneshot", {"default": "allow", "lifetime": "command"})
+    res, gone, rc = background(tmp, prof, 0.5, "lifetime command")
+    if res:
+        check("lifetime command: what a command leaves behind ends with it",
+              res["start"] == [0, "started"] and res["first"] != "200" and
+              res["last"] != "200", repr(res))
+    check("lifetime command: nothing left", gone, "server still running")
+
+
+def test_timeout_ends_sandbox(tmp):
+    prof = common.write_profile(tmp, "timed", {"default": "allow", "timeout_s": 2,
+                                               "kill_grace_s": 1})
+    res, gone, rc = background(tmp, prof, 4, "timeout")
+    if res:
+        check("timeout: the server runs at first", res["first"] == "200", repr(res))
+        check("timeout: timeout_s ends the sandbox, background processes included",
+              res["last"] not in ("200", ""), repr(res))
+    check("timeout: nothing left", gone, "server still running")
+
+
+def test_ps_and_limit(tmp):
+    """runnerd ps lists the sandboxes background processes keep; a session with as many as
+    its max_sandboxes allows gets EAGAIN for the next command, and one line saying why."""
+    prof = common.write_profile(tmp, "few", {"default": "allow", "max_sandboxes": 3})
+    mark = "9." + str(os.getpid())
+    p = start_session([common.PY, common.agent("ps_agent.py"), tmp, mark], profile=prof,
+                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = common.wait_file(os.path.join(tmp, "ready"), 30)
+        check("ps: the agent left three sandboxes", ready)
+        ps = subprocess.run([common.RUNNERD, "ps", "--json"], env=common.base_env(),
+                            capture_output=True, text=True, timeout=30)
+        mine = []
+        try:
+            for sess in json.loads(ps.stdout):
+                if sess.get("pid") == p.pid:
+                    mine = sess["sandboxes"]
+        except ValueError:
+            pass
+        check("ps: runnerd ps --json lists them, each ended with its sleep left",
+              len(mine) == 3 and all(s["state"] == "ended" and s["status"] == 0 and
+                                     s["processes"] == 1 and s["argv"][0] == "sh"
+                                     for s in mine), ps.stdout + ps.stderr)
+        text = subprocess.run([common.RUNNERD, "ps"], env=common.base_env(),
+                              capture_output=True, text=True, timeout=30).stdout
+        check("ps: runnerd ps says the same in words",
+              text.count("ended (status 0), 1 process left") >= 3 and
+              "$ sh -c sleep 60%s & echo started" % mark in text, text)
+        open(os.path.join(tmp, "go"), "w").close()
+        common.wait_file(os.path.join(tmp, "report"), 30)
+        try:
+            last = json.load(open(os.path.join(tmp, "report")))["last"]
+        except (OSError, ValueError):
+            last = "(no report)"
+        check("limit: the next command fails with EAGAIN", last == "errno 11", last)
+    finally:
+        open(os.path.join(tmp, "go"), "w").close()
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            _, err = p.communicate()
+    check("limit: runnerd says once why", err.count("max_sandboxes allows") == 1, err)
+    check("limit: the session's end leaves nothing", common.gone_within("sleep\x0060" + mark, 10),
+          "a sleep is left")
+
+
+GETCWD_C = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(void)
+{
+	char buf[4096];
+	if (!getcwd(buf, sizeof(buf))) {
+		printf("getcwd: %s\n", strerror(errno));
+		return 1;
+	}
+	printf("%s\n", buf);
+	return 0;
+}
+"""
+skipped = []
+
+
+def test_cwd_musl(tmp):
+    """A static musl program's getcwd: musl fails where the kernel reports the cwd as
+    "(unreachable)", as it did for a cwd entered by an fd of runnerd's mount namespace."""
+    cc = shutil.which("musl-gcc")
+    if not cc:
+        skipped.append("cwd: musl-gcc is not installed (apt-get install musl-tools)")
+        return
+    src, exe = os.path.join(tmp, "getcwd.c"), os.path.join(tmp, "getcwd")
+    with open(src, "w") as f:
+        f.write(GETCWD_C)
+    subprocess.run([cc, "-static", "-O2", "-o", exe, src], check=True)
+    work = os.path.join(tmp, "some dir")
+    os.mkdir(work)
+    os.chmod(tmp, 0o755)
+    os.chmod(work, 0o755)
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", exe]), env=common.base_env(),
+                         cwd=work, capture_output=True, text=True, timeout=60)
+    check("cwd: a musl program's getcwd gives the caller's cwd", out.stdout == work + "\n",
+          repr(out.stdout + out.stderr))
+
+
 def main():
     common.require_runnerd()
-    tests = (test_signals,)
-    return common.run_tests(tests, "rd-life-")
+    tests = (test_signals, test_background, test_lifetime_command, test_timeout_ends_sandbox,
+             test_ps_and_limit, test_cwd_musl)
+    status = common.run_tests(tests, "rd-life-")
+    for s in skipped:
+        print("SKIP " + s)
+    if skipped and common.MUST_WORK:
+        print("RUNNERD_MUST_WORK=1: a skip is a failure")
+        return 1
+    return status
 
 
 if __name__ == "__main__":
