@@ -8,26 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int read_small(const char *path, char *buf, size_t size)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t got = 0;
-	while (got + 1 < size) {
-		ssize_t n = read(fd, buf + got, size - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	return (int)got;
-}
-
 static const char *field(const char *text, const char *name)
 {
 	size_t len = strlen(name);
@@ -177,11 +157,17 @@ static int copy_fds(struct rd_task *t, struct rd_error *err)
 		int num = atoi(de->d_name);
 		if (num > t->max_fd)
 			t->max_fd = num;
-		char info[1024], ipath[96];
-		snprintf(ipath, sizeof(ipath), "/proc/%d/fdinfo/%d", t->tid, num);
-		if (read_small(ipath, info, sizeof(info)) < 0)
-			continue; /* closed meanwhile: only another thread of the task can do that
-			           */
+		/* Relative to the directory, and only the head, where "pos" and "flags" are: the
+		 * kernel says whether an fd is close-on-exec nowhere else, so this is one open and
+		 * one read per fd (about 4 us each), a caller's every fd. */
+		char info[128];
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC);
+		ssize_t len = fd >= 0 ? read(fd, info, sizeof(info) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (len <= 0)
+			continue; /* closed meanwhile: only another thread of the task can do that */
+		info[len] = '\0';
 		const char *fl = field(info, "flags");
 		unsigned long flags;
 		if (!fl || sscanf(fl, "%lo", &flags) != 1) {
