@@ -166,7 +166,8 @@ static int copy_fds(struct rd_task *t, struct rd_error *err)
 		if (fd >= 0)
 			close(fd);
 		if (len <= 0)
-			continue; /* closed meanwhile: only another thread of the task can do that */
+			continue; /* closed meanwhile: only another thread of the task can do that
+			           */
 		info[len] = '\0';
 		const char *fl = field(info, "flags");
 		unsigned long flags;
