@@ -32,6 +32,10 @@ enum rd_stub_msg_type {
 	 * signal, so that its caller sees its child stopped (a shell's "Stopped"); its SIGCONT
 	 * goes on to the command. */
 	RD_STUB_STOPPED = 5,
+	/* runnerd -> stub: the name the command's process has (its comm, text[0..len), at most
+	 * 15 bytes), which the stub takes, as the caller's exec of the command would have set it
+	 * (a psutil name(), a ps -o comm, sees the command's name, not the stub's). */
+	RD_STUB_NAME = 6,
 };
 
 #define RD_STUB_TEXT_MAX 480

@@ -7,7 +7,9 @@
 #include "lib/syscalls.h"
 #include "sandbox/launch_internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <net/if.h>
 #include <sched.h>
@@ -81,44 +83,97 @@ static void set_dispositions(uint64_t which, __sighandler_t handler)
 	}
 }
 
+/* A caller's fd that cannot be given its number: one above runnerd's own fd limit (the caller
+ * may hold one, from before its limit was lowered) is named, with what to do about it. */
+static _Noreturn void fail_placing(int err_fd, int target, int e)
+{
+	struct rlimit l;
+	char what[96];
+	if (e == EBADF && getrlimit(RLIMIT_NOFILE, &l) == 0 && (rlim_t)target >= l.rlim_max) {
+		snprintf(what, sizeof(what),
+		         "the caller's fd %d is above runnerd's hard fd limit, %llu (ulimit -Hn)",
+		         target, (unsigned long long)l.rlim_max);
+		fail(err_fd, STAGE_SETUP, what, EMFILE);
+	}
+	fail(err_fd, STAGE_SETUP, "placing the caller's fds", e);
+}
+
+/* Closes the numbers in [lo, end) but those in keep (of which -1 is none). */
+static void close_but(uint64_t lo, uint64_t end, const int *keep, size_t n_keep)
+{
+	while (lo < end) {
+		uint64_t next = end;
+		for (size_t k = 0; k < n_keep; k++)
+			if (keep[k] >= 0 && (uint64_t)keep[k] >= lo && (uint64_t)keep[k] < next)
+				next = (uint64_t)keep[k];
+		if (next > lo)
+			rd_close_range((unsigned)lo, (unsigned)(next - 1), 0);
+		lo = next + 1;
+	}
+}
+
 /* Runs in a CLONE_VM child of the reaper (shared memory, a stack of its own, separate fd
  * table, signal handlers, cwd and credentials) while the reaper goes on: no allocation, and
  * of glibc's state only errno, which the reaper leaves alone meanwhile; what it needs was
  * prepared by the reaper, which changes none of it. Raw set*id syscalls: glibc's wrappers
  * would broadcast to threads it believes the (shared) process has. */
-static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi, cap_t empty,
-                                   int tty)
+static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi,
+                                   const size_t *order, cap_t empty, int tty)
 {
 	/* Dispositions as after the caller's exec: what it ignored stays ignored. Every other
 	 * one is the default already (the reaper's, set_dispositions). */
 	set_dispositions(p->h.inh.sig_ignored, SIG_IGN);
 
-	/* The caller's fds at their numbers. Everything we still need moves above the highest
-	 * target first, so that no dup2 can clobber it, then every low fd is closed. */
-	int top = 3;
-	for (size_t i = 0; i < p->h.n_fds; i++)
-		if (p->fds[i].target + 1 > top)
-			top = p->fds[i].target + 1;
-	int e = fcntl(err_fd, F_DUPFD_CLOEXEC, top);
-	if (e < 0)
-		fail(err_fd, STAGE_SETUP, "moving fds", errno);
-	err_fd = e;
-	for (size_t i = 0; i < p->h.n_fds; i++)
-		if ((hi[i] = fcntl(p->fds[i].fd, F_DUPFD_CLOEXEC, top)) < 0)
-			fail(err_fd, STAGE_SETUP, "moving the caller's fds", errno);
-	int cwd = fcntl(p->cwd_fd, F_DUPFD_CLOEXEC, top);
-	int exec_fd = p->h.exec_via == RD_EXEC_CWD ? AT_FDCWD
-	              : p->h.exec_via == RD_EXEC_TARGET
-	                  ? p->h.exec_fd
-	                  : fcntl(p->own_exec_fd, F_DUPFD_CLOEXEC, top);
-	if (cwd < 0 || (exec_fd < 0 && exec_fd != AT_FDCWD))
-		fail(err_fd, STAGE_SETUP, "moving fds", errno);
-	rd_close_range(0, (unsigned)top - 1, 0);
-	/* Anything of runnerd's above: closed at exec whatever it was opened with. */
-	rd_close_range((unsigned)top, ~0U, CLOSE_RANGE_CLOEXEC);
-	for (size_t i = 0; i < p->h.n_fds; i++)
-		if (dup2(hi[i], p->fds[i].target) < 0)
+	/* The caller's fds at their numbers, in place: a number taken by the fd another one comes
+	 * from, or by one the setup still needs (the error pipe, the cwd, the file to exec), is
+	 * moved out of the way first, to the lowest free number (which may be moved again later).
+	 * So at most one fd more than the caller's and ours is open at any time, and none above
+	 * the caller's: a caller near its fd limit, or with an fd above it, still has its exec.
+	 * src[i] is where fds[i] is now (several may share one: the terminal's slave); the three
+	 * after them are the setup's own, wanted at no number in particular. */
+	int *src = hi;
+	size_t n = p->h.n_fds;
+	for (size_t i = 0; i < n; i++)
+		src[i] = p->fds[i].fd;
+	src[n] = err_fd;
+	src[n + 1] = p->cwd_fd;
+	src[n + 2] = p->h.exec_via == RD_EXEC_OWN ? p->own_exec_fd : -1;
+	for (size_t i = n; i < n + 3; i++)
+		if (src[i] >= 0 && fcntl(src[i], F_SETFD, FD_CLOEXEC) < 0)
 			fail(err_fd, STAGE_SETUP, "placing the caller's fds", errno);
+	for (size_t i = 0; i < n; i++) {
+		int t = p->fds[i].target;
+		if (src[i] == t) {
+			if (fcntl(t, F_SETFD, 0) < 0)
+				fail(src[n], STAGE_SETUP, "placing the caller's fds", errno);
+			continue;
+		}
+		int away = -1;
+		for (size_t j = i + 1; j < n + 3; j++)
+			if (src[j] == t) {
+				if (away < 0 && (away = fcntl(t, F_DUPFD_CLOEXEC, 0)) < 0)
+					fail(src[n], STAGE_SETUP, "placing the caller's fds",
+					     errno);
+				src[j] = away;
+			}
+		if (dup2(src[i], t) < 0)
+			fail_placing(src[n], t, errno);
+		src[i] = t;
+	}
+	err_fd = src[n];
+	int cwd = src[n + 1];
+	int exec_fd = p->h.exec_via == RD_EXEC_CWD      ? AT_FDCWD
+	              : p->h.exec_via == RD_EXEC_TARGET ? p->h.exec_fd
+	                                                : src[n + 2];
+	/* Every number but the targets and the setup's own is closed (order: the targets in
+	 * ascending order, sorted by the reaper); the setup's are closed by the exec. */
+	uint64_t from = 0;
+	for (size_t k = 0; k < n; k++) {
+		unsigned t = (unsigned)p->fds[order[k]].target;
+		close_but(from, t, src + n, 3);
+		from = (uint64_t)t + 1;
+	}
+	close_but(from, (uint64_t)UINT_MAX + 1, src + n, 3);
 	/* The caller's cwd by its path, looked up in the sandbox's own mounts: entered by the fd
 	 * alone, from runnerd's mount namespace, the kernel would report it "(unreachable)" (musl's
 	 * getcwd fails). By the fd only when the path does not lead to that very directory (it
@@ -196,7 +251,8 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 struct command_args {
 	const struct rd_launch_plan *p;
 	int err_fd;
-	int *hi;
+	int *hi;             /* room for the fds' places while they move */
+	const size_t *order; /* the fds' indices, by target number */
 	cap_t empty;
 	int tty; /* the target number of the command's terminal, or -1 */
 };
@@ -204,7 +260,7 @@ struct command_args {
 static int command_start(void *arg)
 {
 	const struct command_args *a = arg;
-	command_main(a->p, a->err_fd, a->hi, a->empty, a->tty);
+	command_main(a->p, a->err_fd, a->hi, a->order, a->empty, a->tty);
 }
 
 /* The command's stack until its exec: mapped ahead of time, touched only as used. */
@@ -623,11 +679,20 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	 * calls leave out 32 and 33, which the caller's command may be sent too. */
 	uint64_t all = ~0ULL;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all));
-	int *hi = calloc(p->h.n_fds + 1, sizeof(int));
+	int *hi = calloc(p->h.n_fds + 3, sizeof(int));
+	size_t *order = calloc(p->h.n_fds + 1, sizeof(size_t));
 	cap_t empty = cap_init();
-	if (!hi || !empty)
+	if (!hi || !order || !empty)
 		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
-	struct command_args a = {p, err_fd, hi, empty, tty};
+	/* By target number, for the command to close what lies between them. The plan's fds are
+	 * the caller's in /proc order, ascending already; an insertion sort is linear then. */
+	for (size_t i = 0; i < p->h.n_fds; i++) {
+		size_t j = i;
+		for (; j > 0 && p->fds[order[j - 1]].target > p->fds[i].target; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	struct command_args a = {p, err_fd, hi, order, empty, tty};
 	pid_t child = clone(command_start, stack_top, CLONE_VM | SIGCHLD, &a);
 	if (child < 0)
 		fail(err_fd, STAGE_SETUP, "starting the command", errno);

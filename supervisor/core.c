@@ -135,6 +135,8 @@ void sup_cmd_link(struct sup *u, struct cmd *c)
 
 void sup_cmd_discard(struct sup *u, struct cmd *c)
 {
+	/* A sandbox still there is killed; runnerd's loop reaps its pid 1. */
+	rd_sandbox_destroy(&c->run.sb);
 	sup_close_peer(c);
 	if (c->run.timer_fd >= 0)
 		sup_unwatch(u, &c->run.timer_fd);

@@ -140,7 +140,8 @@ struct cmd {
 	size_t argv_len;
 	bool argv_cut;
 	long rule;
-	bool dead; /* off the list, on sup.dead */
+	char comm[16]; /* the name the command's process has, which the stub takes */
+	bool dead;     /* off the list, on sup.dead */
 	struct handoff ho;
 	struct ask ask;
 	struct run run;
@@ -177,7 +178,11 @@ struct spares {
 	/* A sandbox made while idle, waiting for the next command: its clone and mounts are
 	 * off the exec path. reaper < 0: none. */
 	struct rd_sandbox spare;
-	bool failed;
+	/* The last spare could not be made: the next try waits until retry_at (CLOCK_MONOTONIC),
+	 * backoff_ms after the failure, which doubles while spares keep failing. */
+	bool failed, said_failed;
+	struct timespec retry_at;
+	unsigned backoff_ms;
 	/* Clones every reaper, so that runnerd does not fork per exec (sandbox/zygote.h). Once
 	 * lost, runnerd clones them itself again. */
 	struct rd_zygote zygote;
@@ -249,6 +254,7 @@ struct sup {
 	struct stat root_st;
 	ino_t mntns;
 	bool warned_ptrace, warned_full;
+	uint64_t said_errnos; /* runnerd's own failures said on stderr, by errno (bit e) */
 	size_t max_sandboxes; /* sandbox.max_sandboxes: live sandboxes at once */
 	struct src signal_src;
 	struct spares sp;

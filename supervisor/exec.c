@@ -36,6 +36,7 @@ struct exec {
 	struct req *q;  /* until a held ask takes it */
 	struct cmd *c;  /* from the seize on, until its handoff links it */
 	bool seized;    /* ptrace'd: the answer goes through sup_release */
+	bool audited;   /* its "exec" audit line is written */
 	int err;        /* the errno the caller's exec gets */
 	int exec_errno; /* FAILED: the command's own exec's errno, or 0 for runnerd's failure */
 	char why[sizeof(((struct rd_error *)0)->msg)];
@@ -61,6 +62,33 @@ static enum outcome answer(struct exec *x, enum outcome o, int e)
 {
 	x->err = e;
 	return o;
+}
+
+/* A limit of the machine or of runnerd (processes, fds, memory): the caller gets the kernel's
+ * errno for it, as its own exec or fork would, rather than EPERM. */
+static int resource_errno(int e)
+{
+	return e == EAGAIN || e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOSPC ? e : 0;
+}
+
+/* Is the trapped call still waiting for its answer? A caller killed meanwhile is not: its
+ * notification is gone, and what failed on the way failed because it went. */
+static bool still_waiting(struct sup *u, const struct exec *x)
+{
+	return ioctl(u->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &x->n->id) == 0;
+}
+
+/* A failure of runnerd's own, on stderr once for each errno (the audit has every one). */
+static void say_once(struct sup *u, const struct exec *x, const char *path, int e)
+{
+	uint64_t bit = e > 0 && e < 64 ? 1ULL << e : 1ULL;
+	if (u->said_errnos & bit)
+		return;
+	u->said_errnos |= bit;
+	fprintf(stderr, "runnerd: exec %llu (%s): %s%s\n", (unsigned long long)x->id, path, x->why,
+	        resource_errno(e) ? " (said once; commands fail with this errno until it "
+	                            "passes)"
+	                          : " (said once; the audit log has every one)");
 }
 
 /* The caller must live in runnerd's root and mount namespace: the sandbox is cut from
@@ -188,6 +216,7 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	                       "rule", rule_json(rule), "action", rd_action_str(x->action),
 	                       "caller_is_agent", is_agent)) < 0)
 		return refuse(x, EPERM, "the audit log cannot be written");
+	x->audited = rd_audit_on(u->s->audit);
 	if (x->action == RD_ACTION_DENY) {
 		rd_audit(u->s->audit, "decision",
 		         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)x->id, "rule",
@@ -301,6 +330,8 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 	struct req *q = x->q;
 	struct rd_error err = {0};
 	int r = rd_handoff_seize(x->tid);
+	if (r < 0 && !still_waiting(u, x))
+		return refuse(x, EPERM, "the caller went away before it could be seized");
 	if (r < 0) {
 		if (!u->warned_ptrace)
 			fprintf(
@@ -313,8 +344,13 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 		return refuse(x, EPERM, "the caller cannot be traced");
 	}
 	x->seized = true;
-	if (rd_task_snapshot(&q->t, &err) < 0)
-		return refuse(x, EPERM, "%s", err.msg);
+	if (rd_task_snapshot(&q->t, &err) < 0) {
+		int e = resource_errno(err.err);
+		refuse(x, e ? e : EPERM, "%s", err.msg);
+		if (e && still_waiting(u, x))
+			say_once(u, x, q->path, e);
+		return REFUSE;
+	}
 	rd_target_bind(&q->t, &q->tg);
 	const char *home = sup_masks_home(u, q->t.inh.uid[0]);
 	if (!home)
@@ -338,6 +374,11 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 		return refuse(x, ENOMEM, "out of memory");
 	struct cmd *c = x->c;
 	sup_cmd_keep_argv(c, q->strs.argv, q->strs.argc);
+	/* The kernel names a process after the last component of the path it exec'd (after the
+	 * file's own name, for an exec by fd): so the stub, and the command, are named. */
+	const char *name = q->path[0] ? q->path : q->tg.resolved ? q->tg.resolved : "";
+	const char *slash = strrchr(name, '/');
+	snprintf(c->comm, sizeof(c->comm), "%s", slash ? slash + 1 : name);
 	c->rule = q->rule ? (long)q->rule->index : -1;
 	c->run.kill_grace_s = (unsigned)q->box.v[RD_BOX_KILL_GRACE_S];
 	c->run.timeout_s = (unsigned)q->box.v[RD_BOX_TIMEOUT_S];
@@ -374,11 +415,17 @@ static enum outcome phase_launch(struct sup *u, struct exec *x)
 		rd_audit(u->s->audit, "decision",
 		         json_pack("{s:I, s:o, s:s}", "id", (json_int_t)x->id, "rule",
 		                   rule_json(q->rule), "action", "allow"));
-	if (sup_make_ctl(c) < 0)
-		return refuse(x, EPERM, "cannot make the stub's control socket");
+	int r = sup_make_ctl(c);
+	if (r < 0) {
+		int e = resource_errno(-r);
+		refuse(x, e ? e : EPERM, "cannot make the stub's control socket: %s", strerror(-r));
+		if (e)
+			say_once(u, x, q->path, e);
+		return REFUSE;
+	}
 	q->plan.h.has_stub_ctl = true;
 	q->plan.stub_ctl_fd = c->run.ctl_fd;
-	int r = sup_spare_start(u, c, &q->plan, &err);
+	r = sup_spare_start(u, c, &q->plan, &err);
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
 	 * the fd itself. If the command's exec then fails, a pipelined handoff closes it again;
 	 * otherwise the caller keeps this O_CLOEXEC fd until its next exec. */
@@ -401,7 +448,8 @@ static enum outcome phase_launch(struct sup *u, struct exec *x)
 		r = sup_cmd_started(u, c, &err);
 	if (r < 0) {
 		snprintf(x->why, sizeof(x->why), "%s", err.msg);
-		return answer(x, FAILED, x->exec_errno ? x->exec_errno : EPERM);
+		int e = x->exec_errno ? x->exec_errno : resource_errno(err.err);
+		return answer(x, FAILED, e ? e : EPERM);
 	}
 	sup_handoff_begin(u, c, x->n->id);
 	/* The next command's sandbox, now: this one's command is already running, and what its
@@ -434,6 +482,15 @@ static enum outcome phase_ask(struct sup *u, struct exec *x)
 static void finish(struct sup *u, struct exec *x, enum outcome o)
 {
 	const char *path = x->q && x->q->path ? x->q->path : x->c ? x->c->path : NULL;
+	/* What failed after the decision because the caller went (it was killed mid-way): no
+	 * answer, no word on stderr, and the audit says so rather than that runnerd refused. */
+	if ((o == REFUSE || o == FAILED) && !still_waiting(u, x)) {
+		if (x->audited)
+			rd_audit(u->s->audit, "gone",
+			         json_pack("{s:I, s:i, s:o}", "id", (json_int_t)x->id, "tid", x->tid,
+			                   "reason", rd_json_bytes(x->why)));
+		o = GONE;
+	}
 	switch (o) {
 	case GO_ON:
 	case HANDED:
@@ -465,9 +522,8 @@ static void finish(struct sup *u, struct exec *x, enum outcome o)
 			                   "errno_num", x->exec_errno, "reason",
 			                   rd_json_bytes(x->why)));
 		} else {
-			sup_audit_refusal(u, x->id, x->tid, path, EPERM, x->why);
-			fprintf(stderr, "runnerd: exec %llu (%s): %s\n", (unsigned long long)x->id,
-			        path, x->why);
+			sup_audit_refusal(u, x->id, x->tid, path, x->err, x->why);
+			say_once(u, x, path, x->err);
 		}
 		sup_release(u, x->tid, x->n->id, x->err);
 		break;

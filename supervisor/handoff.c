@@ -1,5 +1,6 @@
 #include "supervisor/handoff.h"
 #include "intercept/launcher.h"
+#include "lib/stub_proto.h"
 #include "supervisor/approvals.h"
 #include "supervisor/command.h"
 
@@ -42,6 +43,12 @@ void sup_handoff_begin(struct sup *u, struct cmd *c, uint64_t notif_id)
 	}
 	r->ctl_src = (struct src){.type = SRC_CTL, .cmd = c};
 	sup_watch(u, r->ctl_fd, &r->ctl_src);
+	/* The stub's first message, waiting for it: the command's name, for its comm. */
+	if (c->comm[0]) {
+		struct rd_stub_msg m = {.type = RD_STUB_NAME, .len = (uint32_t)strlen(c->comm)};
+		memcpy(m.text, c->comm, m.len);
+		send(r->ctl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
 	/* Interrupt first, then answer (the control socket's ADDFD answers the call): the stop
 	 * comes as the exec returns, before any signal is dequeued, so the registers there are
 	 * the syscall's. */
@@ -131,13 +138,11 @@ void sup_handoff_exec_result(struct sup *u, struct cmd *c)
 	epoll_ctl(u->epfd, EPOLL_CTL_DEL, run->sb.setup_fd, NULL);
 	h->exec_pending = false;
 	int r = rd_sandbox_wait_exec(&run->sb, &exec_errno, &err);
-	if (h->state == H_ABORTED)
-		return; /* the caller is gone: so is the sandbox, whatever it said */
-	if (r == 0 && run->killed) {
-		/* runnerd killed the sandbox meanwhile: its EOF is not a successful exec. */
-		rd_error_set(&err, EPERM, "the sandbox was killed: %s", run->killed);
-		r = -EPERM;
-	}
+	/* The caller is gone, its handoff aborted or its stub's socket closed (runnerd killed the
+	 * sandbox then): nothing is left to let through or give back. The command ran if its exec
+	 * went through; its end comes, audited, from the reaper or its reaping. */
+	if (h->state == H_ABORTED || run->killed)
+		return;
 	if (r == 0)
 		r = sup_cmd_started(u, c, &err);
 	if (r == 0) {

@@ -253,7 +253,10 @@ int rd_supervise(struct rd_session *s)
 				break;
 			wait_ms = left > 0 ? (int)left + 1 : 100;
 		}
-		bool want_spare = !ending && sup_spare_wanted(&u);
+		long spare_ms = ending ? -1 : sup_spare_wait_ms(&u);
+		bool want_spare = spare_ms == 0;
+		if (spare_ms > 0 && (wait_ms < 0 || spare_ms < wait_ms))
+			wait_ms = (int)spare_ms;
 		int pn = poll(pf, 2, want_spare ? 0 : wait_ms);
 		if (pn < 0 && errno == EINTR)
 			continue;

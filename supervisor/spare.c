@@ -37,10 +37,20 @@ void sup_spare_setup(struct sup *u)
 	}
 }
 
-bool sup_spare_wanted(const struct sup *u)
+long sup_spare_wait_ms(const struct sup *u)
 {
 	const struct spares *sp = &u->sp;
-	return sp->spare.reaper < 0 && !sp->spare.pending && !sp->failed;
+	if (sp->spare.reaper >= 0 || sp->spare.pending)
+		return -1;
+	if (!sp->failed)
+		return 0;
+	double left = -sup_ms_since(&sp->retry_at);
+	return left > 0 ? (long)left + 1 : 0;
+}
+
+bool sup_spare_wanted(const struct sup *u)
+{
+	return sup_spare_wait_ms(u) == 0;
 }
 
 /* The preset of the next spare: the masks, network and filter of a command that no rule gives
@@ -77,16 +87,44 @@ static const struct rd_sandbox_preset *spare_preset(struct sup *u)
 	return sp->preset_unfit ? NULL : &sp->preset;
 }
 
-/* A spare could not be made: each exec then makes its own sandbox; say why once. A lost
- * zygote is not such a failure: the next spare is made without it. */
+/* A spare could not be made: each exec makes its own sandbox until one can be made again,
+ * tried after 1 s, then after twice as long each time it fails again, up to a minute (a
+ * limit on namespaces or processes reached for a while is no reason to go without spares
+ * for the rest of the session). Said once. A lost zygote is not such a failure: the next
+ * spare is made without it. */
 static void spare_failed(struct sup *u, const struct rd_error *err)
 {
-	if (u->sp.zygote.lost && !u->sp.warned_zygote) {
+	struct spares *sp = &u->sp;
+	if (sp->zygote.lost && !sp->warned_zygote) {
 		zygote_check(u);
 		return;
 	}
-	fprintf(stderr, "runnerd: %s\n", err->msg);
-	u->sp.failed = true;
+	if (!sp->said_failed)
+		fprintf(stderr,
+		        "runnerd: a sandbox could not be made ahead of time (%s): each command "
+		        "makes its own until one can be again\n",
+		        err->msg);
+	sp->said_failed = true;
+	sp->failed = true;
+	sp->backoff_ms = sp->backoff_ms ? sp->backoff_ms * 2 : 1000;
+	if (sp->backoff_ms > 60000)
+		sp->backoff_ms = 60000;
+	clock_gettime(CLOCK_MONOTONIC, &sp->retry_at);
+	sp->retry_at.tv_sec += sp->backoff_ms / 1000;
+	sp->retry_at.tv_nsec += (long)(sp->backoff_ms % 1000) * 1000000;
+	if (sp->retry_at.tv_nsec >= 1000000000) {
+		sp->retry_at.tv_sec++;
+		sp->retry_at.tv_nsec -= 1000000000;
+	}
+}
+
+/* A spare was made: the failures, if any, are over. */
+static void spare_made(struct sup *u)
+{
+	if (u->sp.failed)
+		sup_log(u, "a sandbox could be made ahead of time again");
+	u->sp.failed = false;
+	u->sp.backoff_ms = 0;
 }
 
 /* A spare died applying its preset: the same failure would repeat, so spares go without. */
@@ -109,6 +147,8 @@ void sup_spare_make(struct sup *u)
 	zygote_check(u);
 	if (r < 0)
 		spare_failed(u, &err);
+	else if (!sp->spare.pending)
+		spare_made(u);
 }
 
 void sup_spare_ready(struct sup *u)
@@ -128,6 +168,8 @@ void sup_spare_ready(struct sup *u)
 	}
 	if (rd_sandbox_spare_finish(&sp->zygote, &sp->spare, &err) < 0)
 		spare_failed(u, &err);
+	else
+		spare_made(u);
 	zygote_check(u);
 }
 

@@ -341,6 +341,15 @@ static void handle_control(int c)
 			die_killed();
 		stop_like(m.value);
 		return;
+	case RD_STUB_NAME: {
+		char name[16] = {0};
+		if (nfd || m.len > 15)
+			die_killed();
+		for (uint32_t i = 0; i < m.len; i++)
+			name[i] = m.text[i];
+		sys2(NR_prctl, PR_SET_NAME, name);
+		return;
+	}
 	default:
 		die_killed();
 	}

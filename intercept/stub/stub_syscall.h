@@ -171,6 +171,7 @@ struct kwinsize {
 
 /* <linux/prctl.h> */
 #define PR_SET_DUMPABLE 4
+#define PR_SET_NAME     15
 
 /* poll */
 #define POLLIN  0x001

@@ -47,5 +47,7 @@ echo "== as $user: approvals"
 run "$py '$work/src/tests/integration/ask.py'" | grep -Ev '^ok '
 echo "== as $user: sessions, signals and lifetimes"
 run "$py '$work/src/tests/integration/lifetime.py'" | grep -Ev '^ok '
+echo "== as $user: churn and limits"
+run "$py '$work/src/tests/integration/robustness.py'" | grep -Ev '^ok '
 echo "== as $user: terminals"
 run "NODE_PTY='$work/build/npm' $py '$work/src/tests/integration/terminal.py'" | grep -Ev '^ok '
