@@ -339,6 +339,9 @@ static void handle_control(int c)
 	case RD_STUB_STOPPED:
 		if (nfd)
 			die_killed();
+		/* What the terminal echoed as it stopped the command (^Z) comes before the
+		 * caller's shell says it stopped, as without runnerd. */
+		drain();
 		stop_like(m.value);
 		return;
 	case RD_STUB_NAME: {

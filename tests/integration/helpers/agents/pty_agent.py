@@ -15,8 +15,10 @@ import time
 cmd = sys.argv[1:]
 pid, master = pty.fork()
 if pid == 0:
+    # The size before the exec (pexpect and node-pty set it there too): set by the parent,
+    # it would race the probe's first look.
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     os.execvp(cmd[0], cmd)
-fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
 out = b""
 
 
