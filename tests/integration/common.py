@@ -237,8 +237,3 @@ def running(pattern):
     """Is a process running whose command line has pattern as a whole argument's end?"""
     return _running((pattern + "\x00").encode())
 
-
-def step(tmp, n, seconds=30):
-    """Tells step_agent.py to run its command number n, and waits until it has."""
-    open(os.path.join(tmp, "go-%s" % n), "w").close()
-    return wait_file(os.path.join(tmp, "done-%s" % n), seconds)
