@@ -1,6 +1,6 @@
 /* execbench: what one exec costs, seen from the process that starts it.
  *
- *   execbench [-w WARMUP] [-o FILE] fork|posix_spawn N [COMMAND [ARG...]]
+ *   execbench [-w WARMUP] [-o FILE] [-f FDS] [-t] fork|posix_spawn N [COMMAND [ARG...]]
  *   execbench parallel N [COMMAND [ARG...]]
  *
  * fork and posix_spawn run N times "start a child that runs COMMAND, wait for it" and time each
@@ -13,6 +13,10 @@
  * parallel starts N children at once (fork + execve), prints its own VmRSS and VmHWM while
  * they all run, then waits for them.
  *
+ * -f FDS: execbench holds FDS more fds (of /dev/null, close-on-exec, as most programs open
+ * theirs) while it runs the children. -t: each child has a new pseudo-terminal as its stdin,
+ * stdout and stderr (fork only); execbench holds its master and reads what comes.
+ *
  * COMMAND defaults to /bin/true. A name without a slash is looked up in PATH once, before any
  * timing. execbench exits 1 if a child fails, 2 on a usage error.
  */
@@ -20,8 +24,10 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +40,12 @@
 extern char **environ;
 
 static char *default_argv[] = {"/bin/true", NULL};
+static int tty_slave = -1; /* -t */
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: execbench [-w WARMUP] [-o FILE] fork|posix_spawn N [COMMAND [ARG...]]\n"
+	fprintf(f, "usage: execbench [-w WARMUP] [-o FILE] [-f FDS] [-t] fork|posix_spawn N "
+	           "[COMMAND [ARG...]]\n"
 	           "       execbench parallel N [COMMAND [ARG...]]\n");
 }
 
@@ -97,10 +105,40 @@ static pid_t spawn(int spawn_mode, const char *path, char *const argv[])
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
+		if (tty_slave >= 0 && (dup2(tty_slave, 0) < 0 || dup2(tty_slave, 1) < 0 ||
+		                       dup2(tty_slave, 2) < 0))
+			_exit(126);
 		execve(path, argv, environ);
 		_exit(127);
 	}
 	return pid;
+}
+
+/* -t: a pseudo-terminal for the children, its master drained as they go. */
+static int tty_master = -1;
+
+static int open_tty(void)
+{
+	tty_master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (tty_master < 0 || grantpt(tty_master) < 0 || unlockpt(tty_master) < 0) {
+		perror("execbench: a pseudo-terminal");
+		return -1;
+	}
+	const char *name = ptsname(tty_master);
+	tty_slave = name ? open(name, O_RDWR | O_NOCTTY | O_CLOEXEC) : -1;
+	if (tty_slave < 0) {
+		perror("execbench: the pseudo-terminal's slave");
+		return -1;
+	}
+	fcntl(tty_master, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+static void drain_tty(void)
+{
+	char buf[4096];
+	while (tty_master >= 0 && read(tty_master, buf, sizeof(buf)) > 0)
+		;
 }
 
 static int wait_ok(pid_t pid, const char *path)
@@ -168,6 +206,7 @@ static int run_timed(int spawn_mode, long n, long warmup, const char *out, const
 		int64_t t1 = now_ns();
 		if (i >= 0)
 			ns[i] = t1 - t0;
+		drain_tty();
 	}
 	if (out) {
 		FILE *f = fopen(out, "w");
@@ -248,8 +287,20 @@ int main(int argc, char **argv)
 	long warmup = 10;
 	const char *out = NULL;
 	int opt;
-	while ((opt = getopt(argc, argv, "+w:o:h")) != -1) {
+	long fds = 0;
+	bool tty = false;
+	while ((opt = getopt(argc, argv, "+w:o:f:th")) != -1) {
 		switch (opt) {
+		case 'f':
+			fds = parse_count(optarg, 0);
+			if (fds < 0) {
+				fprintf(stderr, "execbench: bad fd count: %s\n", optarg);
+				return 2;
+			}
+			break;
+		case 't':
+			tty = true;
+			break;
 		case 'w':
 			warmup = parse_count(optarg, 0);
 			if (warmup < 0) {
@@ -282,6 +333,15 @@ int main(int argc, char **argv)
 	char *path = resolve(cmd[0]);
 	if (!path) {
 		fprintf(stderr, "execbench: %s: not found in PATH\n", cmd[0]);
+		return 2;
+	}
+	for (long i = 0; i < fds; i++)
+		if (open("/dev/null", O_RDONLY | O_CLOEXEC) < 0) {
+			perror("execbench: -f: opening /dev/null");
+			return 2;
+		}
+	if (tty && (strcmp(mode, "fork") || open_tty() < 0)) {
+		fprintf(stderr, "execbench: -t needs fork, and a pseudo-terminal\n");
 		return 2;
 	}
 	int r;

@@ -9,6 +9,7 @@
 #   RUNNERD_CONFIG=FILE              default BUILD_DIR/etc/runnerd/runner.json, else ./runner.json
 #   PROFILE=generic                  the profile runnerd runs the agent with
 #   MEM_N=64 MEM_SECONDS=2           the memory run: that many commands at once, each that long
+#   FDS=1000                         the fds the caller holds in the "fds open" variants
 #   BASE=DIR                         another build (DIR/bin/runnerd, DIR/etc/runnerd) timed in the
 #                                    same rounds, for a before/after comparison in one run
 #
@@ -32,6 +33,7 @@ WARMUP=${WARMUP:-20}
 PROFILE=${PROFILE:-generic}
 MEM_N=${MEM_N:-64}
 MEM_SECONDS=${MEM_SECONDS:-2}
+FDS=${FDS:-1000}
 
 case $build$repo in *[[:space:]]*)
 	echo "bench: paths with white space are not supported: $repo, $build" >&2
@@ -99,12 +101,17 @@ variants=(
 	"rd_spawn|runnerd posix_spawn /bin/true|${rd[*]} $eb -o @OUT@ -w @W@ posix_spawn @N@ ${true_cmd[*]}"
 	"rd_static|runnerd fork+exec busybox true (static)|${rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${bb_cmd[*]}"
 	"rd_1cpu|runnerd fork+exec /bin/true, taskset -c 0|$taskset -c 0 ${rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${true_cmd[*]}"
+	"plain_tty|plain fork+exec, stdio a terminal|$eb -o @OUT@ -w @W@ -t fork @N@ ${true_cmd[*]}"
+	"rd_tty|runnerd fork+exec, stdio a terminal|${rd[*]} $eb -o @OUT@ -w @W@ -t fork @N@ ${true_cmd[*]}"
+	"plain_fds|plain fork+exec, $FDS fds open (cloexec)|$eb -o @OUT@ -w @W@ -f $FDS fork @N@ ${true_cmd[*]}"
+	"rd_fds|runnerd fork+exec, $FDS fds open (cloexec)|${rd[*]} $eb -o @OUT@ -w @W@ -f $FDS fork @N@ ${true_cmd[*]}"
 )
 if [ -n "${BASE:-}" ]; then
 	base_rd=("$BASE/bin/runnerd" --config "$BASE/etc/runnerd/runner.json" --profile "$PROFILE" --)
 	variants+=(
 		"base|BASE runnerd fork+exec /bin/true|${base_rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${true_cmd[*]}"
 		"base_1cpu|BASE runnerd fork+exec, taskset -c 0|$taskset -c 0 ${base_rd[*]} $eb -o @OUT@ -w @W@ fork @N@ ${true_cmd[*]}"
+		"base_fds|BASE runnerd fork+exec, $FDS fds open|${base_rd[*]} $eb -o @OUT@ -w @W@ -f $FDS fork @N@ ${true_cmd[*]}"
 	)
 fi
 
@@ -222,11 +229,19 @@ echo "runnerd adds per exec (median minus plain median): fork+exec" \
 	"$(diff_us "${med[rd]:-}" "${med[plain]:-}"), posix_spawn" \
 	"$(diff_us "${med[rd_spawn]:-}" "${med[plain_spawn]:-}"), static" \
 	"$(diff_us "${med[rd_static]:-}" "${med[plain_static]:-}")"
+echo "stdio a terminal (a pseudo-terminal of the command's own, relayed): runnerd" \
+	"$(diff_us "${med[rd_tty]:-}" "${med[rd]:-}") over its pipe path, plain" \
+	"$(diff_us "${med[plain_tty]:-}" "${med[plain]:-}"); runnerd/plain" \
+	"$(ratio "${med[rd_tty]:-}" "${med[plain_tty]:-}")"
+echo "a caller with $FDS fds open / with none: runnerd $(ratio "${med[rd_fds]:-}" "${med[rd]:-}")" \
+	"(goal <= 1.10), plain $(ratio "${med[plain_fds]:-}" "${med[plain]:-}"); runnerd adds" \
+	"$(diff_us "${med[rd_fds]:-}" "${med[rd]:-}") for them"
 echo "runnerd on one CPU (everything pinned to CPU 0) / runnerd free to use all CPUs =" \
 	"$(ratio "${med[rd_1cpu]:-}" "${med[rd]:-}")"
 if [ -n "${BASE:-}" ]; then
 	echo "BASE is $BASE: this build / BASE = $(ratio "${med[rd]:-}" "${med[base]:-}")," \
-		"on one CPU $(ratio "${med[rd_1cpu]:-}" "${med[base_1cpu]:-}")"
+		"on one CPU $(ratio "${med[rd_1cpu]:-}" "${med[base_1cpu]:-}"), with $FDS fds" \
+		"$(ratio "${med[rd_fds]:-}" "${med[base_fds]:-}")"
 fi
 echo "timing took $((SECONDS - start)) s; right after it the CPUs were $(busy_pct)% busy"
 
