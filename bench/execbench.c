@@ -105,8 +105,8 @@ static pid_t spawn(int spawn_mode, const char *path, char *const argv[])
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
-		if (tty_slave >= 0 && (dup2(tty_slave, 0) < 0 || dup2(tty_slave, 1) < 0 ||
-		                       dup2(tty_slave, 2) < 0))
+		if (tty_slave >= 0 &&
+		    (dup2(tty_slave, 0) < 0 || dup2(tty_slave, 1) < 0 || dup2(tty_slave, 2) < 0))
 			_exit(126);
 		execve(path, argv, environ);
 		_exit(127);

@@ -487,8 +487,8 @@ static void finish(struct sup *u, struct exec *x, enum outcome o)
 	if ((o == REFUSE || o == FAILED) && !still_waiting(u, x)) {
 		if (x->audited)
 			rd_audit(u->s->audit, "gone",
-			         json_pack("{s:I, s:i, s:o}", "id", (json_int_t)x->id, "tid", x->tid,
-			                   "reason", rd_json_bytes(x->why)));
+			         json_pack("{s:I, s:i, s:o}", "id", (json_int_t)x->id, "tid",
+			                   x->tid, "reason", rd_json_bytes(x->why)));
 		o = GONE;
 	}
 	switch (o) {
