@@ -372,6 +372,11 @@ int rd_sandbox_end(struct rd_sandbox *s)
 	return marked_term(s, RD_REAPER_END_MARK);
 }
 
+int rd_sandbox_kill_command(struct rd_sandbox *s)
+{
+	return marked_term(s, RD_REAPER_KILL_MARK);
+}
+
 void rd_sandbox_destroy(struct rd_sandbox *s)
 {
 	/* SIGKILL to pid 1 ends the whole pid namespace. Not waited for here: that wait is the

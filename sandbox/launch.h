@@ -25,11 +25,13 @@ enum {
 	RD_REPORT_TIMEOUT = 2,   /* ... with the timeout's status (124), not the command's */
 };
 
-/* The sigqueue values that mark runnerd's SIGTERMs that end a whole sandbox: a command's
- * timeout (rd_sandbox_timeout: the caller then sees 124), and the session's end
- * (rd_sandbox_end). */
+/* The sigqueue values that mark runnerd's SIGTERMs to a sandbox's pid 1: those that end the
+ * whole sandbox, a command's timeout (rd_sandbox_timeout: the caller then sees 124) and the
+ * session's end (rd_sandbox_end); and the one that kills the command's main process alone
+ * (rd_sandbox_kill_command), whose stub is gone. */
 #define RD_REAPER_TIMEOUT_MARK 0x74696d65
 #define RD_REAPER_END_MARK     0x656e6473
+#define RD_REAPER_KILL_MARK    0x6b696c6c
 
 /* What a spare sandbox can put in place before it knows its plan: the masks, the network and
  * the seccomp filter most commands get. The filter goes on the reaper itself, after its own
@@ -116,6 +118,11 @@ int rd_sandbox_timeout(struct rd_sandbox *s);
 /* The session ends: SIGTERM to every process of the sandbox (its pid 1 passes it on), which
  * runnerd follows with SIGKILL after a grace. Returns 0 or -errno. */
 int rd_sandbox_end(struct rd_sandbox *s);
+
+/* The command's stub is gone (its caller was killed): its main process gets SIGKILL, as the
+ * process the caller would have exec'd; what it started lives on, as the sandbox's lifetime
+ * says. Returns 0 or -errno. */
+int rd_sandbox_kill_command(struct rd_sandbox *s);
 
 /* Close runnerd's ends (the reaper, if alive, is reaped by the supervisor's loop). */
 void rd_sandbox_close(struct rd_sandbox *s);

@@ -721,6 +721,12 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 			/* runnerd's timeout. A process of the sandbox's uid can queue the same
 			 * mark; all it gets is the caller seeing 124, which the command can exit
 			 * with anyway. runnerd's audit goes by its own timer. */
+			if (sig == SIGTERM && si.si_code == SI_QUEUE &&
+			    si.si_value.sival_int == RD_REAPER_KILL_MARK) {
+				if (!main_done)
+					sys2(SYS_kill, child, SIGKILL);
+				continue;
+			}
 			bool mark = sig == SIGTERM && si.si_code == SI_QUEUE &&
 			            (si.si_value.sival_int == RD_REAPER_TIMEOUT_MARK ||
 			             si.si_value.sival_int == RD_REAPER_END_MARK);

@@ -117,7 +117,12 @@ void sup_cmd_ctl(struct sup *u, struct cmd *c)
 	sup_unwatch(u, &r->ctl_fd);
 	if (!r->status_known && !(r->sb.status_fd >= 0 && read_status(u, c))) {
 		r->killed = "its caller died";
-		sup_kill_sandbox(c);
+		/* The command's main process dies with it, as it would have as the caller's own
+		 * process; what it started in the background lives on, as without runnerd (and as
+		 * the sandbox's lifetime says). A command not known to have exec'd yet goes with
+		 * its whole sandbox. */
+		if (c->ho.exec_pending || r->reaped || rd_sandbox_kill_command(&r->sb) < 0)
+			sup_kill_sandbox(c);
 	}
 	sup_cmd_free_if_done(u, c);
 }

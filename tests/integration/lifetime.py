@@ -4,7 +4,8 @@
 - signals: nothing a command does with kill reaches a process outside its sandbox (its own
   group, -1, every group it can name); the agent's group signals to a stub reach the command;
 - background processes outlive the command that started them and are reached by later
-  commands; the session's end leaves nothing; "lifetime": "command" ends them with their
+  commands, also after the agent killed the command; the session's end leaves nothing;
+  "lifetime": "command" ends them with their
   command; timeout_s ends the whole sandbox; a session's live sandboxes are bounded;
 - runnerd ps lists the live sandboxes of the user's sessions;
 - the command's cwd is one the kernel reports as reachable (a static musl program's getcwd).
@@ -85,6 +86,48 @@ def test_background(tmp):
               repr(res))
     check("background: runnerd exits with the agent", rc == 0, str(rc))
     check("background: the session's end leaves nothing running", gone, "server still running")
+
+
+def killed_command(tmp, name, argv_of, wait_gone):
+    """kill_agent.py, started by argv_of(agent argv): its report, whether the command's main
+    process was gone after the kill, and whether the server is gone once it all ends."""
+    serve = os.path.join(tmp, name + RUN)
+    os.mkdir(serve)
+    secs = "4%d%d" % (len(name), os.getpid() % 100000)
+    p = subprocess.Popen(argv_of([common.PY, common.agent("kill_agent.py"), str(free_port()),
+                                  serve, secs]), env=common.base_env(), start_new_session=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        common.wait_file(os.path.join(serve, "killed"), 60)
+        main_gone = common.gone_within("sleep\x00" + secs, 5)
+        open(os.path.join(serve, "stop"), "w").close()
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        main_gone = False
+    res = common.agent_json("killed: the agent reports", out, err)
+    gone = common.gone_within(serve, wait_gone)
+    if not gone:
+        subprocess.run(["pkill", "-f", serve])
+    return res, main_gone, gone
+
+
+def test_killed_command(tmp):
+    """The agent SIGKILLs its command (its stub): the command's main process dies, what it
+    left in the background runs on, as without runnerd (before, the whole sandbox went)."""
+    plain, _, _ = killed_command(tmp, "plain", lambda argv: argv, 0)  # its server left: killed
+    res, main_gone, gone = killed_command(tmp, "runnerd",
+                                          lambda argv: runnerd_cmd("generic", argv), 10)
+    if not plain or not res:
+        return
+    check("killed: without runnerd, the background server outlives its killed parent "
+          "(the test's own check)", plain == {"rc": -9, "before": "200", "after": "200"},
+          repr(plain))
+    check("killed: the caller sees its command killed; the server it left runs on",
+          res == plain, "runnerd %r, plain %r" % (res, plain))
+    check("killed: the command's main process is gone", main_gone, "sleep still running")
+    check("killed: the session's end leaves nothing running", gone, "server still running")
 
 
 def test_lifetime_command(tmp):
@@ -197,8 +240,8 @@ def test_cwd_musl(tmp):
 
 def main():
     common.require_runnerd()
-    tests = (test_signals, test_background, test_lifetime_command, test_timeout_ends_sandbox,
-             test_ps_and_limit, test_cwd_musl)
+    tests = (test_signals, test_background, test_killed_command, test_lifetime_command,
+             test_timeout_ends_sandbox, test_ps_and_limit, test_cwd_musl)
     status = common.run_tests(tests, "rd-life-")
     for s in skipped:
         print("SKIP " + s)
