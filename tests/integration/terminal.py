@@ -8,6 +8,7 @@ on a terminal works under runnerd as it does without it.
 - callers that start their command on a fresh pseudo-terminal (Python's pty.fork, pexpect,
   node-pty): the command has a terminal, /dev/tty, the foreground, the window size and its
   changes, the input, ^C, and its stdout and stderr in order, as without runnerd;
+- a line a command types into its terminal (TIOCSTI) stays there, out of the agent's shell;
 - the caller's terminal modes come back when a command dies by a signal and when runnerd is
   killed under it.
 
@@ -163,6 +164,40 @@ def test_hangup(tmp):
           common.gone_within(bash[-2] + "\x00-i", 5), "bash or runnerd still running")
 
 
+def typed_in(argv, tmp):
+    """An interactive shell (argv) runs a command that types a line into its terminal; returns
+    the pane once the shell is back, and whether the typed line ran in the shell."""
+    t = Tmux(argv, env(HOME=tmp))
+    try:
+        if not t.wait(r"^\$ ?$"):
+            return "no prompt: " + t.pane(), None
+        t.keys("%s %s; echo probe ended" % (common.PY, common.agent("tiocsti_type.py")), "Enter")
+        if not t.wait(r"^probe ended"):
+            return "stuck: " + t.pane(), None
+        time.sleep(0.5)
+        t.keys("echo last", "Enter")
+        pane = t.wait(r"^last\n\$ ?$") or t.pane()
+        return pane, re.search(r"^INJECTED$", pane, re.M) is not None
+    finally:
+        t.kill()
+
+
+def test_typed_into_terminal(tmp):
+    """TIOCSTI from a command (with "seccomp": "none", so that its filter does not refuse the
+    ioctl): without runnerd the line lands in the agent's shell and runs there, outside any
+    sandbox; under runnerd it lands in the command's own terminal, and ends with it."""
+    bash = bash_argv(tmp)
+    pane, ran = typed_in(bash, tmp)
+    if not ran:
+        skipped.append("TIOCSTI: the kernel refuses it here (dev.tty.legacy_tiocsti=0?), so "
+                       "there is nothing to show: %s" % pane[-300:])
+        return
+    prof = common.write_profile(tmp, "nofilter", {"default": "allow", "seccomp": "none"})
+    pane, ran = typed_in(runnerd_cmd(prof, bash), tmp)
+    check("TIOCSTI: a command's typed line stays in its own terminal, out of the agent's shell",
+          ran is False and "typed" in pane, pane)
+
+
 # --- callers on a pseudo-terminal ----------------------------------------------------------
 
 def transcript(argv, environ):
@@ -263,8 +298,8 @@ def main():
     common.require_runnerd()
     if not shutil.which("tmux"):
         common.skip("tmux is not installed (apt-get install tmux)")
-    tests = (test_interactive_shell, test_hangup, test_pty_fork, test_pexpect, test_node_pty,
-             test_modes_restored)
+    tests = (test_interactive_shell, test_hangup, test_typed_into_terminal, test_pty_fork,
+             test_pexpect, test_node_pty, test_modes_restored)
     status = common.run_tests(tests, "rd-term-", enter=True)
     for s in skipped:
         print("SKIP " + s)
