@@ -129,8 +129,16 @@ static void print_argv(json_t *e)
 	printf("\n    $");
 	json_array_foreach(json_object_get(e, "argv"), k, a)
 	{
-		printf(" ");
-		print_safe(json_string_value(a));
+		/* Each word as a shell would read it back, so that where it ends is seen. */
+		const char *w = json_string_value(a) ?: "";
+		size_t cap = 4 * strlen(w) + 3;
+		char *buf = malloc(cap);
+		if (!buf)
+			break;
+		buf[0] = '\0';
+		rd_escape_word(buf, 0, cap, &w, false);
+		printf(" %s", buf);
+		free(buf);
 	}
 	if (json_is_true(json_object_get(e, "argv_truncated")))
 		printf(" ...");

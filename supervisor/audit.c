@@ -1,5 +1,6 @@
 #include "supervisor/audit.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,23 +19,72 @@ int rd_audit_open(struct rd_audit *a, const char *path, struct rd_error *err)
 	return 0;
 }
 
-size_t rd_escape_bytes(char *out, size_t n, size_t cap, const char **s, bool fold_spaces)
+/* One piece of the caller's bytes at p, as shown: a folded run of spaces, a byte as it is or
+ * as \xNN, or, inside single quotes, a quote as '\''. Returns the bytes of p it stands for. */
+static size_t unit_of(const char *p, bool fold_spaces, bool quoted, char unit[32])
+{
+	size_t run = fold_spaces ? strspn(p, " ") : 0;
+	if (run > 3) {
+		snprintf(unit, 32, "<%zu spaces>", run);
+		return run;
+	}
+	unsigned char c = (unsigned char)*p;
+	if (quoted && c == '\'')
+		snprintf(unit, 32, "'\\''");
+	else if (c >= 0x20 && c < 0x7f && c != '\\')
+		snprintf(unit, 32, "%c", c);
+	else
+		snprintf(unit, 32, "\\x%02x", c);
+	return 1;
+}
+
+static size_t escape(char *out, size_t n, size_t cap, const char **s, bool fold_spaces, bool quoted)
 {
 	const char *p = *s;
 	while (*p) {
-		size_t run = fold_spaces ? strspn(p, " ") : 0;
 		char unit[32];
-		int w = run > 3 ? snprintf(unit, sizeof(unit), "<%zu spaces>", run)
-		        : (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f && *p != '\\'
-		            ? snprintf(unit, sizeof(unit), "%c", *p)
-		            : snprintf(unit, sizeof(unit), "\\x%02x", (unsigned char)*p);
-		if (n + (size_t)w >= cap)
+		size_t used = unit_of(p, fold_spaces, quoted, unit);
+		size_t w = strlen(unit);
+		if (n + w >= cap)
 			break; /* no room for this one: *s says where it stopped */
-		memcpy(out + n, unit, (size_t)w + 1);
-		n += (size_t)w;
-		p += run > 3 ? run : 1;
+		memcpy(out + n, unit, w + 1);
+		n += w;
+		p += used;
 	}
 	*s = p;
+	return n;
+}
+
+size_t rd_escape_bytes(char *out, size_t n, size_t cap, const char **s, bool fold_spaces)
+{
+	return escape(out, n, cap, s, fold_spaces, false);
+}
+
+/* A word a shell would take as it is: no quoting needed to tell where it ends. */
+static bool plain_word(const char *a)
+{
+	if (!*a)
+		return false;
+	for (; *a; a++)
+		if (!isalnum((unsigned char)*a) && !strchr("_@%+=:,./-", *a))
+			return false;
+	return true;
+}
+
+size_t rd_escape_word(char *out, size_t n, size_t cap, const char **s, bool fold_spaces)
+{
+	if (plain_word(*s))
+		return escape(out, n, cap, s, fold_spaces, false);
+	if (n + 2 >= cap)
+		return n;
+	out[n++] = '\'';
+	out[n] = '\0';
+	/* Room kept for the closing quote, which goes in once all of the word has. */
+	n = escape(out, n, cap - 1, s, fold_spaces, true);
+	if (!**s) {
+		out[n++] = '\'';
+		out[n] = '\0';
+	}
 	return n;
 }
 

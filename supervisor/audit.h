@@ -33,6 +33,12 @@ int rd_audit(struct rd_audit *a, const char *event, json_t *fields);
  * *s at the first byte not written: *s pointing at the NUL means all of it. Returns the new n. */
 size_t rd_escape_bytes(char *out, size_t n, size_t cap, const char **s, bool fold_spaces);
 
+/* The same for one word of a command line (an argv entry), as a shell would read it back:
+ * as it is if it holds only letters, digits and _@%+=:,./-, else in single quotes (a quote
+ * in it as '\''), so that where each word ends is seen. A word cut short has no closing
+ * quote. */
+size_t rd_escape_word(char *out, size_t n, size_t cap, const char **s, bool fold_spaces);
+
 /* A JSON string for bytes that may not be UTF-8 (paths, argv, env names are the caller's):
  * valid UTF-8 as it is, any other byte as the four characters \xNN. Never NULL but on OOM. */
 json_t *rd_json_bytes(const char *s);

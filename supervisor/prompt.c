@@ -76,7 +76,7 @@ static void tty_show(struct sup *u)
 		const char *a = q->strs.argv[i], *rest = a;
 		text[n++] = ' ';
 		text[n] = '\0';
-		n = rd_escape_bytes(text, n, cap, &rest, true);
+		n = rd_escape_word(text, n, cap, &rest, true);
 		/* Counted only if all of it went in: what is left would be hidden. */
 		shown += (size_t)(rest - a);
 		if (*rest)

@@ -140,8 +140,8 @@ def test_answers(tmp):
         # The ID as pending prints it.
         text = cli("pending").stdout
         sid = full_id(session, e["id"]) if e else "?"
-        check("ask: runnerd pending prints SESSION-N and the command line",
-              sid in text and "$ expr 6 * 7" in text, text)
+        check("ask: runnerd pending prints SESSION-N and the command line, each word as a "
+              "shell reads it back", sid in text and "$ expr 6 '*' 7" in text, text)
         a = cli("approve", sid)
         check("ask: runnerd approve answers", a.returncode == 0 and "approved " + sid in a.stdout,
               a.stdout + a.stderr)
