@@ -23,6 +23,7 @@ struct rd_reaper_report {
 enum {
 	RD_REPORT_STUB_TOLD = 1, /* the stub has its RD_STUB_EXIT from the reaper */
 	RD_REPORT_TIMEOUT = 2,   /* ... with the timeout's status (124), not the command's */
+	RD_REPORT_LEFT = 4,      /* other processes of the sandbox were alive as it ended */
 };
 
 /* The sigqueue values that mark runnerd's SIGTERMs to a sandbox's pid 1: those that end the

@@ -512,6 +512,11 @@ static void report_end(const struct rd_launch_plan *p, int status_fd, int st, bo
 {
 	bool tell = p->h.has_stub_ctl && !command_failed;
 	struct rd_reaper_report rep = {.status = st};
+	/* Anything left (every orphan of the namespace is pid 1's child by now: the kernel
+	 * reparents a process's children before it tells its parent of its end)? */
+	siginfo_t si;
+	if (sys5(SYS_waitid, P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, 0) == 0)
+		rep.flags |= RD_REPORT_LEFT;
 	if (timed_out)
 		rep.flags |= RD_REPORT_TIMEOUT;
 	if (tell)

@@ -53,6 +53,7 @@ static bool read_status(struct sup *u, struct cmd *c)
 	 * reaper saw without runnerd's timeout (anyone of the sandbox's uid can queue one) is
 	 * not one: the audit keeps the command's own status. */
 	bool told = rep.flags & RD_REPORT_STUB_TOLD;
+	r->left = rep.flags & RD_REPORT_LEFT;
 	if (told)
 		r->timed_out = r->timed_out && (rep.flags & RD_REPORT_TIMEOUT);
 	int real = r->status;
@@ -134,10 +135,13 @@ bool sup_cmd_reaped(struct sup *u, pid_t pid)
 			c->run.reaped = true;
 			if (!c->run.status_known && c->run.sb.status_fd >= 0)
 				read_status(u, c);
-			else if (c->run.ended)
+			else if (c->run.ended || c->run.left)
+				/* A sandbox that outlived its command: when it ended, and why. */
 				rd_audit(u->s->audit, "sandbox_end",
-				         json_pack("{s:I, s:s}", "id", (json_int_t)c->id, "reason",
-				                   c->run.ended));
+				         json_pack("{s:I, s:s, s:f}", "id", (json_int_t)c->id,
+				                   "reason",
+				                   c->run.ended ?: "its last process exited",
+				                   "duration_ms", sup_ms_since(&c->run.start)));
 			sup_cmd_free_if_done(u, c);
 			return true;
 		}

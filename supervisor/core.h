@@ -124,6 +124,7 @@ struct run {
 	const char *ended;  /* why runnerd ended the sandbox after its command (its background
 	                     * processes): a timeout, the session's end; NULL if it did not */
 	bool reaped, status_known;
+	bool left; /* other processes of its sandbox were alive as the command ended */
 	int status;
 	struct timespec start;
 };

@@ -27,11 +27,11 @@ from common import check, runnerd_cmd
 RUN = ".%d" % os.getpid()
 
 
-def start_session(argv, profile="generic", config=None, **kw):
+def start_session(argv, profile="generic", config=None, audit=None, **kw):
     """runnerd in a session of its own: a command that signals its process group must not be
     able to reach this script through it, whatever runnerd does."""
-    return subprocess.Popen(runnerd_cmd(profile, argv, config=config), env=common.base_env(),
-                            start_new_session=True, **kw)
+    return subprocess.Popen(runnerd_cmd(profile, argv, config=config, audit=audit),
+                            env=common.base_env(), start_new_session=True, **kw)
 
 
 def test_signals(tmp):
@@ -65,8 +65,8 @@ def background(tmp, profile, wait, name):
     serve = os.path.join(tmp, "served" + RUN)
     os.mkdir(serve)
     p = start_session([common.PY, common.agent("bg_agent.py"), str(free_port()), serve,
-                       str(wait)], profile=profile, stdout=subprocess.PIPE,
-                      stderr=subprocess.PIPE, text=True)
+                       str(wait)], profile=profile, audit=os.path.join(tmp, name + ".jsonl"),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = p.communicate(timeout=90)
     except subprocess.TimeoutExpired:
@@ -86,6 +86,12 @@ def test_background(tmp):
               repr(res))
     check("background: runnerd exits with the agent", rc == 0, str(rc))
     check("background: the session's end leaves nothing running", gone, "server still running")
+    events = [json.loads(l) for l in open(os.path.join(tmp, "background.jsonl"))]
+    server = [e["id"] for e in events if e["event"] == "exec" and e["argv"][0] == "sh"]
+    ends = [(e["id"], e["reason"]) for e in events if e["event"] == "sandbox_end"]
+    check("background: the audit has the end of the sandbox that outlived its command, and "
+          "only that one", ends == [(server[0] if server else -1, "the agent exited")],
+          repr(ends))
 
 
 def killed_command(tmp, name, argv_of, wait_gone):
@@ -178,7 +184,7 @@ def test_ps_and_limit(tmp):
                               capture_output=True, text=True, timeout=30).stdout
         check("ps: runnerd ps says the same in words",
               text.count("ended (status 0), 1 process left") >= 3 and
-              "$ sh -c sleep 60%s & echo started" % mark in text, text)
+              "$ sh -c 'sleep 60%s & echo started'" % mark in text, text)
         open(os.path.join(tmp, "go"), "w").close()
         common.wait_file(os.path.join(tmp, "report"), 30)
         try:
