@@ -439,9 +439,11 @@ static int check_version(struct ctx *c, json_t *root)
 	return 0;
 }
 
-/* Parse text into a JSON object and index its positions; errors carry jansson's position. */
-static json_t *parse_root(struct ctx *c, const char *text, size_t len)
+/* Parse text into a JSON object and index its positions, and hash it (sha256, hex); errors
+ * carry jansson's position. NULL on error, with nothing left to free. */
+static json_t *parse_root(struct ctx *c, const char *text, size_t len, char *sha256)
 {
+	rd_sha256_hex(text, len, sha256);
 	json_error_t je;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
@@ -456,6 +458,7 @@ static json_t *parse_root(struct ctx *c, const char *text, size_t len)
 	if (!json_is_object(root)) {
 		ctx_err(c, "", false, "the top level must be an object, not %s", type_name(root));
 		json_decref(root);
+		rd_jsonpos_free(&c->pos);
 		return NULL;
 	}
 	return root;
@@ -488,16 +491,12 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 	static const char *const audit_keys[] = {"path", NULL};
 
 	struct rd_error local = {0};
-	if (!err)
-		err = &local;
 	memset(out, 0, sizeof(*out));
-	rd_sha256_hex(text, len, out->sha256);
-	struct ctx c = {.file = file, .err = err};
-	_cleanup_json_ json_t *root = parse_root(&c, text, len);
-	if (!root) {
-		rd_jsonpos_free(&c.pos);
+	struct ctx c = {.file = file, .err = err ? err : &local};
+	_cleanup_json_ json_t *root = parse_root(&c, text, len, out->sha256);
+	if (!root)
 		return -EINVAL;
-	}
+	err = c.err;
 	size_t before = err->n;
 	char ep[512], ap[512];
 
@@ -624,16 +623,12 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 	static const char *const cmd_keys[] = {"default", "env_allow", "env_deny", "rules", NULL};
 
 	struct rd_error local = {0};
-	if (!err)
-		err = &local;
 	memset(out, 0, sizeof(*out));
-	rd_sha256_hex(text, len, out->sha256);
-	struct ctx c = {.file = file, .err = err};
-	_cleanup_json_ json_t *root = parse_root(&c, text, len);
-	if (!root) {
-		rd_jsonpos_free(&c.pos);
+	struct ctx c = {.file = file, .err = err ? err : &local};
+	_cleanup_json_ json_t *root = parse_root(&c, text, len, out->sha256);
+	if (!root)
 		return -EINVAL;
-	}
+	err = c.err;
 	size_t before = err->n;
 	char agp[512], cp[512], rsp[512], rp[512];
 

@@ -8,6 +8,8 @@ Python 3 standard library only.
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -134,10 +136,19 @@ def summary(passed, failed, skipped=0):
     return 0
 
 
+skipped_parts = []
+
+
+def skip_part(why):
+    """One part of a script could not run here (what it needs is missing): said at the end,
+    loudly, and a failure under RUNNERD_MUST_WORK=1."""
+    skipped_parts.append(why)
+
+
 def run_tests(tests, prefix, enter=False):
     """Runs each test(tmp) in a fresh temporary directory (with enter: made 0755 and the
     working directory while the test runs); a test that raises is a failed check, never a
-    pass. Returns the exit status, after the summary of the checks."""
+    pass. Returns the exit status, after the summary of the checks and the parts skipped."""
     for t in tests:
         with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
             cwd = os.getcwd()
@@ -151,7 +162,26 @@ def run_tests(tests, prefix, enter=False):
                 check(t.__name__, False, "%s: %s" % (type(e).__name__, e))
             finally:
                 os.chdir(cwd)
-    return summary(results.count(True), results.count(False))
+    status = summary(results.count(True), results.count(False))
+    for why in skipped_parts:
+        print("SKIP " + why)
+    if skipped_parts and MUST_WORK:
+        print("RUNNERD_MUST_WORK=1: a skip is a failure")
+        return 1
+    return status
+
+
+def finish(p, mark=None, timeout=60):
+    """The output (out, err) of an agent p started in a session of its own, once it has ended:
+    first the file mark made, if given (what the agent waits for to end); an agent not done
+    within timeout seconds is killed with its whole session."""
+    if mark:
+        open(mark, "w").close()
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        return p.communicate()
 
 
 def agent_json(label, stdout, stderr=""):

@@ -37,11 +37,7 @@ def start_session(argv, profile="generic", config=None, audit=None, **kw):
 def test_signals(tmp):
     p = start_session([common.PY, common.agent("signals_agent.py")], stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
+    out, err = common.finish(p)
     check("signals: runnerd survives its commands' kill(0), kill(-1), kill(-PGID)",
           p.returncode == 0, "status %s: %s" % (p.returncode, err[-400:]))
     res = common.agent_json("signals: the agent reports", out, err)
@@ -67,11 +63,7 @@ def background(tmp, profile, wait, name):
     p = start_session([common.PY, common.agent("bg_agent.py"), str(free_port()), serve,
                        str(wait)], profile=profile, audit=os.path.join(tmp, name + ".jsonl"),
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = p.communicate(timeout=90)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
+    out, err = common.finish(p, timeout=90)
     res = common.agent_json(name + ": the agent reports", out, err)
     gone = common.gone_within(serve, 10)
     return res, gone, p.returncode
@@ -193,12 +185,7 @@ def test_ps_and_limit(tmp):
             last = "(no report)"
         check("limit: the next command fails with EAGAIN", last == "errno 11", last)
     finally:
-        open(os.path.join(tmp, "go"), "w").close()
-        try:
-            _, err = p.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            _, err = p.communicate()
+        _, err = common.finish(p, os.path.join(tmp, "go"))
     check("limit: runnerd says once why", err.count("max_sandboxes allows") == 1, err)
     check("limit: the session's end leaves nothing", common.gone_within("sleep\x0060" + mark, 10),
           "a sleep is left")
@@ -220,7 +207,6 @@ int main(void)
 	return 0;
 }
 """
-skipped = []
 
 
 def test_cwd_musl(tmp):
@@ -228,7 +214,7 @@ def test_cwd_musl(tmp):
     "(unreachable)", as it did for a cwd entered by an fd of runnerd's mount namespace."""
     cc = shutil.which("musl-gcc")
     if not cc:
-        skipped.append("cwd: musl-gcc is not installed (apt-get install musl-tools)")
+        common.skip_part("cwd: musl-gcc is not installed (apt-get install musl-tools)")
         return
     src, exe = os.path.join(tmp, "getcwd.c"), os.path.join(tmp, "getcwd")
     with open(src, "w") as f:
@@ -248,13 +234,7 @@ def main():
     common.require_runnerd()
     tests = (test_signals, test_background, test_killed_command, test_lifetime_command,
              test_timeout_ends_sandbox, test_ps_and_limit, test_cwd_musl)
-    status = common.run_tests(tests, "rd-life-")
-    for s in skipped:
-        print("SKIP " + s)
-    if skipped and common.MUST_WORK:
-        print("RUNNERD_MUST_WORK=1: a skip is a failure")
-        return 1
-    return status
+    return common.run_tests(tests, "rd-life-")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ Environment: RUNNERD, RUNNERD_MUST_WORK. Prints one line per check and "N passed
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -58,12 +57,7 @@ def test_churn(tmp):
         check("churn: runnerd holds no more fds than before the churn (%d, then %d)" %
               (before, after), before > 0 and after <= before, "")
     finally:
-        open(os.path.join(tmp, "done"), "w").close()
-        try:
-            _, err = p.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            _, err = p.communicate()
+        _, err = common.finish(p, os.path.join(tmp, "done"))
     check("churn: no word of ptrace being forbidden (a caller gone is not that)",
           "cannot ptrace" not in err, err[-600:])
     events = [json.loads(l) for l in open(log)] if os.path.exists(log) else []
@@ -162,12 +156,7 @@ def test_spare_comes_back(tmp):
         rc = open(os.path.join(tmp, "ran")).read() if ok else "(none)"
         check("spare: the next command runs", rc == "0", rc)
     finally:
-        open(os.path.join(tmp, "stop"), "w").close()
-        try:
-            _, err = p.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            _, err = p.communicate()
+        _, err = common.finish(p, os.path.join(tmp, "stop"))
     check("spare: runnerd said once that none could be made, and why",
           err.count("could not be made ahead of time (") == 1 and
           err.count("Too many open files") == 2, err)
