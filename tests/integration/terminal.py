@@ -243,7 +243,7 @@ def test_node_pty(tmp):
     if not node or not where or not os.path.isdir(os.path.join(where, "node_modules",
                                                                 "node-pty")):
         common.skip_part("node-pty: NODE_PTY does not name an installation of node-pty "
-                       "(tests/integration/node-pty.sh makes one with npm)")
+                       "(tests/integration/npm-deps.sh makes one with npm)")
         return
     compare_pty_caller("node-pty", [node, common.agent("node_pty_agent.js"),
                                     os.path.join(where, "node_modules", "node-pty")], env())
