@@ -375,20 +375,34 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 {
 	for (size_t i = 0; i < n_masks; i++) {
 		const char *path = masks[i];
+		/* The very file at the path, not where a symlink there leads: a command may plant
+		 * one at a masked path that did not exist when the session started (one that did
+		 * is masked where it led then, runnerd's pin). A symlink, a path that cannot be
+		 * reached (a loop, a directory no one may search), or none: nothing to hide. The
+		 * mount goes on what was opened, by /proc/self/fd, so that nothing swapped in
+		 * between is covered instead. */
+		int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		struct stat st;
-		if (stat(path, &st) < 0) {
-			if (errno != ENOENT && errno != ENOTDIR)
-				fail(err_fd, STAGE_SETUP, path, errno);
+		if (fd < 0 && errno != ENOENT && errno != ENOTDIR && errno != ELOOP &&
+		    errno != EACCES)
+			fail(err_fd, STAGE_SETUP, path, errno);
+		if (fd < 0 || fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
+			if (fd >= 0)
+				close(fd);
 			if (seen)
-				seen[i].absent = 1; /* nothing there to hide */
+				seen[i].absent = 1;
 			continue;
 		}
-		int r = S_ISDIR(st.st_mode) ? mount("tmpfs", path, "tmpfs",
+		char at[32];
+		snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
+		int r = S_ISDIR(st.st_mode) ? mount("tmpfs", at, "tmpfs",
 		                                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		                                    "size=4k,nr_inodes=1,mode=0555")
-		                            : mount("/dev/null", path, NULL, MS_BIND, NULL);
-		if (r < 0 && seen && (errno == ENOENT || errno == ENOTDIR)) {
-			/* A spare: gone between the stat and the mount, so recorded absent; if it
+		                            : mount("/dev/null", at, NULL, MS_BIND, NULL);
+		int e = errno;
+		close(fd);
+		if (r < 0 && seen && (e == ENOENT || e == ENOTDIR)) {
+			/* A spare: gone between the open and the mount, so recorded absent; if it
 			 * comes back, runnerd's check finds it and does not use this spare. */
 			seen[i].absent = 1;
 			continue;
@@ -396,7 +410,7 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 		if (r < 0) {
 			char what[96];
 			snprintf(what, sizeof(what), "masking %s", path);
-			fail(err_fd, STAGE_SETUP, what, errno);
+			fail(err_fd, STAGE_SETUP, what, e);
 		}
 		if (!seen)
 			continue;

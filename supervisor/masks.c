@@ -6,9 +6,11 @@
 #include "supervisor/masks.h"
 #include "policy/rules.h"
 
+#include <errno.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *sup_masks_home(struct sup *u, uid_t uid)
 {
@@ -45,10 +47,32 @@ static int add_control_masks(struct sup *u, struct rd_strv *m)
 	return 0;
 }
 
+/* A masked path that was a symlink at the start is masked where it led then (pinned): the
+ * sandbox follows no symlink at a masked path, which a command could have planted to have
+ * something else covered, or every sandbox fail. */
+static int resolve_pinned(struct sup *u, struct rd_strv *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		for (size_t k = 0; k < u->mk.n_pins; k++) {
+			const struct pin *p = &u->mk.pins[k];
+			if (!p->real || !p->path || strcmp(p->path, m->v[i]) != 0)
+				continue;
+			char *real = strdup(p->real);
+			if (!real)
+				return -ENOMEM;
+			free(m->v[i]);
+			m->v[i] = real;
+			break;
+		}
+	return 0;
+}
+
 int sup_masks_for(struct sup *u, const struct rd_rule *rule, const char *home, struct rd_strv *out)
 {
 	int r = rd_mask_list(u->s->cfg, u->s->prof, rule, home, u->mk.home_uid, out);
-	return r < 0 ? r : add_control_masks(u, out);
+	if (r >= 0)
+		r = add_control_masks(u, out);
+	return r < 0 ? r : resolve_pinned(u, out);
 }
 
 void sup_masks_pin(struct sup *u)
@@ -75,11 +99,16 @@ void sup_masks_pin(struct sup *u)
 			all = (struct rd_strv){0};
 		}
 		for (size_t i = 0; i < list.n; i++) {
-			struct stat st;
+			struct stat st, lst;
 			if (stat(list.v[i], &st) < 0)
 				continue;
-			m->pins[m->n_pins++] = (struct pin){
-			    .path = strdup(list.v[i]), .dev = st.st_dev, .ino = st.st_ino};
+			char *real = lstat(list.v[i], &lst) == 0 && S_ISLNK(lst.st_mode)
+			                 ? realpath(list.v[i], NULL)
+			                 : NULL;
+			m->pins[m->n_pins++] = (struct pin){.path = strdup(list.v[i]),
+			                                    .real = real,
+			                                    .dev = st.st_dev,
+			                                    .ino = st.st_ino};
 		}
 		rd_strv_free(&list);
 	}
@@ -91,7 +120,9 @@ const char *sup_masks_tampered(struct sup *u, const struct rd_strv *masks)
 	const struct masks *m = &u->mk;
 	for (size_t i = 0; i < masks->n; i++)
 		for (size_t k = 0; k < m->n_pins; k++) {
-			if (!m->pins[k].path || strcmp(m->pins[k].path, masks->v[i]) != 0)
+			const char *p = m->pins[k].path, *real = m->pins[k].real;
+			if (!p || (strcmp(p, masks->v[i]) != 0 &&
+			           (!real || strcmp(real, masks->v[i]) != 0)))
 				continue;
 			struct stat st;
 			if (stat(masks->v[i], &st) < 0 || st.st_dev != m->pins[k].dev ||
@@ -103,8 +134,10 @@ const char *sup_masks_tampered(struct sup *u, const struct rd_strv *masks)
 
 void sup_masks_free(struct sup *u)
 {
-	for (size_t i = 0; i < u->mk.n_pins; i++)
+	for (size_t i = 0; i < u->mk.n_pins; i++) {
 		free(u->mk.pins[i].path);
+		free(u->mk.pins[i].real);
+	}
 	free(u->mk.pins);
 	free(u->mk.home);
 }

@@ -455,6 +455,49 @@ def test_mask_moved(tmp):
           out.stdout + out.stderr)
 
 
+def test_mask_symlinks(tmp):
+    """A masked path that is a symlink when the session starts is masked where it leads (the
+    secret is hidden by either name). A symlink a command plants at a masked path that did
+    not exist then covers nothing and stops nothing: before, the next sandbox mounted its mask
+    over whatever the link led to (any directory), and a link to itself made every later
+    command fail."""
+    store = os.path.join(tmp, "store")
+    open_dir = os.path.join(tmp, "open")
+    os.makedirs(store)
+    os.makedirs(open_dir)
+    with open(os.path.join(store, "key"), "w") as f:
+        f.write(CANARY)
+    with open(os.path.join(open_dir, "readme"), "w") as f:
+        f.write("not a secret")
+    os.symlink(store, os.path.join(tmp, "link"))
+    os.chmod(tmp, 0o755)
+    for d in (store, open_dir):
+        os.chmod(d, 0o755)
+    os.chmod(os.path.join(store, "key"), 0o644)
+    os.chmod(os.path.join(open_dir, "readme"), 0o644)
+    later, loop = os.path.join(tmp, "later"), os.path.join(tmp, "loop")
+    prof = write_profile(tmp, "ms", {"default": "allow", "mask": [
+        os.path.join(tmp, "link"), later, loop]})
+    script = "\n".join([
+        "echo \"via-link=[$(cat %s/link/key 2>/dev/null)]\"" % tmp,
+        "echo \"direct=[$(cat %s/key 2>/dev/null)]\"" % store,
+        "ln -s %s %s && ln -s %s %s && echo planted=yes" % (open_dir, later, loop, loop),
+        "echo \"open=[$(cat %s/readme)]\"" % open_dir,
+        "echo \"still-runs=$(/bin/echo yes)\"",
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
+                         capture_output=True, text=True, timeout=60)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("masks: a masked symlink hides what it leads to, by either name",
+          got.get("via-link") == "[]" and got.get("direct") == "[]" and
+          CANARY not in out.stdout, out.stdout + out.stderr)
+    check("masks: a symlink planted at a masked path covers nothing it leads to",
+          got.get("planted") == "yes" and got.get("open") == "[not a secret]",
+          out.stdout + out.stderr)
+    check("masks: ... and a symlink loop there stops no later command",
+          got.get("still-runs") == "yes", out.stdout + out.stderr)
+
+
 def test_mask_late_secrets(tmp):
     """Sandboxes are made ahead of time with the usual masks in place. A secret that appears at
     a masked path after that, or a masked path replaced by another file or directory (paths
@@ -622,6 +665,7 @@ def main():
     # A crash of a test is a failure, never a pass.
     tests = (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
+             test_mask_symlinks,
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed)
