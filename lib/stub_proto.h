@@ -25,17 +25,24 @@ enum rd_stub_msg_type {
 	RD_STUB_SAY = 3,
 	/* sandbox -> stub: the command's terminal. Two fds come with it: the master of the
 	 * pseudo-terminal the command has as its controlling terminal, and the caller's terminal.
-	 * The stub relays bytes between them, with the caller's terminal in raw mode while the
-	 * stub is in its foreground, and puts the caller's modes back whenever it stops or ends. */
+	 * The stub copies what the command writes to the caller's terminal. value != 0: the
+	 * caller's fd 0 was on that terminal, so the stub also copies what is typed there to the
+	 * command, with the caller's terminal in raw mode while the stub is in its foreground, and
+	 * puts the caller's modes back whenever it stops or ends. */
 	RD_STUB_PTY = 4,
 	/* sandbox -> stub: the command stopped, by signal value: the stub stops by the same
 	 * signal, so that its caller sees its child stopped (a shell's "Stopped"); its SIGCONT
-	 * goes on to the command. */
+	 * goes on to the command. The stub reads every message queued before it acts on one:
+	 * a stop a later RD_STUB_CONTINUED undoes is not made. */
 	RD_STUB_STOPPED = 5,
 	/* runnerd -> stub: the name the command's process has (its comm, text[0..len), at most
 	 * 15 bytes), which the stub takes, as the caller's exec of the command would have set it
 	 * (a psutil name(), a ps -o comm, sees the command's name, not the stub's). */
 	RD_STUB_NAME = 6,
+	/* sandbox -> stub: the command goes on after a stop that its caller did not end (a
+	 * process of the sandbox sent it SIGCONT). runnerd sends the stopped stub a SIGCONT,
+	 * which wakes it to read this. */
+	RD_STUB_CONTINUED = 7,
 };
 
 #define RD_STUB_TEXT_MAX 480

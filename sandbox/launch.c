@@ -310,8 +310,6 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 			chunk[j] = p->fds[i + j].fd;
 		r = send_fds(sb->plan_fd, chunk, cnt);
 	}
-	close(sb->plan_fd);
-	sb->plan_fd = -1;
 	if (r < 0) {
 		rd_error_set(err, -r, "handing the plan to the sandbox: %s", strerror(-r));
 		goto fail;
@@ -351,15 +349,15 @@ int rd_sandbox_wait_exec(struct rd_sandbox *s, int *exec_errno, struct rd_error 
 	return r;
 }
 
-/* SIGTERM with a mark (SI_QUEUE): the reaper tells it from a plain SIGTERM, which it passes on
- * as the command's own, and sends it to every process of the sandbox. */
+/* A mark on the plan socket, then a plain SIGTERM to wake pid 1 (launch.h). */
 static int marked_term(struct rd_sandbox *s, int mark)
 {
-	siginfo_t si = {.si_signo = SIGTERM, .si_code = SI_QUEUE};
-	si.si_pid = getpid();
-	si.si_uid = getuid();
-	si.si_value.sival_int = mark;
-	return rd_pidfd_send_signal(s->reaper_pidfd, SIGTERM, &si, 0) < 0 ? -errno : 0;
+	uint32_t m = (uint32_t)mark;
+	if (s->plan_fd < 0 || s->reaper_pidfd < 0)
+		return -EBADF;
+	if (send(s->plan_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(m))
+		return -errno;
+	return rd_pidfd_send_signal(s->reaper_pidfd, SIGTERM, NULL, 0) < 0 ? -errno : 0;
 }
 
 int rd_sandbox_timeout(struct rd_sandbox *s)

@@ -24,12 +24,20 @@ enum {
 	RD_REPORT_STUB_TOLD = 1, /* the stub has its RD_STUB_EXIT from the reaper */
 	RD_REPORT_TIMEOUT = 2,   /* ... with the timeout's status (124), not the command's */
 	RD_REPORT_LEFT = 4,      /* other processes of the sandbox were alive as it ended */
+	/* Not the command's end: it goes on after a stop, and the stub was told so; runnerd
+	 * sends the stub SIGCONT to wake it (status is 0). */
+	RD_REPORT_CONTINUED = 8,
+	/* With the end: the stub was last told the command stopped; runnerd sends it SIGCONT
+	 * so that it reads the end. */
+	RD_REPORT_STUB_STOPPED = 16,
 };
 
-/* The sigqueue values that mark runnerd's SIGTERMs to a sandbox's pid 1: those that end the
- * whole sandbox, a command's timeout (rd_sandbox_timeout: the caller then sees 124) and the
- * session's end (rd_sandbox_end); and the one that kills the command's main process alone
- * (rd_sandbox_kill_command), whose stub is gone. */
+/* runnerd's marks, each sent on the plan socket (which stays open for them; no process of the
+ * sandbox holds it) just before a SIGTERM (SI_USER, which no process can forge) to the
+ * sandbox's pid 1: those that end the whole sandbox, a command's timeout (rd_sandbox_timeout:
+ * the caller then sees 124) and the session's end (rd_sandbox_end); and the one that kills
+ * the command's main process alone (rd_sandbox_kill_command), whose stub is gone. A SIGTERM
+ * with no mark waiting is one to pass on to the command. */
 #define RD_REAPER_TIMEOUT_MARK 0x74696d65
 #define RD_REAPER_END_MARK     0x656e6473
 #define RD_REAPER_KILL_MARK    0x6b696c6c
@@ -60,7 +68,7 @@ struct rd_sandbox {
 	int status_fd; /* O_NONBLOCK; the reaper writes a struct rd_reaper_report here (two if
 	                * the second corrects the first), then exits */
 	int setup_fd;  /* EOF once the command exec'd; a message if anything failed */
-	int plan_fd;   /* where the plan goes; -1 once sent */
+	int plan_fd;   /* where the plan goes, then runnerd's marks (RD_REAPER_*_MARK) */
 	/* The spare's preset (the caller's memory, unchanged until the plan is sent), or NULL. */
 	const struct rd_sandbox_preset *preset;
 	enum rd_preset_use preset_use; /* set by rd_sandbox_start */

@@ -57,10 +57,14 @@ struct rd_plan_head {
 	/* runnerd's end of the stub's control socket comes with the plan (stub_ctl_fd): the
 	 * reaper tells the stub the command's end itself (RD_STUB_EXIT), one hop sooner. */
 	uint8_t has_stub_ctl;
-	/* The caller's terminal, when one of its fds 0 to 2 is one: the command gets a
-	 * pseudo-terminal of its own instead (every fd of the caller on that terminal becomes
-	 * its slave), with these modes and this size, as its controlling terminal. */
-	uint8_t has_tty;
+	/* The caller's terminal, when one of its fds is on one (the first of fds 0 to 2 that is,
+	 * else the first other): the command gets a pseudo-terminal of its own instead (every fd
+	 * of the caller on that terminal becomes its slave), with these modes and this size, as
+	 * its controlling terminal. The terminal is told by TIOCGDEV, the device of the terminal
+	 * itself, which an fd opened as /dev/tty shares with /dev/pts/N (fstat tells them
+	 * apart). tty_input: the caller's fd 0 is on it, so that what is typed there is the
+	 * command's to read. */
+	uint8_t has_tty, tty_input;
 	uint64_t tty_rdev;
 	struct termios tty_modes;
 	struct winsize tty_size;

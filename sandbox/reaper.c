@@ -522,10 +522,13 @@ static void close_all_but(int *keep, int n)
  * and the command started: a command that failed before its exec is runnerd's to report).
  * runnerd first, so that when the stub has gone, runnerd finds why. If the stub cannot be
  * told (its queue full), a second report says so, and runnerd tells it. */
-static void report_end(const struct rd_launch_plan *p, int status_fd, int st, bool timed_out)
+static void report_end(const struct rd_launch_plan *p, int status_fd, int st, bool timed_out,
+                       bool stub_stopped)
 {
 	bool tell = p->h.has_stub_ctl && !command_failed;
 	struct rd_reaper_report rep = {.status = st};
+	if (stub_stopped)
+		rep.flags |= RD_REPORT_STUB_STOPPED;
 	/* Anything left (every orphan of the namespace is pid 1's child by now: the kernel
 	 * reparents a process's children before it tells its parent of its end)? */
 	siginfo_t si;
@@ -548,13 +551,57 @@ static void report_end(const struct rd_launch_plan *p, int status_fd, int st, bo
 	}
 }
 
-/* The command stopped: the stub stops by the same signal (RD_STUB_STOPPED), so that its caller
- * sees its child stopped. */
-static void tell_stopped(const struct rd_launch_plan *p, int sig)
+/* What the stub was told of the command's stops (told: the signal it stopped by, 0 for
+ * running) and what it should be told (want). */
+struct stub_state {
+	int told, want;
+	int last_sig; /* the signal of the command's last stop */
+};
+
+/* Is the process whose /proc/PID/stat is open on fd stopped by a signal (state T)? Raw calls:
+ * the reaper shares its memory and errno with the command until its exec. */
+static bool is_stopped(int fd)
 {
-	struct rd_stub_msg m = {.type = RD_STUB_STOPPED, .value = sig};
-	if (p->h.has_stub_ctl)
-		send(p->stub_ctl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL);
+	char buf[512];
+	long n = fd >= 0 ? sys4(SYS_pread64, fd, (long)buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *close_paren = NULL;
+	for (long i = 0; i < n; i++)
+		if (buf[i] == ')')
+			close_paren = buf + i;
+	return close_paren && close_paren + 2 < buf + n && close_paren[2] == 'T';
+}
+
+/* The command stopped, or went on after a stop: the stub stops by the same signal
+ * (RD_STUB_STOPPED), so that its caller sees its child stopped, or goes on
+ * (RD_STUB_CONTINUED). A stopped stub reads nothing: runnerd, told on the status pipe, sends it
+ * SIGCONT. One message a change, so that the stub's queue holds what changed, not every stop;
+ * one that does not fit now is sent later (the reaper's loop tries again). */
+static void sync_stub(const struct rd_launch_plan *p, int status_fd, struct stub_state *s)
+{
+	if (s->want == s->told)
+		return;
+	if (!p->h.has_stub_ctl || command_failed) {
+		s->told = s->want;
+		return;
+	}
+	if (s->want && s->told) {
+		s->told = s->want; /* another stop while stopped: the stub is stopped already */
+		return;
+	}
+	struct rd_stub_msg m = {.type = s->want ? RD_STUB_STOPPED : RD_STUB_CONTINUED,
+	                        .value = s->want};
+	long r = sys6(SYS_sendto, p->stub_ctl_fd, (long)&m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL,
+	              0, 0);
+	if (r == -EAGAIN)
+		return;
+	bool woke = s->told && !s->want;
+	s->told = s->want;
+	struct rd_reaper_report rep = {.flags = RD_REPORT_CONTINUED};
+	if (woke && r == sizeof(m))
+		sys3(SYS_write, status_fd, &rep, sizeof(rep));
 }
 
 /* A terminal of the sandbox's own for a caller whose fds 0 to 2 hold one: a pseudo-terminal of
@@ -578,33 +625,60 @@ static int setup_tty(struct rd_launch_plan *p, int pts_err, int err_fd)
 	if (slave < 0 || tcsetattr(slave, TCSANOW, &p->h.tty_modes) < 0 ||
 	    ioctl(master, TIOCSWINSZ, &p->h.tty_size) < 0)
 		fail(err_fd, STAGE_SETUP, "a terminal of its own: its slave", errno);
-	int outer = -1, target = -1;
+	/* The caller's fds on its terminal (told by TIOCGDEV: an fd opened as /dev/tty is on it
+	 * too): one that reads, fd 0 first, for what is typed; one that writes, fd 1 first, then
+	 * 2, for what the command writes (the caller may hold its terminal read-only on fd 0).
+	 * The others are closed; every one of them becomes the slave. */
 	struct rd_fd_map *fds = (struct rd_fd_map *)p->fds;
+	int in = -1, out = -1, any = -1, in_rank = INT_MAX, out_rank = INT_MAX, target = -1;
+	bool input = false;
 	for (size_t i = 0; i < p->h.n_fds; i++) {
-		struct stat st;
-		if (fstat(fds[i].fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
-		    st.st_rdev != p->h.tty_rdev)
+		unsigned dev;
+		int fd = fds[i].fd, t = fds[i].target;
+		if (ioctl(fd, TIOCGDEV, &dev) < 0 || dev != p->h.tty_rdev)
 			continue;
-		if (outer < 0)
-			outer = fds[i].fd;
-		else
-			close(fds[i].fd);
+		int acc = fcntl(fd, F_GETFL) & O_ACCMODE;
+		bool reads = acc == O_RDONLY || acc == O_RDWR,
+		     writes = acc == O_WRONLY || acc == O_RDWR;
+		int ir = t == 0 ? 0 : t + 1, orank = t == 1 ? 0 : t == 2 ? 1 : t + 2;
+		if (any < 0)
+			any = fd;
+		if (reads && ir < in_rank)
+			in = fd, in_rank = ir;
+		if (writes && orank < out_rank)
+			out = fd, out_rank = orank;
+		if (t == 0 && reads)
+			input = p->h.tty_input;
+	}
+	if (any < 0)
+		fail(err_fd, STAGE_SETUP, "a terminal of its own: no fd on the caller's terminal",
+		     EPROTO);
+	if (in < 0)
+		in = out >= 0 ? out : any;
+	if (out < 0)
+		out = in;
+	for (size_t i = 0; i < p->h.n_fds; i++) {
+		unsigned dev;
+		int fd = fds[i].fd;
+		if (fd == slave || ioctl(fd, TIOCGDEV, &dev) < 0 || dev != p->h.tty_rdev)
+			continue;
+		if (fd != in && fd != out)
+			close(fd);
 		fds[i].fd = slave;
 		if (target < 0 || fds[i].target < target)
 			target = fds[i].target;
 	}
-	if (outer < 0)
-		fail(err_fd, STAGE_SETUP, "a terminal of its own: no fd on the caller's terminal",
-		     EPROTO);
 	if (p->h.pgrp_mode != RD_PGRP_SESSION && ioctl(slave, TIOCSCTTY, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "a terminal of its own: taking it", errno);
-	struct rd_stub_msg m = {.type = RD_STUB_PTY};
-	int pass[2] = {master, outer};
-	int r = rd_send_buf_fds(p->stub_ctl_fd, &m, sizeof(m), pass, 2, MSG_DONTWAIT);
+	struct rd_stub_msg m = {.type = RD_STUB_PTY, .value = input};
+	int pass[3] = {master, in, out};
+	int r = rd_send_buf_fds(p->stub_ctl_fd, &m, sizeof(m), pass, 3, MSG_DONTWAIT);
 	if (r < 0)
 		fail(err_fd, STAGE_SETUP, "a terminal of its own: handing it to the stub", -r);
 	close(master);
-	close(outer);
+	close(in);
+	if (out != in)
+		close(out);
 	return target;
 }
 
@@ -674,7 +748,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 
 	struct rd_launch_plan plan;
 	receive_plan(plan_fd, err_fd, &plan);
-	close(plan_fd);
+	/* Kept: runnerd's marks come on it (launch.h). */
 	cap_rlimits(&plan.h);
 	if (preset) {
 		/* runnerd sends a plan here only if it fits; a plan that did not would run without
@@ -715,58 +789,93 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	pid_t child = clone(command_start, stack_top, CLONE_VM | SIGCHLD, &a);
 	if (child < 0)
 		fail(err_fd, STAGE_SETUP, "starting the command", errno);
+	/* Whether the command is stopped now, read when wait4 says it stopped or went on: the
+	 * order of those reports is not the order of the events (a stop reported before a
+	 * continuation that came before it). Our child until reaped: its pid is not reused. */
+	char statp[32] = "/proc/", digits[12];
+	int nd = 0, at = 6;
+	for (unsigned v = (unsigned)child; v || !nd; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	while (nd)
+		statp[at++] = digits[--nd];
+	memcpy(statp + at, "/stat", 6);
+	int stat_fd = (int)sys4(SYS_openat, AT_FDCWD, (long)statp, O_RDONLY | O_CLOEXEC, 0);
 	/* At once, not after the command's exec: the setup pipe's EOF, which tells runnerd that
 	 * the exec went through, and the caller's pipes' EOF must not wait until the reaper gets a
 	 * CPU again (which, as the command runs, can be its end). */
 	/* From here until the command has exec'd, only raw system calls (raw_syscall.h): glibc's
 	 * set errno, which the command's side shares and reads after each of its failed calls. */
-	int left[] = {status_fd, p->h.has_stub_ctl ? p->stub_ctl_fd : -1};
-	close_all_but(left, 2);
+	int left[] = {plan_fd, status_fd, p->h.has_stub_ctl ? p->stub_ctl_fd : -1, stat_fd};
+	close_all_but(left, 4);
 
 	bool timed_out = false, main_done = false;
 	bool to_the_end = rd_box_is(&p->h.box, RD_BOX_LIFETIME, RD_LIFETIME_SESSION);
+	struct stub_state stub = {0};
 	for (;;) {
 		siginfo_t si;
-		int sig = (int)sys4(SYS_rt_sigtimedwait, &all, &si, 0, sizeof(all));
+		/* A stop or go the stub could not be told yet (its queue full) is tried again in
+		 * a moment. */
+		struct timespec retry = {0, 20 * 1000 * 1000};
+		int sig = (int)sys4(SYS_rt_sigtimedwait, &all, &si,
+		                    stub.want != stub.told ? &retry : NULL, sizeof(all));
+		if (stub.want != stub.told)
+			sync_stub(p, status_fd, &stub);
 		if (sig < 0)
 			continue;
 		if (sig != SIGCHLD) {
 			/* Only what runnerd sends is passed on: a signal from outside the pid
-			 * namespace (si_pid 0) sent by a process (SI_USER, SI_QUEUE), not one a
+			 * namespace (si_pid 0) sent with kill() (SI_USER, whose si_pid the kernel
+			 * fills in, so that no process can pretend to be runnerd), not one a
 			 * process of the sandbox sent its pid 1 (kill(0, ...) from a command in
 			 * this group), nor one the kernel raised for the reaper itself. */
-			if (si.si_pid != 0 || (si.si_code != SI_USER && si.si_code != SI_QUEUE))
+			if (si.si_pid != 0 || si.si_code != SI_USER)
 				continue;
-			/* runnerd's timeout. A process of the sandbox's uid can queue the same
-			 * mark; all it gets is the caller seeing 124, which the command can exit
-			 * with anyway. runnerd's audit goes by its own timer. */
-			if (sig == SIGTERM && si.si_code == SI_QUEUE &&
-			    si.si_value.sival_int == RD_REAPER_KILL_MARK) {
-				if (!main_done)
+			/* runnerd's marks come on the plan socket, each with a SIGTERM. */
+			bool end = false, marked = false;
+			uint32_t mark;
+			while (sig == SIGTERM &&
+			       sys6(SYS_recvfrom, plan_fd, (long)&mark, sizeof(mark), MSG_DONTWAIT,
+			            0, 0) == sizeof(mark)) {
+				marked = true;
+				if (mark == RD_REAPER_KILL_MARK && !main_done)
 					sys2(SYS_kill, child, SIGKILL);
-				continue;
+				if (mark == RD_REAPER_TIMEOUT_MARK && !main_done)
+					timed_out = true;
+				if (mark == RD_REAPER_TIMEOUT_MARK || mark == RD_REAPER_END_MARK)
+					end = true;
 			}
-			bool mark = sig == SIGTERM && si.si_code == SI_QUEUE &&
-			            (si.si_value.sival_int == RD_REAPER_TIMEOUT_MARK ||
-			             si.si_value.sival_int == RD_REAPER_END_MARK);
-			if (mark && si.si_value.sival_int == RD_REAPER_TIMEOUT_MARK && !main_done)
-				timed_out = true;
+			if (marked && !end)
+				continue;
+			/* A SIGCONT from outside is the stub's: it went on (its caller sent it the
+			 * SIGCONT it passed on), whatever it was last told, and so does the
+			 * command, by this SIGCONT. */
+			if (sig == SIGCONT)
+				stub.told = stub.want = 0;
+			/* A SIGCONT from outside is the stub's: it went on (its caller sent it the
+			 * SIGCONT it passed on), whatever it was last told, and so does the
+			 * command, by this SIGCONT. */
+			if (sig == SIGCONT)
+				stub.told = stub.want = 0;
 			/* The sandbox's end (a timeout, the session's end) goes to every process of
 			 * it, background ones too; so does a SIGCONT, which goes on the command's
 			 * stop, as a shell's fg sends it to a whole stopped job; and, once the
 			 * command has ended, whatever runnerd sends. The rest is the command's. */
-			bool everyone = mark || sig == SIGCONT || main_done;
+			bool everyone = end || sig == SIGCONT || main_done;
 			sys2(SYS_kill, everyone ? -1 : child, sig);
 			continue;
 		}
 		int st;
 		long w;
-		while ((w = sys4(SYS_wait4, -1, &st, WNOHANG | WUNTRACED, 0)) > 0) {
-			if (w == child && WIFSTOPPED(st)) {
-				tell_stopped(p, WSTOPSIG(st));
+		while ((w = sys4(SYS_wait4, -1, &st, WNOHANG | WUNTRACED | WCONTINUED, 0)) > 0) {
+			if (w == child && (WIFSTOPPED(st) || WIFCONTINUED(st))) {
+				if (WIFSTOPPED(st))
+					stub.last_sig = WSTOPSIG(st);
+				stub.want = is_stopped(stat_fd) ? stub.last_sig : 0;
+				sync_stub(p, status_fd, &stub);
 			} else if (w == child) {
-				report_end(p, status_fd, st, timed_out);
+				report_end(p, status_fd, st, timed_out, stub.told != 0);
 				main_done = true;
+				stub.want = stub.told; /* nothing more to tell it */
 				/* "lifetime": "command": pid 1 exits, and the kernel kills the
 				 * rest. */
 				if (!to_the_end)

@@ -212,7 +212,7 @@ void sup_ask_ctl(struct sup *u, struct cmd *c)
 		/* What the command would have done, had it run: end by the signal. */
 		char why[64];
 		snprintf(why, sizeof(why), "the caller got SIG%s", sigabbrev_np(sig) ?: "?");
-		sup_stub_exit(c, sig);
+		sup_stub_exit(u, c, sig);
 		sup_ask_answer(u, c, ANSWER_WITHDRAWN, NULL, why);
 		return;
 	}

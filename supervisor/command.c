@@ -20,12 +20,20 @@ int sup_cmd_started(struct sup *u, struct cmd *c, struct rd_error *err)
 	}
 	if (!r->timeout_s && r->timer_fd >= 0)
 		sup_unwatch(u, &r->timer_fd);
+	/* The reaper's reports: read as they come, for the stub's sake (a stub stopped as its
+	 * command was must be woken when the command goes on by itself, or ends). */
+	if (r->sb.status_fd >= 0) {
+		r->status_src = (struct src){.type = SRC_STATUS, .cmd = c};
+		sup_watch(u, r->sb.status_fd, &r->status_src);
+	}
 	return 0;
 }
 
-/* The reaper's report of the command's end, read when the stub has gone or the reaper has
- * exited (or the agent has): not watched, it wakes no one. The last report counts. Returns
- * whether the end is known now: a report, or the reaper gone without one. */
+/* The reaper's reports, read as they come (watched from the command's start), and when the
+ * stub has gone or the reaper has exited (or the agent has): that the command went on after a
+ * stop (the stub is woken); its end; and, after the end, that the stub could not be told it
+ * (its queue was full), which runnerd then does. The watch stays until the reaper has gone
+ * (EOF). Returns whether the end is known now: a report, or the reaper gone without one. */
 static bool read_status(struct sup *u, struct cmd *c)
 {
 	struct run *r = &c->run;
@@ -33,10 +41,24 @@ static bool read_status(struct sup *u, struct cmd *c)
 	bool got = false;
 	ssize_t n;
 	while ((n = read(r->sb.status_fd, &more, sizeof(more))) == sizeof(more)) {
+		if (more.flags & RD_REPORT_CONTINUED) {
+			sup_stub_wake(c);
+			continue;
+		}
 		rep = more;
 		got = true;
 	}
-	if (!got && n < 0 && (errno == EAGAIN || errno == EINTR))
+	bool gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+	if (gone)
+		sup_unwatch(u, &r->sb.status_fd);
+	if (r->status_known) {
+		/* The end was read already: a later report corrects whether the stub knows. */
+		if (got && !(rep.flags & RD_REPORT_STUB_TOLD))
+			sup_stub_exit(u, c, r->status);
+		sup_cmd_free_if_done(u, c);
+		return true;
+	}
+	if (!got && !gone)
 		return false; /* the command has not ended (or the reaper not written yet) */
 	if (got) {
 		r->status = rep.status;
@@ -46,14 +68,16 @@ static bool read_status(struct sup *u, struct cmd *c)
 		rep.flags = 0;
 	}
 	r->status_known = true;
-	sup_unwatch(u, &r->sb.status_fd);
 	/* A command stopped for its timeout ends, for its caller, as timeout(1) reports it.
 	 * Where the reaper told the stub itself, the caller saw what the reaper knew: a
 	 * timeout that came as the command was ending may not have reached it. A mark the
-	 * reaper saw without runnerd's timeout (anyone of the sandbox's uid can queue one) is
-	 * not one: the audit keeps the command's own status. */
+	 * reaper saw without runnerd's timeout is not one: the audit keeps the command's own
+	 * status. */
 	bool told = rep.flags & RD_REPORT_STUB_TOLD;
 	r->left = rep.flags & RD_REPORT_LEFT;
+	/* A stub stopped as its command was: woken, it reads the end. */
+	if (rep.flags & RD_REPORT_STUB_STOPPED)
+		sup_stub_wake(c);
 	if (told)
 		r->timed_out = r->timed_out && (rep.flags & RD_REPORT_TIMEOUT);
 	int real = r->status;
@@ -73,7 +97,7 @@ static bool read_status(struct sup *u, struct cmd *c)
 	}
 	rd_audit(u->s->audit, "exit", f);
 	if (!told)
-		sup_stub_exit(c, r->status);
+		sup_stub_exit(u, c, r->status);
 	sup_cmd_free_if_done(u, c);
 	return true;
 }
@@ -85,7 +109,7 @@ void sup_cmd_timer(struct sup *u, struct cmd *c)
 	if (read(r->timer_fd, &ticks, sizeof(ticks)) != sizeof(ticks) || r->reaped)
 		return;
 	/* The command itself may have ended: its background processes are what times out. */
-	if (r->status_known && !r->ended)
+	if (r->status_known && r->left && !r->ended)
 		r->ended = "its timeout";
 	if (!r->timed_out) {
 		r->timed_out = true;
@@ -100,10 +124,24 @@ void sup_cmd_timer(struct sup *u, struct cmd *c)
 	}
 }
 
+void sup_cmd_status(struct sup *u, struct cmd *c)
+{
+	if (!c->run.status_known)
+		read_status(u, c);
+}
+
 void sup_cmd_ctl(struct sup *u, struct cmd *c)
 {
 	struct run *r = &c->run;
 	struct rd_stub_msg m;
+	/* An end the stub had no room for: now, if it has (woken by EPOLLOUT). */
+	if (r->exit_pending) {
+		sup_stub_exit(u, c, r->exit_status);
+		if (!r->exit_pending && r->ctl_fd >= 0) {
+			struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &r->ctl_src};
+			epoll_ctl(u->epfd, EPOLL_CTL_MOD, r->ctl_fd, &ev);
+		}
+	}
 	ssize_t n = recv(r->ctl_fd, &m, sizeof(m), MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -133,9 +171,10 @@ bool sup_cmd_reaped(struct sup *u, pid_t pid)
 	for (struct cmd *c = u->cmds; c; c = c->next)
 		if (c->run.sb.reaper == pid) {
 			c->run.reaped = true;
-			if (!c->run.status_known && c->run.sb.status_fd >= 0)
-				read_status(u, c);
-			else if (c->run.ended || c->run.left)
+			bool known = c->run.status_known;
+			if (c->run.sb.status_fd >= 0)
+				read_status(u, c); /* to its EOF: the reaper is gone */
+			if (known && (c->run.ended || c->run.left))
 				/* A sandbox that outlived its command: when it ended, and why. */
 				rd_audit(u->s->audit, "sandbox_end",
 				         json_pack("{s:I, s:s, s:f}", "id", (json_int_t)c->id,
@@ -163,9 +202,10 @@ size_t sup_cmd_session_end(struct sup *u)
 	for (struct cmd *c = u->cmds; c; c = c->next) {
 		if (!sup_cmd_live(c))
 			continue;
-		if (c->run.status_known)
+		/* A sandbox whose command ended with nothing else in it is ending by itself. */
+		if (c->run.status_known && c->run.left)
 			c->run.ended = "the agent exited";
-		else
+		else if (!c->run.status_known)
 			c->run.killed = "the agent exited";
 		rd_sandbox_end(&c->run.sb);
 		n++;

@@ -11,8 +11,12 @@
  * -EPERM with err set and the sandbox destroyed. */
 int sup_cmd_started(struct sup *u, struct cmd *c, struct rd_error *err);
 
-/* The stub's control socket is readable: a signal to pass on, or the stub is gone. */
+/* The stub's control socket is readable (a signal to pass on, or the stub is gone), or
+ * writable again for an end it had no room for. */
 void sup_cmd_ctl(struct sup *u, struct cmd *c);
+
+/* The reaper wrote a report: the command went on after a stop, or ended. */
+void sup_cmd_status(struct sup *u, struct cmd *c);
 
 /* The command's timer fired: SIGTERM, then after the grace SIGKILL. */
 void sup_cmd_timer(struct sup *u, struct cmd *c);

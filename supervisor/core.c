@@ -94,7 +94,7 @@ struct cmd *sup_cmd_new(uint64_t id, pid_t tid, pid_t tgid, const char *path)
 	c->tid = tid;
 	c->tgid = tgid;
 	c->run.sb = RD_SANDBOX_NONE;
-	c->run.ctl_fd = c->run.ctl_peer = c->run.timer_fd = -1;
+	c->run.ctl_fd = c->run.ctl_peer = c->run.timer_fd = c->run.stub_pidfd = -1;
 	clock_gettime(CLOCK_MONOTONIC, &c->run.start);
 	return c;
 }
@@ -142,6 +142,8 @@ void sup_cmd_discard(struct sup *u, struct cmd *c)
 		sup_unwatch(u, &c->run.timer_fd);
 	if (c->run.ctl_fd >= 0)
 		close(c->run.ctl_fd);
+	if (c->run.stub_pidfd >= 0)
+		close(c->run.stub_pidfd);
 	free(c->argv);
 	free(c->path);
 	free(c);
@@ -165,6 +167,9 @@ void sup_cmd_free_if_done(struct sup *u, struct cmd *c)
 			break;
 		}
 	rd_sandbox_close(&r->sb);
+	if (r->stub_pidfd >= 0)
+		close(r->stub_pidfd);
+	r->stub_pidfd = -1;
 	sup_req_free(c->ask.req);
 	c->ask.req = NULL;
 	c->dead = true;
@@ -223,11 +228,28 @@ void sup_close_peer(struct cmd *c)
 	c->run.ctl_peer = -1;
 }
 
-void sup_stub_exit(struct cmd *c, int status)
+void sup_stub_exit(struct sup *u, struct cmd *c, int status)
 {
+	struct run *r = &c->run;
 	struct rd_stub_msg e = {.type = RD_STUB_EXIT, .value = status};
-	if (c->run.ctl_fd >= 0)
-		send(c->run.ctl_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (r->ctl_fd < 0)
+		return;
+	r->exit_pending = false;
+	if (send(r->ctl_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0 || errno != EAGAIN)
+		return;
+	/* Its queue is full (a stub stopped, that a flood of stops filled): woken, it reads it,
+	 * and the end goes out once there is room. */
+	r->exit_pending = true;
+	r->exit_status = status;
+	sup_stub_wake(c);
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = &r->ctl_src};
+	epoll_ctl(u->epfd, EPOLL_CTL_MOD, r->ctl_fd, &ev);
+}
+
+void sup_stub_wake(struct cmd *c)
+{
+	if (c->run.stub_pidfd >= 0)
+		rd_pidfd_send_signal(c->run.stub_pidfd, SIGCONT, NULL, 0);
 }
 
 void sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status)
@@ -245,7 +267,7 @@ void sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *tex
 		sup_log(
 		    u, "exec %llu: the stub could not be told why: its queue is full or it is gone",
 		    (unsigned long long)c->id);
-	sup_stub_exit(c, status);
+	sup_stub_exit(u, c, status);
 }
 
 int sup_caller_stderr(const struct req *q)

@@ -36,6 +36,7 @@ enum src_type {
 	SRC_CONTROL_CLIENT, /* one connection to it */
 	SRC_CLIENT_TIMER,   /* idle connections, and a listener paused for lack of fds */
 	SRC_TTY,            /* --prompt: the operator's answer on /dev/tty */
+	SRC_STATUS,         /* a command's reaper reports: its end, or that it went on */
 };
 
 struct src {
@@ -115,7 +116,13 @@ struct run {
 	/* The stub's control socket: runnerd's end (a copy goes to the reaper with the plan),
 	 * and the stub's end until it is put into the caller. */
 	int ctl_fd, ctl_peer;
-	struct src ctl_src, timer_src;
+	struct src ctl_src, timer_src, status_src;
+	/* The stub's process (the caller's, by pidfd), for the SIGCONT that wakes it when the
+	 * command goes on after a stop by itself, or ends while the stub is stopped. */
+	int stub_pidfd;
+	/* An end the stub could not be told yet (its queue full): sent once it can take it. */
+	bool exit_pending;
+	int exit_status;
 	int timer_fd;          /* -1 if none */
 	unsigned timeout_s;    /* armed once the command runs; 0: none */
 	unsigned kill_grace_s; /* from SIGTERM to SIGKILL */
@@ -203,6 +210,7 @@ struct masks {
 	/* Masked paths that existed when the session started, and what they were then. */
 	struct pin {
 		char *path;
+		char *real; /* where it led at the start, when a symlink did: what is masked */
 		dev_t dev;
 		ino_t ino;
 	} * pins;
@@ -303,8 +311,12 @@ void sup_release(struct sup *u, pid_t tid, uint64_t notif_id, int e);
 int sup_make_ctl(struct cmd *c);
 void sup_close_peer(struct cmd *c);
 /* Tell the stub of c to exit with status (a wait status, as the command's would be); with
- * text, to say it first (one line) on say_fd (the caller's stderr; -1: nowhere). */
-void sup_stub_exit(struct cmd *c, int status);
+ * text, to say it first (one line) on say_fd (the caller's stderr; -1: nowhere). A stub
+ * whose queue is full is woken and told once it has room (sup_cmd_ctl). */
+void sup_stub_exit(struct sup *u, struct cmd *c, int status);
+/* SIGCONT to the stub of c, stopped as its command was: it reads what it was sent
+ * (RD_STUB_CONTINUED, RD_STUB_EXIT) and does not pass this SIGCONT on. */
+void sup_stub_wake(struct cmd *c);
 void sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status);
 /* The caller's stderr as runnerd holds it (a copy from the snapshot), or -1. */
 int sup_caller_stderr(const struct req *q);

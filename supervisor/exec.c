@@ -255,20 +255,34 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	return GO_ON;
 }
 
-/* The caller's terminal, if one of its fds 0 to 2 is one (the first that is): the command
+/* The caller's terminal, if any of its fds is on one (the first of fds 0 to 2 that is, else
+ * the first other, so that no fd of it, however opened, reaches the command): the command
  * gets one of its own, with the same modes and size (sandbox/plan.h). */
 static void caller_tty(const struct rd_task *t, struct rd_plan_head *h)
 {
+	int best = -1;
 	for (size_t i = 0; i < t->n_fds; i++) {
-		struct stat st;
+		struct termios modes;
+		unsigned dev;
 		int fd = t->fds[i].fd;
-		if (t->fds[i].target > 2 || tcgetattr(fd, &h->tty_modes) < 0 || fstat(fd, &st) < 0)
+		if (tcgetattr(fd, &modes) < 0 || ioctl(fd, TIOCGDEV, &dev) < 0)
 			continue;
-		if (ioctl(fd, TIOCGWINSZ, &h->tty_size) < 0)
-			h->tty_size = (struct winsize){0};
-		h->tty_rdev = st.st_rdev;
-		h->has_tty = 1;
+		if (best < 0 || (t->fds[i].target <= 2 && t->fds[best].target > 2)) {
+			best = (int)i;
+			h->tty_modes = modes;
+			h->tty_rdev = dev;
+		}
+	}
+	if (best < 0)
 		return;
+	if (ioctl(t->fds[best].fd, TIOCGWINSZ, &h->tty_size) < 0)
+		h->tty_size = (struct winsize){0};
+	h->has_tty = 1;
+	for (size_t i = 0; i < t->n_fds; i++) {
+		unsigned dev;
+		if (t->fds[i].target == 0 && ioctl(t->fds[i].fd, TIOCGDEV, &dev) == 0 &&
+		    dev == h->tty_rdev)
+			h->tty_input = 1;
 	}
 }
 
@@ -374,6 +388,8 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 		return refuse(x, ENOMEM, "out of memory");
 	struct cmd *c = x->c;
 	sup_cmd_keep_argv(c, q->strs.argv, q->strs.argc);
+	/* The caller becomes the stub: its pidfd, to wake it (sup_stub_wake). */
+	c->run.stub_pidfd = fcntl(q->t.pidfd, F_DUPFD_CLOEXEC, 3);
 	/* The kernel names a process after the last component of the path it exec'd (after the
 	 * file's own name, for an exec by fd): so the stub, and the command, are named. */
 	const char *name = q->path[0] ? q->path : q->tg.resolved ? q->tg.resolved : "";

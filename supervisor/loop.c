@@ -117,6 +117,9 @@ static void dispatch(struct sup *u, struct src *src)
 	case SRC_TTY:
 		sup_prompt_read(u);
 		break;
+	case SRC_STATUS:
+		sup_cmd_status(u, c);
+		break;
 	}
 }
 

@@ -57,18 +57,37 @@ __attribute__((noreturn)) static void exit_group(int code)
 }
 
 /* The command's terminal (RD_STUB_PTY): the master of its pseudo-terminal, and the caller's
- * terminal, whose modes are saved while the stub has it in raw mode. -1: a command with pipes,
- * no relay. */
-static int pty_master = -1, pty_outer = -1;
+ * terminal, whose modes are saved while the stub has it in raw mode: pty_outer, read from
+ * and asked for modes, and pty_out, written to (two fds of the caller's when it had its
+ * terminal open read-only on one, as `exec </dev/tty` does). -1: a command with pipes, no
+ * relay. */
+static int pty_master = -1, pty_outer = -1, pty_out = -1;
 static int outer_gone, master_gone;
-static struct ktermios outer_saved;
+/* pty_input: the caller's fd 0 was on its terminal, so what is typed there is the command's;
+ * else the stub only copies out what the command writes, and leaves the terminal's modes
+ * and input alone. */
+static int pty_input;
+static struct ktermios outer_saved, outer_set;
 static int outer_raw;
 
+static int same_modes(const struct ktermios *a, const struct ktermios *b)
+{
+	const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+	for (unsigned long i = 0; i < sizeof(*a); i++)
+		if (x[i] != y[i])
+			return 0;
+	return 1;
+}
+
 /* The caller's terminal as it was before the stub made it raw: whenever the stub stops or
- * ends, so that the caller's shell gets it back as it left it. */
+ * ends, so that the caller's shell gets it back as it left it. Only if its modes are still
+ * the stub's: what another process of the caller's set meanwhile (the agent's own line
+ * editor) stays. */
 static void term_restore(void)
 {
-	if (outer_raw)
+	struct ktermios now;
+	if (outer_raw && sys3(NR_ioctl, pty_outer, TCGETS, &now) == 0 &&
+	    same_modes(&now, &outer_set))
 		sys3(NR_ioctl, pty_outer, TCSETS, &outer_saved);
 	outer_raw = 0;
 }
@@ -177,7 +196,7 @@ static int foreground(void)
  * command's terminal, whose own modes (echo, line editing, ^C, ^Z) decide what it means. */
 static void term_raw(void)
 {
-	if (pty_outer < 0 || outer_raw || outer_gone || !foreground())
+	if (pty_outer < 0 || !pty_input || outer_raw || outer_gone || !foreground())
 		return;
 	if (sys3(NR_ioctl, pty_outer, TCGETS, &outer_saved) < 0)
 		return;
@@ -189,7 +208,9 @@ static void term_raw(void)
 	t.c_cflag |= CS8;
 	t.c_cc[VMIN] = 1;
 	t.c_cc[VTIME] = 0;
-	if (sys3(NR_ioctl, pty_outer, TCSETS, &t) == 0)
+	/* What the kernel kept of it is what term_restore compares with. */
+	if (sys3(NR_ioctl, pty_outer, TCSETS, &t) == 0 &&
+	    sys3(NR_ioctl, pty_outer, TCGETS, &outer_set) == 0)
 		outer_raw = 1;
 }
 
@@ -242,16 +263,27 @@ static int relay_out(void)
 		return 0;
 	}
 	if (!outer_gone)
-		write_all(pty_outer, buf, (uint32_t)n);
+		write_all(pty_out, buf, (uint32_t)n);
 	return 1;
 }
 
-/* The command has ended: what it wrote last reaches the caller first. A pty hands written
- * bytes to its reader asynchronously, so the master is read until it has been quiet for a
- * moment (or until no one holds the command's terminal any more). */
+static long now_ms(void)
+{
+	struct {
+		long sec, nsec;
+	} ts = {0, 0};
+	sys2(NR_clock_gettime, 1 /* CLOCK_MONOTONIC */, &ts);
+	return ts.sec * 1000 + ts.nsec / 1000000;
+}
+
+/* The command has ended, or stopped: what it wrote last reaches the caller first. A pty hands
+ * written bytes to its reader asynchronously, so the master is read until it has been quiet
+ * for 30 ms (or until no one holds the command's terminal any more), for 200 ms at most: a
+ * process of the sandbox that goes on writing does not hold the stub. */
 static void drain(void)
 {
-	for (int quiet = 0; pty_master >= 0 && !master_gone && quiet < 3;) {
+	long until = now_ms() + 200;
+	for (int quiet = 0; pty_master >= 0 && !master_gone && quiet < 3 && now_ms() < until;) {
 		struct pollfd p = {pty_master, POLLIN, 0};
 		struct {
 			long sec, nsec;
@@ -282,31 +314,34 @@ static void stop_like(int sig)
 	sys4(NR_rt_sigprocmask, SIG_BLOCK, &bit, 0, KSIGSET_SIZE);
 }
 
-/* Read one packet from runnerd and act on it. Returns only if the stub keeps running. */
-static void handle_control(int c)
+/* Read one packet from runnerd or the sandbox and act on it, but for a stop, which it leaves
+ * in *stop (the signal; 0 once a later message says the command goes on; untouched by other
+ * packets). Returns 0 when nothing more is queued, 1 after a packet, and only if the stub
+ * keeps running. */
+static int handle_one(int c, int *stop)
 {
 	struct rd_stub_msg m;
-	/* Room for two SCM_RIGHTS fds (CMSG_LEN(2 * sizeof(int)) = 24): a third one would be
-	 * dropped by the kernel, which then sets MSG_CTRUNC, which we treat as an error. */
+	/* Room for three SCM_RIGHTS fds (CMSG_SPACE(3 * sizeof(int)) = 32): a fourth one would
+	 * be dropped by the kernel, which then sets MSG_CTRUNC, which we treat as an error. */
 	union {
 		struct cmsghdr h;
-		unsigned char b[24];
+		unsigned char b[32];
 	} ctl;
 	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr mh = {0, 0, &iov, 1, &ctl, 24, 0};
-	int fd[2] = {-1, -1}, nfd = 0;
+	struct msghdr mh = {0, 0, &iov, 1, &ctl, 32, 0};
+	int fd[3] = {-1, -1, -1}, nfd = 0;
 
 	long n = sys3(NR_recvmsg, c, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n == -EAGAIN || n == -EINTR)
-		return;
+		return 0;
 	/* EOF or an error: runnerd is gone, and the command with it. */
 	if (n <= 0)
 		die_killed();
 	if (mh.controllen > 0) {
 		if (mh.controllen < 20 || ctl.h.level != SOL_SOCKET || ctl.h.type != SCM_RIGHTS ||
-		    (ctl.h.len != 20 && ctl.h.len != 24))
+		    (ctl.h.len != 20 && ctl.h.len != 24 && ctl.h.len != 28))
 			die_killed();
-		nfd = ctl.h.len == 20 ? 1 : 2;
+		nfd = (int)(ctl.h.len - sizeof(struct cmsghdr)) / 4;
 		for (int i = 0; i < nfd; i++)
 			fd[i] = *(int *)(void *)(ctl.b + sizeof(struct cmsghdr) + 4 * (unsigned)i);
 	}
@@ -326,24 +361,28 @@ static void handle_control(int c)
 			die_killed();
 		write_all(fd[0], m.text, m.len);
 		sys1(NR_close, fd[0]);
-		return;
+		return 1;
 	case RD_STUB_PTY:
-		if (nfd != 2 || pty_master >= 0)
+		if (nfd != 3 || pty_master >= 0)
 			die_killed();
 		pty_master = fd[0];
 		pty_outer = fd[1];
+		pty_out = fd[2];
+		pty_input = m.value != 0;
 		sys3(NR_fcntl, pty_master, F_SETFL, O_NONBLOCK);
 		term_raw();
 		sync_winsize();
-		return;
+		return 1;
 	case RD_STUB_STOPPED:
+		if (nfd || m.value < 1 || m.value > NSIG_MAX)
+			die_killed();
+		*stop = m.value;
+		return 1;
+	case RD_STUB_CONTINUED:
 		if (nfd)
 			die_killed();
-		/* What the terminal echoed as it stopped the command (^Z) comes before the
-		 * caller's shell says it stopped, as without runnerd. */
-		drain();
-		stop_like(m.value);
-		return;
+		*stop = 0;
+		return 1;
 	case RD_STUB_NAME: {
 		char name[16] = {0};
 		if (nfd || m.len > 15)
@@ -351,10 +390,33 @@ static void handle_control(int c)
 		for (uint32_t i = 0; i < m.len; i++)
 			name[i] = m.text[i];
 		sys2(NR_prctl, PR_SET_NAME, name);
-		return;
+		return 1;
 	}
 	default:
 		die_killed();
+	}
+}
+
+/* The signal the command last stopped by, until a packet says it went on or the caller sends
+ * the stub SIGCONT: the stub stays stopped as long as the command is. */
+static int stopped_sig;
+
+/* Every packet queued, then a stop if the last word on it was one: a stop a later packet
+ * undid (the command went on, or ended) is not made. recheck (runnerd woke the stub): stop
+ * again if, after them, the command is still stopped. */
+static void handle_control(int c, int recheck)
+{
+	int stop = -1;
+	while (handle_one(c, &stop))
+		;
+	if (stop >= 0)
+		stopped_sig = stop;
+	if (stop > 0 || (recheck && stopped_sig)) {
+		stop = stopped_sig;
+		/* What the terminal echoed as it stopped the command (^Z) comes before the
+		 * caller's shell says it stopped, as without runnerd. */
+		drain();
+		stop_like(stop);
 	}
 }
 
@@ -374,6 +436,19 @@ static void send_to_runnerd(int c)
 		 * here: an EXIT may still be queued on our side; the control fd's EOF decides. */
 		return;
 	}
+}
+
+/* runnerd's pid, as this stub sees it: the peer of its control socket, which runnerd made. */
+static long runnerd_pid(int c)
+{
+	static long pid;
+	struct {
+		int32_t pid, uid, gid;
+	} cred = {0, 0, 0};
+	uint32_t len = sizeof(cred);
+	if (!pid && sys5(NR_getsockopt, c, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+		pid = cred.pid;
+	return pid ? pid : -1;
 }
 
 static void forward_signals(int c, int sfd)
@@ -404,6 +479,17 @@ static void forward_signals(int c, int sfd)
 			term_raw();
 			sync_winsize();
 		}
+		/* runnerd's own SIGCONT wakes a stub stopped for a stop the command got out of
+		 * by itself, to read that (RD_STUB_CONTINUED): not passed on; and if the command
+		 * is still stopped as far as the stub knows (a late wake), it stops again. */
+		if (sig == SIGCONT && si[i].ssi_code == SI_USER &&
+		    (long)si[i].ssi_pid == runnerd_pid(c)) {
+			handle_control(c, 1);
+			continue;
+		}
+		/* Any other SIGCONT: the caller continued its child, which the command now is. */
+		if (sig == SIGCONT)
+			stopped_sig = 0;
 		out.type = RD_STUB_SIGNAL;
 		out.value = (int32_t)sig;
 		out.code = si[i].ssi_code;
@@ -465,7 +551,7 @@ void stub_main(void)
 			die_killed();
 		/* Control first: once the command has ended, a late signal has no one to go to. */
 		if (p[0].revents)
-			handle_control(c);
+			handle_control(c, 0);
 		if (p[1].revents & POLLIN)
 			forward_signals(c, sfd);
 		if (p[2].revents & (POLLIN | POLLHUP | POLLERR))

@@ -20,6 +20,7 @@
 #define NR_sendto         44
 #define NR_recvmsg        47
 #define NR_getsockopt     55
+#define NR_clock_gettime  228
 #define NR_kill           62
 #define NR_prctl          157
 #define NR_exit_group     231
@@ -41,6 +42,7 @@
 #define NR_sendto         206
 #define NR_recvmsg        212
 #define NR_getsockopt     209
+#define NR_clock_gettime  113
 #define NR_kill           129
 #define NR_prctl          167
 #define NR_exit_group     94
@@ -187,6 +189,7 @@ struct pollfd {
 /* Sockets (LP64 layouts, same on both architectures). */
 #define SOL_SOCKET       1
 #define SO_TYPE          3
+#define SO_PEERCRED      17
 #define SOCK_SEQPACKET   5
 #define SCM_RIGHTS       1
 #define MSG_CTRUNC       0x8

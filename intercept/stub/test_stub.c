@@ -408,10 +408,23 @@ static void forward_and_check(struct kid *k, int sig, int code, pid_t from)
 	CHECK(running(k), "the stub ended after forwarding signal %d", sig);
 }
 
+/* kill(pid, sig) from a process of its own (not the control socket's peer, which stands for
+ * runnerd here); returns its pid. */
+static pid_t kill_from_other(pid_t pid, int sig)
+{
+	pid_t c = fork();
+	if (c == 0)
+		_exit(kill(pid, sig) < 0 ? 1 : 0);
+	int st;
+	if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail("kill from another process: %s", c < 0 ? strerror(errno) : "failed");
+	return c;
+}
+
 static void t_forward(void)
 {
-	static const int sigs[] = {SIGUSR1, SIGINT,   SIGTERM, SIGHUP,  SIGQUIT,
-	                           SIGCHLD, SIGWINCH, SIGTSTP, SIGCONT, SIGPIPE};
+	static const int sigs[] = {SIGUSR1, SIGINT,   SIGTERM, SIGHUP, SIGQUIT,
+	                           SIGCHLD, SIGWINCH, SIGTSTP, SIGPIPE};
 	struct kid k;
 
 	if (start(&k, &dflt)) {
@@ -420,6 +433,9 @@ static void t_forward(void)
 				fail("kill: %s", strerror(errno));
 			forward_and_check(&k, sigs[i], SI_USER, getpid());
 		}
+		/* SIGCONT from anyone but runnerd (t_runnerd_wake). */
+		pid_t other = kill_from_other(k.pid, SIGCONT);
+		forward_and_check(&k, SIGCONT, SI_USER, other);
 		/* sigqueue: si_code SI_QUEUE, a real-time signal. */
 		union sigval v = {.sival_int = 42};
 		if (sigqueue(k.pid, SIGRTMIN + 1, v) < 0)
@@ -427,6 +443,72 @@ static void t_forward(void)
 		forward_and_check(&k, SIGRTMIN + 1, SI_QUEUE, getpid());
 		send_msg(k.sock, RD_STUB_EXIT, 0, NULL, -1);
 		expect_exit(&k, 0);
+	}
+	reap(&k);
+}
+
+/* runnerd's own SIGCONT only wakes a stopped stub: it is not passed on to the command. */
+static void t_runnerd_wake(void)
+{
+	struct kid k;
+	struct rd_stub_msg m;
+
+	if (start(&k, &dflt)) {
+		kill(k.pid, SIGCONT);
+		kill(k.pid, SIGUSR1);
+		CHECK(recv_msg(k.sock, &m, TIMEOUT_MS) == 1 && m.type == RD_STUB_SIGNAL &&
+		          m.value == SIGUSR1,
+		      "want SIGUSR1 forwarded first (runnerd's SIGCONT dropped), got type %u value "
+		      "%d",
+		      m.type, m.value);
+		send_msg(k.sock, RD_STUB_EXIT, 0, NULL, -1);
+		expect_exit(&k, 0);
+	}
+	reap(&k);
+}
+
+/* The stub stopped? (its parent sees it so: waitpid WUNTRACED) */
+static bool stopped_within(struct kid *k, int ms)
+{
+	long end = now_ms() + ms;
+	do {
+		int st;
+		if (waitpid(k->pid, &st, WNOHANG | WUNTRACED) == k->pid && WIFSTOPPED(st))
+			return true;
+		usleep(2000);
+	} while (now_ms() < end);
+	return false;
+}
+
+/* A stop undone by a later message before the stub read either: no stop. */
+static void t_stop_undone(void)
+{
+	struct kid k;
+
+	if (start(&k, &dflt)) {
+		send_msg(k.sock, RD_STUB_STOPPED, SIGSTOP, NULL, -1);
+		send_msg(k.sock, RD_STUB_CONTINUED, 0, NULL, -1);
+		CHECK(!stopped_within(&k, 300),
+		      "the stub stopped for a stop a later message undid");
+		send_msg(k.sock, RD_STUB_EXIT, 4 << 8, NULL, -1);
+		expect_exit(&k, 4);
+	}
+	reap(&k);
+}
+
+/* A stop, then the end while the stub is stopped: runnerd's SIGCONT wakes it to read it. */
+static void t_stop_then_end(void)
+{
+	struct kid k;
+
+	if (start(&k, &dflt)) {
+		send_msg(k.sock, RD_STUB_STOPPED, SIGSTOP, NULL, -1);
+		CHECK(stopped_within(&k, TIMEOUT_MS), "the stub did not stop");
+		send_msg(k.sock, RD_STUB_EXIT, 5 << 8, NULL, -1);
+		usleep(100 * 1000);
+		CHECK(running(&k), "a stopped stub ended");
+		kill(k.pid, SIGCONT);
+		expect_exit(&k, 5);
 	}
 	reap(&k);
 }
@@ -721,6 +803,9 @@ static const struct test tests[] = {
     {"killed by SIGINT the caller ignored", t_killed_sigint_ignored},
     {"killed by SIGCHLD -> exit 145", t_killed_by_nonfatal},
     {"signals forwarded, stub keeps running", t_forward},
+    {"runnerd's SIGCONT wakes, is not forwarded", t_runnerd_wake},
+    {"STOPPED then CONTINUED unread: no stop", t_stop_undone},
+    {"STOPPED, EXIT while stopped, SIGCONT: the end", t_stop_then_end},
     {"ignored SIGINT still forwarded", t_forward_ignored},
     {"signal pending across exec forwarded", t_forward_pending_across_exec},
     {"caller's pipe EOF while running", t_pipe_eof},

@@ -7,6 +7,8 @@
   commands, also after the agent killed the command; the session's end leaves nothing;
   "lifetime": "command" ends them with their
   command; timeout_s ends the whole sandbox; a session's live sandboxes are bounded;
+- a command's stops: continued from inside its sandbox, or by its caller many times over;
+  runnerd's marks to a sandbox's pid 1 cannot be forged from inside;
 - runnerd ps lists the live sandboxes of the user's sessions;
 - the command's cwd is one the kernel reports as reachable (a static musl program's getcwd).
 
@@ -128,6 +130,40 @@ def test_killed_command(tmp):
     check("killed: the session's end leaves nothing running", gone, "server still running")
 
 
+def stops(mode, *args, under=True):
+    argv = [common.PY, common.agent("stops_agent.py"), mode] + list(args)
+    p = subprocess.Popen(runnerd_cmd("generic", argv) if under else argv,
+                         env=common.base_env(), start_new_session=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = common.finish(p, timeout=90)
+    return common.agent_json("stops %s: the agent reports" % mode, out, err)
+
+
+def test_stops(tmp):
+    """A command's stops are its caller's to see, and its own to get out of: a command continued
+    by a process of its sandbox goes on for its caller too (before, the stub stayed stopped
+    and the caller hung); a flood of stops, each continued by the caller, ends as without
+    runnerd, and at once though something of it lives on (before, the end was lost in the
+    stub's full queue until the background process ended)."""
+    plain, under = stops("inside", under=False), stops("inside")
+    check("stops: a command continued from inside its sandbox goes on, for its caller too",
+          under is not None and under == plain and plain["status"] == 7,
+          "runnerd %r, plain %r" % (under, plain))
+    plain, under = stops("flood", "500", under=False), stops("flood", "500")
+    check("stops: 500 stops, each continued by the caller, then an end at once",
+          under is not None and under == plain and plain["stops"] == 500,
+          "runnerd %r, plain %r" % (under, plain))
+
+
+def test_marks_unforgeable(tmp):
+    """A command queues to its pid 1 the SIGTERMs runnerd once marked with a value (a
+    timeout's, a kill's, the session's end): none of them ends it or changes what its caller
+    sees (before, its caller saw 124, the timeout's status)."""
+    res = stops("forge")
+    check("marks: a command cannot pass for runnerd's timeout or kill",
+          res == {"status": 0, "out": "after\n"}, repr(res))
+
+
 def test_lifetime_command(tmp):
     prof = common.write_profile(tmp, "oneshot", {"default": "allow", "lifetime": "command"})
     res, gone, rc = background(tmp, prof, 0.5, "lifetime command")
@@ -232,7 +268,8 @@ def test_cwd_musl(tmp):
 
 def main():
     common.require_runnerd()
-    tests = (test_signals, test_background, test_killed_command, test_lifetime_command,
+    tests = (test_signals, test_background, test_killed_command, test_stops,
+             test_marks_unforgeable, test_lifetime_command,
              test_timeout_ends_sandbox, test_ps_and_limit, test_cwd_musl)
     return common.run_tests(tests, "rd-life-")
 

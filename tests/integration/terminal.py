@@ -197,6 +197,76 @@ def test_typed_into_terminal(tmp):
           ran is False and "typed" in pane, pane)
 
 
+def on_pty(argv, environ, typed=b"hunter2\r", at=1.0, seconds=15):
+    """argv on a fresh pseudo-terminal (a session of its own, the terminal its controlling
+    one), typed at `at` seconds; its output, once it has ended."""
+    pid, master = pty.fork()
+    if pid == 0:
+        os.execvpe(argv[0], argv, environ)
+    out, t0, sent = b"", time.monotonic(), False
+    while time.monotonic() - t0 < seconds:
+        if not sent and time.monotonic() - t0 >= at:
+            os.write(master, typed)
+            sent = True
+        r, _, _ = select.select([master], [], [], 0.05)
+        if r:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    else:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(master)
+    return out.decode(errors="replace").replace("\r\n", "\n")
+
+
+def tty_case(tmp, mode, under):
+    """tty_cases.py MODE, plainly or under runnerd: (its output, what its background reader
+    got)."""
+    d = os.path.join(tmp, mode + ("-rd" if under else "-plain"))
+    os.mkdir(d)
+    os.chmod(d, 0o777)
+    argv = [common.PY, common.agent("tty_cases.py"), mode, d]
+    text = on_pty(runnerd_cmd("generic", argv) if under else argv, env())
+    got = os.path.join(d, "got")
+    return text, open(got, "rb").read().decode(errors="replace") if os.path.exists(got) else ""
+
+
+def test_terminal_stays_the_users(tmp):
+    """What is typed in the agent's terminal is not a command's to read, however the agent holds
+    its terminal, and the terminal's modes stay the agent's."""
+    for mode, what in (("devtty", "its fd 0 opened as /dev/tty"),
+                       ("highfd", "the terminal on fd 5 only")):
+        plain, plain_got = tty_case(tmp, mode, False)
+        text, got = tty_case(tmp, mode, True)
+        if "hunter2" not in plain_got:
+            check("%s: without runnerd, the background reader gets the line (the test's own "
+                  "check)" % mode, False, repr(plain) + repr(plain_got))
+            continue
+        check("%s: an agent with %s: a command's background process does not read what is "
+              "typed" % (mode, what), "hunter2" not in got and "ran 0" in text,
+              repr(text) + " got " + repr(got))
+    plain, _ = tty_case(tmp, "notinput", False)
+    text, _ = tty_case(tmp, "notinput", True)
+    check("notinput: a command whose stdin is not the terminal takes nothing typed there; the "
+          "agent reads it", "agent read 'hunter2\\n'" in text and
+          "agent read 'hunter2\\n'" in plain, repr(text) + " plain " + repr(plain))
+    plain, _ = tty_case(tmp, "agentraw", False)
+    text, _ = tty_case(tmp, "agentraw", True)
+    check("agentraw: the raw mode the agent set while its command ran stays after the command",
+          "still raw True" in text and "still raw True" in plain,
+          repr(text) + " plain " + repr(plain))
+    plain, _ = tty_case(tmp, "writer", False)
+    text, _ = tty_case(tmp, "writer", True)
+    check("writer: a command that leaves a process writing to its terminal ends for its "
+          "caller at once", "status 3, at once" in text and "status 3, at once" in plain,
+          repr(text[-200:]) + " plain " + repr(plain[-200:]))
+
+
 # --- callers on a pseudo-terminal ----------------------------------------------------------
 
 def transcript(argv, environ):
@@ -297,7 +367,8 @@ def main():
     common.require_runnerd()
     if not shutil.which("tmux"):
         common.skip("tmux is not installed (apt-get install tmux)")
-    tests = (test_interactive_shell, test_hangup, test_typed_into_terminal, test_pty_fork,
+    tests = (test_interactive_shell, test_hangup, test_typed_into_terminal,
+             test_terminal_stays_the_users, test_pty_fork,
              test_pexpect, test_node_pty, test_modes_restored)
     return common.run_tests(tests, "rd-term-", enter=True)
 

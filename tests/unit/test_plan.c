@@ -88,6 +88,7 @@ static struct rd_launch_plan full_plan(void)
 	}
 	h->pgrp_mode = RD_PGRP_SESSION;
 	h->has_tty = 1;
+	h->tty_input = 1;
 	h->tty_rdev = 0x8801;
 	h->tty_modes.c_iflag = 0x1234;
 	h->tty_modes.c_lflag = 0x8a3b;
@@ -165,6 +166,7 @@ static void check_head(const struct rd_plan_head *want, const struct rd_plan_hea
 	}
 	assert_int_equal(got->pgrp_mode, want->pgrp_mode);
 	assert_int_equal(got->has_tty, want->has_tty);
+	assert_int_equal(got->tty_input, want->tty_input);
 	assert_int_equal(got->tty_rdev, want->tty_rdev);
 	assert_memory_equal(&got->tty_modes, &want->tty_modes, sizeof(want->tty_modes));
 	assert_memory_equal(&got->tty_size, &want->tty_size, sizeof(want->tty_size));
