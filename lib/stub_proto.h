@@ -43,6 +43,11 @@ enum rd_stub_msg_type {
 	 * process of the sandbox sent it SIGCONT). runnerd sends the stopped stub a SIGCONT,
 	 * which wakes it to read this. */
 	RD_STUB_CONTINUED = 7,
+	/* stub -> runnerd: the stub stops now (value = the signal), told by the sandbox that its
+	 * command stopped. Sent once per command: from then on runnerd reads the reaper's reports
+	 * as they come, to wake the stub (SIGCONT) when the command goes on without its caller's
+	 * word or ends; a command that never stops costs runnerd no wake-up for it. */
+	RD_STUB_STOPPING = 8,
 };
 
 #define RD_STUB_TEXT_MAX 480

@@ -558,12 +558,26 @@ struct stub_state {
 	int last_sig; /* the signal of the command's last stop */
 };
 
-/* Is the process whose /proc/PID/stat is open on fd stopped by a signal (state T)? Raw calls:
- * the reaper shares its memory and errno with the command until its exec. */
-static bool is_stopped(int fd)
+/* Is the command stopped by a signal (state T in /proc/PID/stat)? Read when wait4 says it
+ * stopped or went on: the order of those reports is not the order of the events (a stop
+ * reported before a continuation that came before it). The file is opened at the first such
+ * report, not before (a command that never stops costs nothing), and kept in *fd: the pid
+ * stays the command's until the reaper reaps it. Raw calls: the reaper may share its memory
+ * and errno with the command still, before its exec. */
+static bool is_stopped(pid_t child, int *fd)
 {
 	char buf[512];
-	long n = fd >= 0 ? sys4(SYS_pread64, fd, (long)buf, sizeof(buf) - 1, 0) : -1;
+	if (*fd < 0) {
+		char path[32] = "/proc/", digits[12];
+		int nd = 0, at = 6;
+		for (unsigned v = (unsigned)child; v || !nd; v /= 10)
+			digits[nd++] = (char)('0' + v % 10);
+		while (nd)
+			path[at++] = digits[--nd];
+		memcpy(path + at, "/stat", 6);
+		*fd = (int)sys4(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+	}
+	long n = *fd >= 0 ? sys4(SYS_pread64, *fd, (long)buf, sizeof(buf) - 1, 0) : -1;
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
@@ -789,24 +803,14 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	pid_t child = clone(command_start, stack_top, CLONE_VM | SIGCHLD, &a);
 	if (child < 0)
 		fail(err_fd, STAGE_SETUP, "starting the command", errno);
-	/* Whether the command is stopped now, read when wait4 says it stopped or went on: the
-	 * order of those reports is not the order of the events (a stop reported before a
-	 * continuation that came before it). Our child until reaped: its pid is not reused. */
-	char statp[32] = "/proc/", digits[12];
-	int nd = 0, at = 6;
-	for (unsigned v = (unsigned)child; v || !nd; v /= 10)
-		digits[nd++] = (char)('0' + v % 10);
-	while (nd)
-		statp[at++] = digits[--nd];
-	memcpy(statp + at, "/stat", 6);
-	int stat_fd = (int)sys4(SYS_openat, AT_FDCWD, (long)statp, O_RDONLY | O_CLOEXEC, 0);
 	/* At once, not after the command's exec: the setup pipe's EOF, which tells runnerd that
 	 * the exec went through, and the caller's pipes' EOF must not wait until the reaper gets a
 	 * CPU again (which, as the command runs, can be its end). */
 	/* From here until the command has exec'd, only raw system calls (raw_syscall.h): glibc's
 	 * set errno, which the command's side shares and reads after each of its failed calls. */
-	int left[] = {plan_fd, status_fd, p->h.has_stub_ctl ? p->stub_ctl_fd : -1, stat_fd};
-	close_all_but(left, 4);
+	int left[] = {plan_fd, status_fd, p->h.has_stub_ctl ? p->stub_ctl_fd : -1};
+	close_all_but(left, 3);
+	int stat_fd = -1; /* the command's /proc/PID/stat, once it has stopped (is_stopped) */
 
 	bool timed_out = false, main_done = false;
 	bool to_the_end = rd_box_is(&p->h.box, RD_BOX_LIFETIME, RD_LIFETIME_SESSION);
@@ -851,11 +855,6 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 			 * command, by this SIGCONT. */
 			if (sig == SIGCONT)
 				stub.told = stub.want = 0;
-			/* A SIGCONT from outside is the stub's: it went on (its caller sent it the
-			 * SIGCONT it passed on), whatever it was last told, and so does the
-			 * command, by this SIGCONT. */
-			if (sig == SIGCONT)
-				stub.told = stub.want = 0;
 			/* The sandbox's end (a timeout, the session's end) goes to every process of
 			 * it, background ones too; so does a SIGCONT, which goes on the command's
 			 * stop, as a shell's fg sends it to a whole stopped job; and, once the
@@ -870,7 +869,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 			if (w == child && (WIFSTOPPED(st) || WIFCONTINUED(st))) {
 				if (WIFSTOPPED(st))
 					stub.last_sig = WSTOPSIG(st);
-				stub.want = is_stopped(stat_fd) ? stub.last_sig : 0;
+				stub.want = is_stopped(child, &stat_fd) ? stub.last_sig : 0;
 				sync_stub(p, status_fd, &stub);
 			} else if (w == child) {
 				report_end(p, status_fd, st, timed_out, stub.told != 0);

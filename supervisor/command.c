@@ -20,20 +20,29 @@ int sup_cmd_started(struct sup *u, struct cmd *c, struct rd_error *err)
 	}
 	if (!r->timeout_s && r->timer_fd >= 0)
 		sup_unwatch(u, &r->timer_fd);
-	/* The reaper's reports: read as they come, for the stub's sake (a stub stopped as its
-	 * command was must be woken when the command goes on by itself, or ends). */
-	if (r->sb.status_fd >= 0) {
-		r->status_src = (struct src){.type = SRC_STATUS, .cmd = c};
-		sup_watch(u, r->sb.status_fd, &r->status_src);
-	}
 	return 0;
 }
 
-/* The reaper's reports, read as they come (watched from the command's start), and when the
- * stub has gone or the reaper has exited (or the agent has): that the command went on after a
- * stop (the stub is woken); its end; and, after the end, that the stub could not be told it
- * (its queue was full), which runnerd then does. The watch stays until the reaper has gone
- * (EOF). Returns whether the end is known now: a report, or the reaper gone without one. */
+/* The stub stops as its command did: from now on the reaper's reports are read as they come,
+ * for the stub's sake (stopped, it must be woken when the command goes on by itself, or
+ * ends). Until then they are read only when the stub or the reaper has gone: one wake-up of
+ * runnerd fewer per command. */
+static void watch_status(struct sup *u, struct cmd *c)
+{
+	struct run *r = &c->run;
+	if (r->status_watched || r->sb.status_fd < 0)
+		return;
+	r->status_src = (struct src){.type = SRC_STATUS, .cmd = c};
+	sup_watch(u, r->sb.status_fd, &r->status_src);
+	r->status_watched = true; /* what came before the watch wakes runnerd at once */
+}
+
+/* The reaper's reports, read as they come once the stub has stopped (watch_status), and when
+ * the stub has gone or the reaper has exited (or the agent has): that the command went on
+ * after a stop (the stub is woken); its end; and, after the end, that the stub could not be
+ * told it (its queue was full), which runnerd then does. A watch stays until the reaper has
+ * gone (EOF). Returns whether the end is known now: a report, or the reaper gone without
+ * one. */
 static bool read_status(struct sup *u, struct cmd *c)
 {
 	struct run *r = &c->run;
@@ -145,6 +154,10 @@ void sup_cmd_ctl(struct sup *u, struct cmd *c)
 	ssize_t n = recv(r->ctl_fd, &m, sizeof(m), MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
+	if (n == sizeof(m) && m.type == RD_STUB_STOPPING) {
+		watch_status(u, c);
+		return;
+	}
 	if (n == sizeof(m) && m.type == RD_STUB_SIGNAL) {
 		if (r->status_known)
 			return;

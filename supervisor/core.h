@@ -120,6 +120,8 @@ struct run {
 	/* The stub's process (the caller's, by pidfd), for the SIGCONT that wakes it when the
 	 * command goes on after a stop by itself, or ends while the stub is stopped. */
 	int stub_pidfd;
+	/* The reaper's reports are read as they come: the stub has stopped once (command.c). */
+	bool status_watched;
 	/* An end the stub could not be told yet (its queue full): sent once it can take it. */
 	bool exit_pending;
 	int exit_status;

@@ -397,6 +397,21 @@ static int handle_one(int c, int *stop)
 	}
 }
 
+static void send_to_runnerd(int c);
+
+/* runnerd learns, once, that this stub stops when its command does (RD_STUB_STOPPING). */
+static void tell_stopping(int c, int sig)
+{
+	static int told;
+	if (told)
+		return;
+	told = 1;
+	out.type = RD_STUB_STOPPING;
+	out.value = sig;
+	out.code = out.pid = 0;
+	send_to_runnerd(c);
+}
+
 /* The signal the command last stopped by, until a packet says it went on or the caller sends
  * the stub SIGCONT: the stub stays stopped as long as the command is. */
 static int stopped_sig;
@@ -416,6 +431,7 @@ static void handle_control(int c, int recheck)
 		/* What the terminal echoed as it stopped the command (^Z) comes before the
 		 * caller's shell says it stopped, as without runnerd. */
 		drain();
+		tell_stopping(c, stop);
 		stop_like(stop);
 	}
 }

@@ -513,6 +513,31 @@ static void t_stop_then_end(void)
 	reap(&k);
 }
 
+/* A stub that stops tells runnerd so, once per command: runnerd then reads the reaper's
+ * reports as they come, to wake it. runnerd's wake-up with the command still stopped stops it
+ * again, without a second word. */
+static void t_stopping_told(void)
+{
+	struct kid k;
+	struct rd_stub_msg m;
+
+	if (start(&k, &dflt)) {
+		send_msg(k.sock, RD_STUB_STOPPED, SIGTSTP, NULL, -1);
+		CHECK(stopped_within(&k, TIMEOUT_MS), "the stub did not stop");
+		CHECK(recv_msg(k.sock, &m, TIMEOUT_MS) == 1 && m.type == RD_STUB_STOPPING &&
+		          m.value == SIGTSTP,
+		      "want RD_STUB_STOPPING for SIGTSTP, got type %u value %d", m.type, m.value);
+		kill(k.pid, SIGCONT);
+		CHECK(stopped_within(&k, TIMEOUT_MS), "woken, the stub did not stop again");
+		CHECK(recv_msg(k.sock, &m, 200) == 0, "a second word from the stub: type %u",
+		      m.type);
+		send_msg(k.sock, RD_STUB_EXIT, 6 << 8, NULL, -1);
+		kill(k.pid, SIGCONT);
+		expect_exit(&k, 6);
+	}
+	reap(&k);
+}
+
 static void t_forward_ignored(void)
 {
 	struct opts o = dflt;
@@ -806,6 +831,7 @@ static const struct test tests[] = {
     {"runnerd's SIGCONT wakes, is not forwarded", t_runnerd_wake},
     {"STOPPED then CONTINUED unread: no stop", t_stop_undone},
     {"STOPPED, EXIT while stopped, SIGCONT: the end", t_stop_then_end},
+    {"a stop is told to runnerd, once", t_stopping_told},
     {"ignored SIGINT still forwarded", t_forward_ignored},
     {"signal pending across exec forwarded", t_forward_pending_across_exec},
     {"caller's pipe EOF while running", t_pipe_eof},
