@@ -50,14 +50,19 @@ def test_churn(tmp):
             rep = json.load(open(os.path.join(tmp, "report")))
         except (OSError, ValueError):
             rep = {}
-        check("churn: after 300 callers killed mid-handoff the next command runs",
-              rep.get("last") == [0, "alive"], repr(rep))
+        ran_on = rep.get("last") == [0, "alive"]
+        try:
+            where = open(os.path.join(tmp, "progress")).read()
+        except OSError:
+            where = "not started"
         time.sleep(1.0)  # the sandboxes of the killed callers reaped
         after = fd_count(p.pid)
-        check("churn: runnerd holds no more fds than before the churn (%d, then %d)" %
-              (before, after), before > 0 and after <= before, "")
     finally:
         _, err = common.finish(p, os.path.join(tmp, "done"))
+    check("churn: after 300 callers killed mid-handoff the next command runs", ran_on,
+          "report %r; the agent was at: %s; runnerd said: %s" % (rep, where, err[-600:]))
+    check("churn: runnerd holds no more fds than before the churn (%d, then %d)" %
+          (before, after), before > 0 and after <= before, "")
     check("churn: no word of ptrace being forbidden (a caller gone is not that)",
           "cannot ptrace" not in err, err[-600:])
     events = [json.loads(l) for l in open(log)] if os.path.exists(log) else []

@@ -16,7 +16,10 @@ open(os.path.join(d, "started"), "w").close()
 while not os.path.exists(os.path.join(d, "go")):
     time.sleep(0.02)
 errors = {}
+progress = os.path.join(d, "progress")
 for i in range(n):
+    with open(progress, "w") as f:
+        f.write("caller %d of %d" % (i + 1, n))
     # A plain fork and exec, killed after a moment of 0 to 1.2 ms: somewhere between its
     # trap and the end of its handoff (Popen would return only after the stub's exec).
     pid = os.fork()
@@ -25,6 +28,8 @@ for i in range(n):
     time.sleep(random.random() * 0.0012)
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
+with open(progress, "w") as f:
+    f.write("the last command")
 last = subprocess.run(["sh", "-c", "echo alive"], capture_output=True, text=True)
 with open(os.path.join(d, "report"), "w") as f:
     json.dump({"first": first, "errors": errors, "last": [last.returncode, last.stdout.strip()]},
