@@ -2,6 +2,7 @@
 #include "lib/stub_proto.h"
 #include "lib/syscalls.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +33,16 @@ static void watch_status(struct sup *u, struct cmd *c)
 	struct run *r = &c->run;
 	if (r->status_watched || r->sb.status_fd < 0)
 		return;
+	/* The stub is the caller's process, its thread group's leader since the exec. The pidfd
+	 * is its while its control socket is open: the pid cannot be reused before it dies, and
+	 * its death closes the socket (then there is no one to wake). */
+	int pidfd = rd_pidfd_open(c->tgid, 0);
+	struct pollfd pf = {r->ctl_fd, POLLRDHUP, 0};
+	if (pidfd >= 0 && poll(&pf, 1, 0) != 0) {
+		close(pidfd);
+		pidfd = -1;
+	}
+	r->stub_pidfd = pidfd;
 	r->status_src = (struct src){.type = SRC_STATUS, .cmd = c};
 	sup_watch(u, r->sb.status_fd, &r->status_src);
 	r->status_watched = true; /* what came before the watch wakes runnerd at once */

@@ -118,7 +118,8 @@ struct run {
 	int ctl_fd, ctl_peer;
 	struct src ctl_src, timer_src, status_src;
 	/* The stub's process (the caller's, by pidfd), for the SIGCONT that wakes it when the
-	 * command goes on after a stop by itself, or ends while the stub is stopped. */
+	 * command goes on after a stop by itself, or ends while the stub is stopped; opened when
+	 * the stub first stops (command.c), -1 before. */
 	int stub_pidfd;
 	/* The reaper's reports are read as they come: the stub has stopped once (command.c). */
 	bool status_watched;

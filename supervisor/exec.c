@@ -388,8 +388,6 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 		return refuse(x, ENOMEM, "out of memory");
 	struct cmd *c = x->c;
 	sup_cmd_keep_argv(c, q->strs.argv, q->strs.argc);
-	/* The caller becomes the stub: its pidfd, to wake it (sup_stub_wake). */
-	c->run.stub_pidfd = fcntl(q->t.pidfd, F_DUPFD_CLOEXEC, 3);
 	/* The kernel names a process after the last component of the path it exec'd (after the
 	 * file's own name, for an exec by fd): so the stub, and the command, are named. */
 	const char *name = q->path[0] ? q->path : q->tg.resolved ? q->tg.resolved : "";
