@@ -197,6 +197,18 @@ def test_typed_into_terminal(tmp):
           ran is False and "typed" in pane, pane)
 
 
+def read_master(master, timeout):
+    """What a pseudo-terminal's master gives within timeout seconds: b"" if nothing came,
+    None once the terminal is gone (EOF, or EIO as Linux says it)."""
+    r, _, _ = select.select([master], [], [], timeout)
+    if not r:
+        return b""
+    try:
+        return os.read(master, 4096) or None
+    except OSError:
+        return None
+
+
 def on_pty(argv, environ, typed=b"hunter2\r", at=1.0, seconds=15):
     """argv on a fresh pseudo-terminal (a session of its own, the terminal its controlling
     one), typed at `at` seconds; its output, once it has ended."""
@@ -208,15 +220,10 @@ def on_pty(argv, environ, typed=b"hunter2\r", at=1.0, seconds=15):
         if not sent and time.monotonic() - t0 >= at:
             os.write(master, typed)
             sent = True
-        r, _, _ = select.select([master], [], [], 0.05)
-        if r:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
+        chunk = read_master(master, 0.05)
+        if chunk is None:
+            break
+        out += chunk
     else:
         os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
@@ -336,15 +343,10 @@ def test_modes_restored(tmp):
     deadline = time.monotonic() + 30
     killed = False
     while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.2)
-        if r:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
+        chunk = read_master(master, 0.2)
+        if chunk is None:
+            break
+        out += chunk
         if not killed and b"sleeping" in out:
             time.sleep(0.3)
             for child in common.children(pid):  # runnerd
