@@ -20,6 +20,10 @@ static char *operator_env[] = {
     "USER=dev",
     "LANG=C.UTF-8",
     "LC_ALL=C.UTF-8",
+    "LC_CTYPE=C.UTF-8",
+    "LC_MESSAGES=C",
+    /* A key under a name that only looks like a locale category (LC_* once let it through). */
+    "LC_X=canary-lc",
     "TERM=xterm-256color",
     "TMPDIR=/tmp",
     "SSH_AUTH_SOCK=/run/user/1000/ssh-agent",
@@ -68,6 +72,7 @@ static const char *const never[] = {
     "DATABASE_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
     "GITHUB_TOKEN", "NPM_TOKEN",         "STRIPE_SECRET_KEY",
     "LD_PRELOAD",   "BASH_ENV",          "NODE_OPTIONS",
+    "LC_X",
 };
 static const char *const always[] = {
     "PATH",
@@ -75,6 +80,8 @@ static const char *const always[] = {
     "USER",
     "LANG",
     "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
     "TERM",
     "TMPDIR",
     "RUNNERD_SESSION",
