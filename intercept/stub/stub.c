@@ -432,6 +432,18 @@ static void handle_control(int c, int recheck)
 		 * caller's shell says it stopped, as without runnerd. */
 		drain();
 		tell_stopping(c, stop);
+		/* The last look before the stop: a stop signal discards a pending SIGCONT, so
+		 * runnerd's wake-up for a CONTINUED that came meanwhile would be lost. Such a
+		 * CONTINUED is queued before runnerd is told of it; read, it undoes the stop. */
+		int after = -1;
+		while (handle_one(c, &after))
+			;
+		if (after >= 0) {
+			stopped_sig = after;
+			if (!after)
+				return;
+			stop = after;
+		}
 		stop_like(stop);
 	}
 }
