@@ -10,14 +10,10 @@ mkdir -p "$dir"
 if [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "$want" ]; then
 	exit 0
 fi
-# Debian's nodejs comes without npm (NodeSource's has it): then Debian's npm, if we may.
-if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-	echo "npm-deps: installing Debian's npm"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm \
-		>/dev/null 2>&1 || true
-fi
+# npm (and g++, which node-pty's build needs on Linux) come with make test-deps.
 if ! command -v npm >/dev/null 2>&1; then
-	echo "npm-deps: npm is not installed: the tests that need $want skip"
+	echo "npm-deps: npm is not installed (make test-deps installs it): the tests that need" \
+		"$want skip" >&2
 	exit 0
 fi
 echo "npm-deps: installing $want into $dir"
@@ -25,6 +21,6 @@ if (cd "$dir" && npm install --no-audit --no-fund --no-save --loglevel=error $wa
 	echo "$want" >"$dir/.installed"
 	chmod -R a+rX "$dir"
 else
-	echo "npm-deps: npm could not install $want: the tests that need it skip"
+	echo "npm-deps: npm could not install $want: the tests that need it skip" >&2
 fi
 exit 0
