@@ -48,6 +48,11 @@ enum rd_stub_msg_type {
 	 * as they come, to wake the stub (SIGCONT) when the command goes on without its caller's
 	 * word or ends; a command that never stops costs runnerd no wake-up for it. */
 	RD_STUB_STOPPING = 8,
+	/* stub -> runnerd: runnerd's SIGCONT woke it; value = the RD_STUB_CONTINUED messages it
+	 * has read so far. A stop signal discards a pending SIGCONT, so a wake-up that came just
+	 * before the stub stopped is lost: runnerd sends it again until the stub has read every
+	 * CONTINUED the reaper reported (or has gone). */
+	RD_STUB_AWAKE = 9,
 };
 
 #define RD_STUB_TEXT_MAX 480

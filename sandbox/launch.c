@@ -375,6 +375,13 @@ int rd_sandbox_kill_command(struct rd_sandbox *s)
 	return marked_term(s, RD_REAPER_KILL_MARK);
 }
 
+int rd_sandbox_signal(struct rd_sandbox *s, int sig)
+{
+	if (sig < 1 || sig > 64)
+		return -EINVAL;
+	return marked_term(s, RD_REAPER_SIGNAL_MARK | sig);
+}
+
 void rd_sandbox_destroy(struct rd_sandbox *s)
 {
 	/* SIGKILL to pid 1 ends the whole pid namespace. Not waited for here: that wait is the

@@ -32,15 +32,19 @@ enum {
 	RD_REPORT_STUB_STOPPED = 16,
 };
 
-/* runnerd's marks, each sent on the plan socket (which stays open for them; no process of the
- * sandbox holds it) just before a SIGTERM (SI_USER, which no process can forge) to the
- * sandbox's pid 1: those that end the whole sandbox, a command's timeout (rd_sandbox_timeout:
- * the caller then sees 124) and the session's end (rd_sandbox_end); and the one that kills
- * the command's main process alone (rd_sandbox_kill_command), whose stub is gone. A SIGTERM
- * with no mark waiting is one to pass on to the command. */
+/* runnerd's requests to a sandbox's pid 1, each a mark sent on the plan socket (which stays
+ * open for them; no process of the sandbox holds it), followed by a SIGTERM that only wakes
+ * pid 1: it reads its marks on every signal it takes and trusts no signal itself (a process
+ * inside can send it any, and one of runnerd's may merge with one of theirs). The marks: those
+ * that end the whole sandbox, a command's timeout (rd_sandbox_timeout: the caller then sees
+ * 124) and the session's end (rd_sandbox_end); the one that kills the command's main process
+ * alone (rd_sandbox_kill_command), whose stub is gone; and a signal the stub forwarded
+ * (rd_sandbox_signal), SIGNAL_MARK | its number. */
 #define RD_REAPER_TIMEOUT_MARK 0x74696d65
 #define RD_REAPER_END_MARK     0x656e6473
 #define RD_REAPER_KILL_MARK    0x6b696c6c
+#define RD_REAPER_SIGNAL_MARK  0x73690000
+#define RD_REAPER_SIGNAL_MASK  0xffff0000
 
 /* What a spare sandbox can put in place before it knows its plan: the masks, the network and
  * the seccomp filter most commands get. The filter goes on the reaper itself, after its own
@@ -132,6 +136,10 @@ int rd_sandbox_end(struct rd_sandbox *s);
  * process the caller would have exec'd; what it started lives on, as the sandbox's lifetime
  * says. Returns 0 or -errno. */
 int rd_sandbox_kill_command(struct rd_sandbox *s);
+
+/* A signal for the command, forwarded by its stub: pid 1 passes it on to the command (to every
+ * process of the sandbox for SIGCONT, and once the command has ended). Returns 0 or -errno. */
+int rd_sandbox_signal(struct rd_sandbox *s, int sig);
 
 /* Close runnerd's ends (the reaper, if alive, is reaped by the supervisor's loop). */
 void rd_sandbox_close(struct rd_sandbox *s);

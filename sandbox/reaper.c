@@ -536,18 +536,25 @@ static void report_end(const struct rd_launch_plan *p, int status_fd, int st, bo
 		rep.flags |= RD_REPORT_LEFT;
 	if (timed_out)
 		rep.flags |= RD_REPORT_TIMEOUT;
-	if (tell)
+	struct rd_stub_msg m = {.type = RD_STUB_EXIT, .value = timed_out ? 124 << 8 : st};
+	/* A stopped stub reads the end only once runnerd wakes it, which runnerd does on this
+	 * report: the end goes to it first, so that the wake-up finds it queued. (A stub gone,
+	 * EPIPE, needs telling no more.) */
+	if (tell && stub_stopped) {
+		tell = false;
+		if (send(p->stub_ctl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0 ||
+		    errno == EPIPE || errno == ECONNRESET)
+			rep.flags |= RD_REPORT_STUB_TOLD;
+	} else if (tell) {
 		rep.flags |= RD_REPORT_STUB_TOLD;
+	}
 	if (write(status_fd, &rep, sizeof(rep)) != sizeof(rep))
 		_exit(1);
-	if (tell) {
-		struct rd_stub_msg m = {.type = RD_STUB_EXIT, .value = timed_out ? 124 << 8 : st};
-		if (send(p->stub_ctl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
-		    errno != EPIPE && errno != ECONNRESET) {
-			rep.flags &= ~(uint32_t)RD_REPORT_STUB_TOLD;
-			if (write(status_fd, &rep, sizeof(rep)) != sizeof(rep))
-				_exit(1);
-		}
+	if (tell && send(p->stub_ctl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+	    errno != EPIPE && errno != ECONNRESET) {
+		rep.flags &= ~(uint32_t)RD_REPORT_STUB_TOLD;
+		if (write(status_fd, &rep, sizeof(rep)) != sizeof(rep))
+			_exit(1);
 	}
 }
 
@@ -816,51 +823,47 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	bool to_the_end = rd_box_is(&p->h.box, RD_BOX_LIFETIME, RD_LIFETIME_SESSION);
 	struct stub_state stub = {0};
 	for (;;) {
-		siginfo_t si;
 		/* A stop or go the stub could not be told yet (its queue full) is tried again in
 		 * a moment. */
 		struct timespec retry = {0, 20 * 1000 * 1000};
-		int sig = (int)sys4(SYS_rt_sigtimedwait, &all, &si,
+		int sig = (int)sys4(SYS_rt_sigtimedwait, &all, 0,
 		                    stub.want != stub.told ? &retry : NULL, sizeof(all));
 		if (stub.want != stub.told)
 			sync_stub(p, status_fd, &stub);
 		if (sig < 0)
 			continue;
 		if (sig != SIGCHLD) {
-			/* Only what runnerd sends is passed on: a signal from outside the pid
-			 * namespace (si_pid 0) sent with kill() (SI_USER, whose si_pid the kernel
-			 * fills in, so that no process can pretend to be runnerd), not one a
-			 * process of the sandbox sent its pid 1 (kill(0, ...) from a command in
-			 * this group), nor one the kernel raised for the reaper itself. */
-			if (si.si_pid != 0 || si.si_code != SI_USER)
-				continue;
-			/* runnerd's marks come on the plan socket, each with a SIGTERM. */
-			bool end = false, marked = false;
+			/* Only runnerd's marks are acted on, read on every signal: no signal is
+			 * trusted itself, whoever seems to send it (a process of the sandbox can
+			 * signal its pid 1, a zeroed siginfo past RLIMIT_SIGPENDING looks like one
+			 * from outside), and runnerd's waking SIGTERM may have merged with one
+			 * from inside. */
 			uint32_t mark;
-			while (sig == SIGTERM &&
-			       sys6(SYS_recvfrom, plan_fd, (long)&mark, sizeof(mark), MSG_DONTWAIT,
+			while (sys6(SYS_recvfrom, plan_fd, (long)&mark, sizeof(mark), MSG_DONTWAIT,
 			            0, 0) == sizeof(mark)) {
-				marked = true;
+				int pass = (mark & RD_REAPER_SIGNAL_MASK) == RD_REAPER_SIGNAL_MARK
+				               ? (int)(mark & ~RD_REAPER_SIGNAL_MASK)
+				               : 0;
 				if (mark == RD_REAPER_KILL_MARK && !main_done)
 					sys2(SYS_kill, child, SIGKILL);
 				if (mark == RD_REAPER_TIMEOUT_MARK && !main_done)
 					timed_out = true;
+				/* The sandbox's end (a timeout, the session's end) goes to every
+				 * process of it, background ones too. */
 				if (mark == RD_REAPER_TIMEOUT_MARK || mark == RD_REAPER_END_MARK)
-					end = true;
+					sys2(SYS_kill, -1, SIGTERM);
+				if (!pass)
+					continue;
+				/* A SIGCONT is the stub's: it went on (its caller sent it the
+				 * SIGCONT it passed on), whatever it was last told, and so does the
+				 * command. It goes to every process, as a shell's fg to a whole
+				 * stopped job; so does, once the command has ended, whatever the
+				 * stub passes on. The rest is the command's. */
+				if (pass == SIGCONT)
+					stub.told = stub.want = 0;
+				bool everyone = pass == SIGCONT || main_done;
+				sys2(SYS_kill, everyone ? -1 : child, pass);
 			}
-			if (marked && !end)
-				continue;
-			/* A SIGCONT from outside is the stub's: it went on (its caller sent it the
-			 * SIGCONT it passed on), whatever it was last told, and so does the
-			 * command, by this SIGCONT. */
-			if (sig == SIGCONT)
-				stub.told = stub.want = 0;
-			/* The sandbox's end (a timeout, the session's end) goes to every process of
-			 * it, background ones too; so does a SIGCONT, which goes on the command's
-			 * stop, as a shell's fg sends it to a whole stopped job; and, once the
-			 * command has ended, whatever runnerd sends. The rest is the command's. */
-			bool everyone = end || sig == SIGCONT || main_done;
-			sys2(SYS_kill, everyone ? -1 : child, sig);
 			continue;
 		}
 		int st;

@@ -62,7 +62,8 @@ static bool read_status(struct sup *u, struct cmd *c)
 	ssize_t n;
 	while ((n = read(r->sb.status_fd, &more, sizeof(more))) == sizeof(more)) {
 		if (more.flags & RD_REPORT_CONTINUED) {
-			sup_stub_wake(c);
+			r->continued++;
+			sup_stub_wake(u, c, false);
 			continue;
 		}
 		rep = more;
@@ -97,7 +98,7 @@ static bool read_status(struct sup *u, struct cmd *c)
 	r->left = rep.flags & RD_REPORT_LEFT;
 	/* A stub stopped as its command was: woken, it reads the end. */
 	if (rep.flags & RD_REPORT_STUB_STOPPED)
-		sup_stub_wake(c);
+		sup_stub_wake(u, c, true);
 	if (told)
 		r->timed_out = r->timed_out && (rep.flags & RD_REPORT_TIMEOUT);
 	int real = r->status;
@@ -144,10 +145,24 @@ void sup_cmd_timer(struct sup *u, struct cmd *c)
 	}
 }
 
+void sup_cmd_wake_timer(struct cmd *c)
+{
+	struct run *r = &c->run;
+	uint64_t ticks;
+	if (read(r->wake_timer, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+		return;
+	if (sup_stub_wake_due(r)) {
+		rd_pidfd_send_signal(r->stub_pidfd, SIGCONT, NULL, 0);
+		return;
+	}
+	struct itimerspec off = {0};
+	timerfd_settime(r->wake_timer, 0, &off, NULL);
+}
+
 void sup_cmd_status(struct sup *u, struct cmd *c)
 {
-	if (!c->run.status_known)
-		read_status(u, c);
+	/* After the end too: a correction may follow it, and the EOF must end the watch. */
+	read_status(u, c);
 }
 
 void sup_cmd_ctl(struct sup *u, struct cmd *c)
@@ -169,10 +184,16 @@ void sup_cmd_ctl(struct sup *u, struct cmd *c)
 		watch_status(u, c);
 		return;
 	}
+	if (n == sizeof(m) && m.type == RD_STUB_AWAKE) {
+		r->continued_read = (unsigned)m.value;
+		if (!sup_stub_wake_due(r))
+			sup_cmd_wake_timer(c);
+		return;
+	}
 	if (n == sizeof(m) && m.type == RD_STUB_SIGNAL) {
 		if (r->status_known)
 			return;
-		rd_pidfd_send_signal(r->sb.reaper_pidfd, m.value, NULL, 0);
+		rd_sandbox_signal(&r->sb, m.value);
 		return;
 	}
 	/* EOF or garbage: the stub is gone (the caller was killed, or it exited after EXIT).

@@ -17,6 +17,9 @@ void sup_cmd_ctl(struct sup *u, struct cmd *c);
 
 /* The reaper wrote a report: the command went on after a stop, or ended. */
 void sup_cmd_status(struct sup *u, struct cmd *c);
+/* A stopped stub's wake-up is due again (sup_stub_wake), or no more: the timer stops. Also
+ * called when the stub says it is awake. */
+void sup_cmd_wake_timer(struct cmd *c);
 
 /* The command's timer fired: SIGTERM, then after the grace SIGKILL. */
 void sup_cmd_timer(struct sup *u, struct cmd *c);

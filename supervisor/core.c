@@ -95,6 +95,7 @@ struct cmd *sup_cmd_new(uint64_t id, pid_t tid, pid_t tgid, const char *path)
 	c->tgid = tgid;
 	c->run.sb = RD_SANDBOX_NONE;
 	c->run.ctl_fd = c->run.ctl_peer = c->run.timer_fd = c->run.stub_pidfd = -1;
+	c->run.wake_timer = -1;
 	clock_gettime(CLOCK_MONOTONIC, &c->run.start);
 	return c;
 }
@@ -133,6 +134,14 @@ void sup_cmd_link(struct sup *u, struct cmd *c)
 	u->cmds = c;
 }
 
+static void close_stub_wake(struct sup *u, struct run *r)
+{
+	sup_unwatch(u, &r->wake_timer);
+	if (r->stub_pidfd >= 0)
+		close(r->stub_pidfd);
+	r->stub_pidfd = -1;
+}
+
 void sup_cmd_discard(struct sup *u, struct cmd *c)
 {
 	/* A sandbox still there is killed; runnerd's loop reaps its pid 1. */
@@ -142,8 +151,7 @@ void sup_cmd_discard(struct sup *u, struct cmd *c)
 		sup_unwatch(u, &c->run.timer_fd);
 	if (c->run.ctl_fd >= 0)
 		close(c->run.ctl_fd);
-	if (c->run.stub_pidfd >= 0)
-		close(c->run.stub_pidfd);
+	close_stub_wake(u, &c->run);
 	free(c->argv);
 	free(c->path);
 	free(c);
@@ -167,9 +175,7 @@ void sup_cmd_free_if_done(struct sup *u, struct cmd *c)
 			break;
 		}
 	rd_sandbox_close(&r->sb);
-	if (r->stub_pidfd >= 0)
-		close(r->stub_pidfd);
-	r->stub_pidfd = -1;
+	close_stub_wake(u, r);
 	sup_req_free(c->ask.req);
 	c->ask.req = NULL;
 	c->dead = true;
@@ -235,21 +241,45 @@ void sup_stub_exit(struct sup *u, struct cmd *c, int status)
 	if (r->ctl_fd < 0)
 		return;
 	r->exit_pending = false;
-	if (send(r->ctl_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0 || errno != EAGAIN)
+	if (send(r->ctl_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+		/* A stub that has stopped once may be stopped now (runnerd is not told each
+		 * time): woken, it reads the end; running, it only looks at its queue. */
+		sup_stub_wake(u, c, true);
+		return;
+	}
+	if (errno != EAGAIN)
 		return;
 	/* Its queue is full (a stub stopped, that a flood of stops filled): woken, it reads it,
 	 * and the end goes out once there is room. */
 	r->exit_pending = true;
 	r->exit_status = status;
-	sup_stub_wake(c);
+	sup_stub_wake(u, c, true);
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = &r->ctl_src};
 	epoll_ctl(u->epfd, EPOLL_CTL_MOD, r->ctl_fd, &ev);
 }
 
-void sup_stub_wake(struct cmd *c)
+bool sup_stub_wake_due(const struct run *r)
 {
-	if (c->run.stub_pidfd >= 0)
-		rd_pidfd_send_signal(c->run.stub_pidfd, SIGCONT, NULL, 0);
+	return r->ctl_fd >= 0 && (r->wake_for_end || r->continued_read < r->continued);
+}
+
+void sup_stub_wake(struct sup *u, struct cmd *c, bool for_end)
+{
+	struct run *r = &c->run;
+	if (r->stub_pidfd < 0 || r->ctl_fd < 0)
+		return;
+	r->wake_for_end |= for_end;
+	rd_pidfd_send_signal(r->stub_pidfd, SIGCONT, NULL, 0);
+	if (r->wake_timer < 0) {
+		r->wake_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (r->wake_timer < 0)
+			return;
+		r->wake_src = (struct src){.type = SRC_WAKE, .cmd = c};
+		sup_watch(u, r->wake_timer, &r->wake_src);
+	}
+	struct itimerspec its = {.it_value = {0, 20 * 1000 * 1000},
+	                         .it_interval = {0, 20 * 1000 * 1000}};
+	timerfd_settime(r->wake_timer, 0, &its, NULL);
 }
 
 void sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status)

@@ -37,6 +37,7 @@ enum src_type {
 	SRC_CLIENT_TIMER,   /* idle connections, and a listener paused for lack of fds */
 	SRC_TTY,            /* --prompt: the operator's answer on /dev/tty */
 	SRC_STATUS,         /* a command's reaper reports: its end, or that it went on */
+	SRC_WAKE,           /* a stopped stub not yet seen awake: wake it again */
 };
 
 struct src {
@@ -116,11 +117,15 @@ struct run {
 	/* The stub's control socket: runnerd's end (a copy goes to the reaper with the plan),
 	 * and the stub's end until it is put into the caller. */
 	int ctl_fd, ctl_peer;
-	struct src ctl_src, timer_src, status_src;
+	struct src ctl_src, timer_src, status_src, wake_src;
 	/* The stub's process (the caller's, by pidfd), for the SIGCONT that wakes it when the
 	 * command goes on after a stop by itself, or ends while the stub is stopped; opened when
-	 * the stub first stops (command.c), -1 before. */
-	int stub_pidfd;
+	 * the stub first stops (command.c), -1 before. A wake-up is sent again by wake_timer
+	 * until the stub says it has read every CONTINUED the reaper reported (continued_read,
+	 * continued), or, for its end, until it has gone (sup_stub_wake). */
+	int stub_pidfd, wake_timer;
+	unsigned continued, continued_read;
+	bool wake_for_end;
 	/* The reaper's reports are read as they come: the stub has stopped once (command.c). */
 	bool status_watched;
 	/* An end the stub could not be told yet (its queue full): sent once it can take it. */
@@ -317,9 +322,13 @@ void sup_close_peer(struct cmd *c);
  * text, to say it first (one line) on say_fd (the caller's stderr; -1: nowhere). A stub
  * whose queue is full is woken and told once it has room (sup_cmd_ctl). */
 void sup_stub_exit(struct sup *u, struct cmd *c, int status);
-/* SIGCONT to the stub of c, stopped as its command was: it reads what it was sent
- * (RD_STUB_CONTINUED, RD_STUB_EXIT) and does not pass this SIGCONT on. */
-void sup_stub_wake(struct cmd *c);
+/* SIGCONT to the stub of c, stopped as its command was (if it has stopped once): it reads
+ * what it was sent (RD_STUB_CONTINUED, RD_STUB_EXIT) and does not pass this SIGCONT on. A stop
+ * signal discards a pending SIGCONT, so one that came just before the stub stopped is lost:
+ * the wake-up is sent again every 20 ms while sup_stub_wake_due (for_end: until the stub has
+ * gone). */
+void sup_stub_wake(struct sup *u, struct cmd *c, bool for_end);
+bool sup_stub_wake_due(const struct run *r);
 void sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status);
 /* The caller's stderr as runnerd holds it (a copy from the snapshot), or -1. */
 int sup_caller_stderr(const struct req *q);

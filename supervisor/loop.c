@@ -120,6 +120,9 @@ static void dispatch(struct sup *u, struct src *src)
 	case SRC_STATUS:
 		sup_cmd_status(u, c);
 		break;
+	case SRC_WAKE:
+		sup_cmd_wake_timer(c);
+		break;
 	}
 }
 

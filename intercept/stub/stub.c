@@ -25,6 +25,9 @@ static uint64_t self_raised;
  * and no memset is needed: only type/value/code/pid ever change. */
 static struct rd_stub_msg out;
 
+/* The RD_STUB_CONTINUED messages read: what runnerd's wake-ups are for (RD_STUB_AWAKE). */
+static uint32_t continued_read;
+
 void stub_main(void) __attribute__((noreturn, used));
 
 /* The entry point: the kernel starts us with rsp/sp at argc. We need neither argv nor the
@@ -382,6 +385,7 @@ static int handle_one(int c, int *stop)
 		if (nfd)
 			die_killed();
 		*stop = 0;
+		continued_read++;
 		return 1;
 	case RD_STUB_NAME: {
 		char name[16] = {0};
@@ -399,17 +403,21 @@ static int handle_one(int c, int *stop)
 
 static void send_to_runnerd(int c);
 
+static void tell_runnerd(int c, uint32_t type, int32_t value)
+{
+	out.type = type;
+	out.value = value;
+	out.code = out.pid = 0;
+	send_to_runnerd(c);
+}
+
 /* runnerd learns, once, that this stub stops when its command does (RD_STUB_STOPPING). */
 static void tell_stopping(int c, int sig)
 {
 	static int told;
-	if (told)
-		return;
+	if (!told)
+		tell_runnerd(c, RD_STUB_STOPPING, sig);
 	told = 1;
-	out.type = RD_STUB_STOPPING;
-	out.value = sig;
-	out.code = out.pid = 0;
-	send_to_runnerd(c);
 }
 
 /* The signal the command last stopped by, until a packet says it went on or the caller sends
@@ -424,6 +432,10 @@ static void handle_control(int c, int recheck)
 	int stop = -1;
 	while (handle_one(c, &stop))
 		;
+	/* Woken by runnerd: it learns what has been read, and wakes the stub again if that is
+	 * not all it woke it for. */
+	if (recheck)
+		tell_runnerd(c, RD_STUB_AWAKE, (int32_t)continued_read);
 	if (stop >= 0)
 		stopped_sig = stop;
 	if (stop > 0 || (recheck && stopped_sig)) {

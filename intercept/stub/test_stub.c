@@ -455,11 +455,17 @@ static void t_runnerd_wake(void)
 
 	if (start(&k, &dflt)) {
 		kill(k.pid, SIGCONT);
+		/* On its own: a signalfd gives the lowest pending signal first, so a SIGUSR1 sent
+		 * with it would be read before a forwarded SIGCONT. */
+		CHECK(recv_msg(k.sock, &m, TIMEOUT_MS) == 1 && m.type == RD_STUB_AWAKE,
+		      "runnerd's SIGCONT was passed on, or not answered: type %u value %d", m.type,
+		      m.value);
+		CHECK(recv_msg(k.sock, &m, 300) == 0, "then a word: type %u value %d", m.type,
+		      m.value);
 		kill(k.pid, SIGUSR1);
 		CHECK(recv_msg(k.sock, &m, TIMEOUT_MS) == 1 && m.type == RD_STUB_SIGNAL &&
 		          m.value == SIGUSR1,
-		      "want SIGUSR1 forwarded first (runnerd's SIGCONT dropped), got type %u value "
-		      "%d",
+		      "want SIGUSR1 forwarded (the stub still serves), got type %u value %d",
 		      m.type, m.value);
 		send_msg(k.sock, RD_STUB_EXIT, 0, NULL, -1);
 		expect_exit(&k, 0);
@@ -490,6 +496,9 @@ static void t_stop_undone(void)
 		send_msg(k.sock, RD_STUB_CONTINUED, 0, NULL, -1);
 		CHECK(!stopped_within(&k, 300),
 		      "the stub stopped for a stop a later message undid");
+		/* As runnerd does after a CONTINUED: if the stub read the STOPPED alone (this test
+		 * preempted between its sends), it stopped, and this wakes it to read the rest. */
+		kill(k.pid, SIGCONT);
 		send_msg(k.sock, RD_STUB_EXIT, 4 << 8, NULL, -1);
 		expect_exit(&k, 4);
 	}
@@ -531,11 +540,39 @@ static void t_stopping_told(void)
 		      "want RD_STUB_STOPPING for SIGSTOP, got type %u value %d", m.type, m.value);
 		kill(k.pid, SIGCONT);
 		CHECK(stopped_within(&k, TIMEOUT_MS), "woken, the stub did not stop again");
-		CHECK(recv_msg(k.sock, &m, 200) == 0, "a second word from the stub: type %u",
-		      m.type);
+		CHECK(recv_msg(k.sock, &m, TIMEOUT_MS) == 1 && m.type == RD_STUB_AWAKE &&
+		          m.value == 0,
+		      "want RD_STUB_AWAKE with no CONTINUED read, got type %u value %d", m.type,
+		      m.value);
+		CHECK(recv_msg(k.sock, &m, 200) == 0, "a second stop told: type %u", m.type);
 		send_msg(k.sock, RD_STUB_EXIT, 6 << 8, NULL, -1);
 		kill(k.pid, SIGCONT);
 		expect_exit(&k, 6);
+	}
+	reap(&k);
+}
+
+/* runnerd's SIGCONT is answered with the number of CONTINUED read: a wake-up lost to the stub's
+ * own stop (a stop signal discards a pending SIGCONT) is sent again until the count is right. */
+static void t_awake_counts(void)
+{
+	struct kid k;
+	struct rd_stub_msg m;
+
+	if (start(&k, &dflt)) {
+		send_msg(k.sock, RD_STUB_STOPPED, SIGSTOP, NULL, -1);
+		CHECK(stopped_within(&k, TIMEOUT_MS), "the stub did not stop");
+		CHECK(recv_msg(k.sock, &m, TIMEOUT_MS) == 1 && m.type == RD_STUB_STOPPING,
+		      "want RD_STUB_STOPPING, got type %u", m.type);
+		send_msg(k.sock, RD_STUB_CONTINUED, 0, NULL, -1);
+		kill(k.pid, SIGCONT);
+		CHECK(recv_msg(k.sock, &m, TIMEOUT_MS) == 1 && m.type == RD_STUB_AWAKE &&
+		          m.value == 1,
+		      "want RD_STUB_AWAKE with 1 CONTINUED read, got type %u value %d", m.type,
+		      m.value);
+		CHECK(!stopped_within(&k, 300), "the stub stopped again after CONTINUED");
+		send_msg(k.sock, RD_STUB_EXIT, 2 << 8, NULL, -1);
+		expect_exit(&k, 2);
 	}
 	reap(&k);
 }
@@ -834,6 +871,7 @@ static const struct test tests[] = {
     {"STOPPED then CONTINUED unread: no stop", t_stop_undone},
     {"STOPPED, EXIT while stopped, SIGCONT: the end", t_stop_then_end},
     {"a stop is told to runnerd, once", t_stopping_told},
+    {"runnerd's wake-up is answered with the CONTINUED read", t_awake_counts},
     {"ignored SIGINT still forwarded", t_forward_ignored},
     {"signal pending across exec forwarded", t_forward_pending_across_exec},
     {"caller's pipe EOF while running", t_pipe_eof},

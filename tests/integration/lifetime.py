@@ -164,6 +164,20 @@ def test_marks_unforgeable(tmp):
           res == {"status": 0, "out": "after\n"}, repr(res))
 
 
+def test_marks_not_drowned(tmp):
+    """A process of the command signals its pid 1 without end: runnerd's requests still get
+    through (before, runnerd's signal merged with a pending one from inside, which pid 1
+    dropped: a forwarded SIGUSR1 never reached the command, and a command whose caller was
+    killed lived on)."""
+    os.chmod(tmp, 0o777)
+    res = stops("drown", tmp)
+    if res:
+        check("marks: a signal passed on reaches the command, its pid 1 flooded with it",
+              res["passed on"] == -signal.SIGUSR1, repr(res))
+        check("marks: a command whose caller was killed dies, its pid 1 flooded with SIGTERM",
+              res["survived"] is False, repr(res))
+
+
 def test_lifetime_command(tmp):
     prof = common.write_profile(tmp, "oneshot", {"default": "allow", "lifetime": "command"})
     res, gone, rc = background(tmp, prof, 0.5, "lifetime command")
@@ -269,7 +283,7 @@ def test_cwd_musl(tmp):
 def main():
     common.require_runnerd()
     tests = (test_signals, test_background, test_killed_command, test_stops,
-             test_marks_unforgeable, test_lifetime_command,
+             test_marks_unforgeable, test_marks_not_drowned, test_lifetime_command,
              test_timeout_ends_sandbox, test_ps_and_limit, test_cwd_musl)
     return common.run_tests(tests, "rd-life-")
 

@@ -6,7 +6,11 @@ the stops it saw. argv: MODE [N].
 - flood N: the command stops N times, and the agent continues it each time, as a shell's job
   control would; then it leaves a process behind for 30 s and exits 3.
 - forge: the command queues runnerd's old marks (a timeout's, a kill's) to its pid 1 with
-  rt_sigqueueinfo and exits 0."""
+  rt_sigqueueinfo and exits 0.
+- drown DIR: a process of the command's sends its pid 1 SIGUSR1, then SIGTERM, without end,
+  so that runnerd's own signals to it merge with theirs. The agent sends its command SIGUSR1
+  (to be passed on), then kills the caller of a second one outright (its command's main
+  process must die with it, before it writes DIR/survived)."""
 import ctypes
 import json
 import os
@@ -21,6 +25,27 @@ if mode == "inside":
     r = subprocess.run(["/bin/sh", "-c", "(sleep 0.3; kill -CONT $$) & kill -STOP $$; "
                         "echo resumed; exit 7"], capture_output=True, text=True, timeout=20)
     print(json.dumps({"status": r.returncode, "out": r.stdout}))
+elif mode == "drown":
+    d = sys.argv[2]
+    flood = ("%s -c 'import os, sys\nwhile True: os.kill(1, int(sys.argv[1]))' %%d & " %
+             sys.executable)
+    p = subprocess.Popen(["/bin/sh", "-c", flood % signal.SIGUSR1 + "exec sleep 30"])
+    time.sleep(1.0)
+    os.kill(p.pid, signal.SIGUSR1)
+    try:
+        passed_on = p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        passed_on = "still running"
+        p.kill()
+        p.wait()
+    survived = os.path.join(d, "survived")
+    p = subprocess.Popen(["/bin/sh", "-c", flood % signal.SIGTERM +
+                          "sleep 3; echo > %s" % survived])
+    time.sleep(1.0)
+    p.kill()
+    p.wait()
+    time.sleep(4.0)
+    print(json.dumps({"passed on": passed_on, "survived": os.path.exists(survived)}))
 elif mode == "flood":
     n = int(sys.argv[2])
     p = subprocess.Popen(["/bin/sh", "-c", "i=0; while [ $i -lt %d ]; do kill -STOP $$; "
