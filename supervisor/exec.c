@@ -155,7 +155,7 @@ static enum outcome phase_read(struct sup *u, struct exec *x)
 		return answer(x, ANSWER, -r);
 	/* An error of the caller's own making is answered above; a caller gone is answered by
 	 * no one. Only the copy taken before ID_VALID is ever used. */
-	if (ioctl(u->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &x->n->id) < 0)
+	if (!still_waiting(u, x))
 		return GONE;
 	return GO_ON;
 }
@@ -261,29 +261,32 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 static void caller_tty(const struct rd_task *t, struct rd_plan_head *h)
 {
 	int best = -1;
+	unsigned best_dev = 0, in_dev = 0;
+	bool in_tty = false;
 	for (size_t i = 0; i < t->n_fds; i++) {
-		struct termios modes;
 		unsigned dev;
-		int fd = t->fds[i].fd;
-		if (tcgetattr(fd, &modes) < 0 || ioctl(fd, TIOCGDEV, &dev) < 0)
-			continue;
+		if (ioctl(t->fds[i].fd, TIOCGDEV, &dev) < 0)
+			continue; /* not a terminal (ENOTTY): one call for each of those */
+		if (t->fds[i].target == 0) {
+			in_tty = true;
+			in_dev = dev;
+		}
 		if (best < 0 || (t->fds[i].target <= 2 && t->fds[best].target > 2)) {
 			best = (int)i;
-			h->tty_modes = modes;
-			h->tty_rdev = dev;
+			best_dev = dev;
 		}
 	}
 	if (best < 0)
 		return;
+	/* A terminal whose modes cannot be read is replaced all the same (its own terminal
+	 * with zeroed modes): it must not reach the command. */
+	if (tcgetattr(t->fds[best].fd, &h->tty_modes) < 0)
+		h->tty_modes = (struct termios){0};
 	if (ioctl(t->fds[best].fd, TIOCGWINSZ, &h->tty_size) < 0)
 		h->tty_size = (struct winsize){0};
+	h->tty_rdev = best_dev;
+	h->tty_input = in_tty && in_dev == best_dev;
 	h->has_tty = 1;
-	for (size_t i = 0; i < t->n_fds; i++) {
-		unsigned dev;
-		if (t->fds[i].target == 0 && ioctl(t->fds[i].fd, TIOCGDEV, &dev) == 0 &&
-		    dev == h->tty_rdev)
-			h->tty_input = 1;
-	}
 }
 
 /* From the caller's state and the decision to the launch plan. */
