@@ -138,12 +138,22 @@ void sup_handoff_exec_result(struct sup *u, struct cmd *c)
 	epoll_ctl(u->epfd, EPOLL_CTL_DEL, run->sb.setup_fd, NULL);
 	h->exec_pending = false;
 	int r = rd_sandbox_wait_exec(&run->sb, &exec_errno, &err);
-	/* The caller is gone, its handoff aborted or its stub's socket closed (runnerd killed the
-	 * sandbox then): nothing is left to let through or give back. The command ran if its exec
-	 * went through; its end comes, audited, from the reaper or its reaping. */
-	if (h->state == H_ABORTED || run->killed)
+	if (r < 0) {
+		/* rd_sandbox_wait_exec has closed the sandbox: no reaper left to reap. */
+		run->sb = RD_SANDBOX_NONE;
+		run->reaped = run->status_known = true;
+	}
+	/* The caller is gone with its handoff aborted: nothing is left to let through or give
+	 * back. The command ran if its exec went through; its end comes, audited, from the
+	 * reaper or its reaping. */
+	if (h->state == H_ABORTED) {
+		sup_cmd_free_if_done(u, c);
 		return;
-	if (r == 0)
+	}
+	/* Its stub's socket closed (runnerd killed the sandbox then; a thread of a live caller
+	 * can close it too): the killed command's timeout is not armed, but the caller's held
+	 * exec is answered all the same, as below (its stub, finding no runnerd, kills itself). */
+	if (r == 0 && !run->killed)
 		r = sup_cmd_started(u, c, &err);
 	if (r == 0) {
 		if (h->held) {
@@ -154,7 +164,7 @@ void sup_handoff_exec_result(struct sup *u, struct cmd *c)
 		}
 		return;
 	}
-	audit_launch_failure(u, c, exec_errno, err.msg);
+	audit_launch_failure(u, c, exec_errno, run->killed && !err.msg[0] ? run->killed : err.msg);
 	h->fail_errno = exec_errno ? exec_errno : EPERM;
 	run->sb = RD_SANDBOX_NONE;
 	run->reaped = run->status_known = true;
