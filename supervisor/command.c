@@ -34,11 +34,13 @@ static void watch_status(struct sup *u, struct cmd *c)
 	if (r->status_watched || r->sb.status_fd < 0)
 		return;
 	/* The stub is the caller's process, its thread group's leader since the exec. The pidfd
-	 * is its while its control socket is open: the pid cannot be reused before it dies, and
-	 * its death closes the socket (then there is no one to wake). */
+	 * is the stub's if the control socket is still open (the stub's death closes it, unless
+	 * a child forked before the stub's exec holds it too) and, for that case, if the pid
+	 * runs the stub's file after it was opened: a pid reused since could then only be another
+	 * stub, which a wake-up only makes look at its queue. Else there is no one to wake. */
 	int pidfd = rd_pidfd_open(c->tgid, 0);
 	struct pollfd pf = {r->ctl_fd, POLLRDHUP, 0};
-	if (pidfd >= 0 && poll(&pf, 1, 0) != 0) {
+	if (pidfd >= 0 && (!sup_is_stub(u, c->tgid) || poll(&pf, 1, 0) != 0)) {
 		close(pidfd);
 		pidfd = -1;
 	}

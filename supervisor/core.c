@@ -258,6 +258,14 @@ void sup_stub_exit(struct sup *u, struct cmd *c, int status)
 	epoll_ctl(u->epfd, EPOLL_CTL_MOD, r->ctl_fd, &ev);
 }
 
+bool sup_is_stub(struct sup *u, pid_t pid)
+{
+	char p[64];
+	struct stat st;
+	snprintf(p, sizeof(p), "/proc/%d/exe", pid);
+	return stat(p, &st) == 0 && st.st_dev == u->stub_dev && st.st_ino == u->stub_ino;
+}
+
 bool sup_stub_wake_due(const struct run *r)
 {
 	return r->ctl_fd >= 0 && (r->wake_for_end || r->continued_read < r->continued);

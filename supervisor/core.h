@@ -328,6 +328,8 @@ void sup_stub_exit(struct sup *u, struct cmd *c, int status);
  * the wake-up is sent again every 20 ms while sup_stub_wake_due (for_end: until the stub has
  * gone). */
 void sup_stub_wake(struct sup *u, struct cmd *c, bool for_end);
+/* Does pid run runnerd's stub (its /proc/PID/exe the stub's file)? */
+bool sup_is_stub(struct sup *u, pid_t pid);
 bool sup_stub_wake_due(const struct run *r);
 void sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status);
 /* The caller's stderr as runnerd holds it (a copy from the snapshot), or -1. */

@@ -176,14 +176,6 @@ void sup_handoff_exec_result(struct sup *u, struct cmd *c)
 		undo(u, c);
 }
 
-static bool is_stub(struct sup *u, pid_t pid)
-{
-	char p[64];
-	struct stat st;
-	snprintf(p, sizeof(p), "/proc/%d/exe", pid);
-	return stat(p, &st) == 0 && st.st_dev == u->stub_dev && st.st_ino == u->stub_ino;
-}
-
 /* Undoing a pipelined handoff whose command's exec failed: the caller runs close_range for
  * the stub and the control socket runnerd put in, one syscall at a time between its entry and
  * exit stops, then gets the registers and signal mask of its stop back, its exec returning
@@ -304,7 +296,7 @@ void sup_handoff_tracee(struct sup *u, pid_t pid, int st)
 	} else if (event == PTRACE_EVENT_STOP && h->state == H_UNDO_STOP) {
 		undo_start(u, c);
 	} else if (event == PTRACE_EVENT_EXEC && h->state == H_EXEC) {
-		if (!is_stub(u, pid)) {
+		if (!sup_is_stub(u, pid)) {
 			sup_handoff_abort(u, c, "the caller exec'd something other than the stub");
 			return;
 		}
