@@ -454,8 +454,7 @@ static json_t *pending_json(struct sup *u)
 			bytes += strnlen(q->strs.argv[i], 512) + 1;
 			json_array_append_new(argv, bounded(q->strs.argv[i], 512, &cut));
 		}
-		char cwd[4096];
-		sup_req_cwd(q, cwd, sizeof(cwd));
+		const char *cwd = sup_req_cwd(q);
 		unsigned secs = q->rule->ask_timeout_s;
 		double waited = sup_ms_since(&c->ask.asked) / 1000.0;
 		json_t *e =

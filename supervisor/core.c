@@ -316,14 +316,6 @@ int sup_caller_stderr(const struct req *q)
 	return -1;
 }
 
-void sup_req_cwd(const struct req *q, char *cwd, size_t size)
-{
-	char link[64];
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", q->t.cwd_fd);
-	ssize_t n = readlink(link, cwd, size - 1);
-	cwd[n > 0 ? n : 0] = 0;
-}
-
 int sup_arm_timer(struct sup *u, struct cmd *c, unsigned secs)
 {
 	struct run *r = &c->run;

@@ -334,8 +334,11 @@ bool sup_stub_wake_due(const struct run *r);
 void sup_stub_say_exit(struct sup *u, struct cmd *c, int say_fd, const char *text, int status);
 /* The caller's stderr as runnerd holds it (a copy from the snapshot), or -1. */
 int sup_caller_stderr(const struct req *q);
-/* The caller's cwd as a path, for the operator ("" if it cannot be read). */
-void sup_req_cwd(const struct req *q, char *cwd, size_t size);
+/* The caller's cwd as a path, for the operator (from the snapshot; "" if it had none). */
+static inline const char *sup_req_cwd(const struct req *q)
+{
+	return q->t.cwd_path ? q->t.cwd_path : "";
+}
 
 /* c's timer (one per command) set to fire in secs, made and watched if it has none yet. */
 int sup_arm_timer(struct sup *u, struct cmd *c, unsigned secs);

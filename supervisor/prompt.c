@@ -47,7 +47,7 @@ static void tty_show(struct sup *u)
 	if (!oldest)
 		return;
 	const struct req *q = oldest->ask.req;
-	char text[2048], cwd[4096];
+	char text[2048];
 	size_t cap = sizeof(text) - 200; /* room for the tail below */
 	int h = snprintf(text, cap, "\r\nrunnerd: run this command? (#%llu, rule %zu%s%s)\r\n",
 	                 (unsigned long long)oldest->id, q->rule->index,
@@ -57,7 +57,7 @@ static void tty_show(struct sup *u)
 	/* What runs, and where: argv[0] is the caller's to choose, and a rule may match on it.
 	 * The caller's bytes, escaped so that the terminal interprets none of them; a run of
 	 * spaces as its count, so that padding cannot push the rest out of sight. */
-	sup_req_cwd(q, cwd, sizeof(cwd));
+	const char *cwd = sup_req_cwd(q);
 	const char *labels[] = {"  program: ", "\r\n  in: ", "\r\n  $"};
 	const char *values[] = {q->tg.resolved ? q->tg.resolved : q->path, cwd, ""};
 	bool cut = false;
