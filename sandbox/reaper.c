@@ -98,7 +98,8 @@ static _Noreturn void fail_placing(int err_fd, int target, int e)
 	fail(err_fd, STAGE_SETUP, "placing the caller's fds", e);
 }
 
-/* Closes the numbers in [lo, end) but those in keep (of which -1 is none). */
+/* Closes the numbers in [lo, end) but those in keep (of which -1 is none). Raw: also used
+ * where the reaper shares errno with the command (raw_syscall.h). */
 static void close_but(uint64_t lo, uint64_t end, const int *keep, size_t n_keep)
 {
 	while (lo < end) {
@@ -107,10 +108,12 @@ static void close_but(uint64_t lo, uint64_t end, const int *keep, size_t n_keep)
 			if (keep[k] >= 0 && (uint64_t)keep[k] >= lo && (uint64_t)keep[k] < next)
 				next = (uint64_t)keep[k];
 		if (next > lo)
-			rd_close_range((unsigned)lo, (unsigned)(next - 1), 0);
+			sys3(SYS_close_range, (unsigned)lo, (unsigned)(next - 1), 0);
 		lo = next + 1;
 	}
 }
+
+#define ALL_FDS ((uint64_t)UINT_MAX + 1)
 
 /* Runs in a CLONE_VM child of the reaper (shared memory, a stack of its own, separate fd
  * table, signal handlers, cwd and credentials) while the reaper goes on: no allocation, and
@@ -173,7 +176,7 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 		close_but(from, t, src + n, 3);
 		from = (uint64_t)t + 1;
 	}
-	close_but(from, (uint64_t)UINT_MAX + 1, src + n, 3);
+	close_but(from, ALL_FDS, src + n, 3);
 	/* The caller's cwd by its path, looked up in the sandbox's own mounts: entered by the fd
 	 * alone, from runnerd's mount namespace, the kernel would report it "(unreachable)" (musl's
 	 * getcwd fails). By the fd only when the path does not lead to that very directory (it
@@ -498,25 +501,6 @@ bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd
 	       memcmp(p->filter, pre->filter, sizeof(*p->filter) * p->h.filter_len) == 0;
 }
 
-/* Close every fd but the n in keep (distinct, -1 for none). */
-static void close_all_but(int *keep, int n)
-{
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	unsigned from = 0;
-	for (int i = 0; i < n; i++) {
-		if (keep[i] < 0)
-			continue;
-		if ((unsigned)keep[i] > from)
-			sys3(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
-		from = (unsigned)keep[i] + 1;
-	}
-	sys3(SYS_close_range, from, ~0U, 0);
-}
 
 /* The command's end, to runnerd and then to the stub (if runnerd gave us its control socket
  * and the command started: a command that failed before its exec is runnerd's to report).
@@ -722,7 +706,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	/* Nothing of runnerd's stays open here: the listener, other commands' sockets and fds.
 	 * Close every gap between the four fds kept, in ascending order. */
 	int keep[] = {go_fd, plan_fd, err_fd, status_fd};
-	close_all_but(keep, 4);
+	close_but(0, ALL_FDS, keep, 4);
 	char go;
 	if (read(go_fd, &go, 1) != 1)
 		_exit(1); /* runnerd gave up on us, or died before PDEATHSIG was armed */
@@ -816,7 +800,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	/* From here until the command has exec'd, only raw system calls (raw_syscall.h): glibc's
 	 * set errno, which the command's side shares and reads after each of its failed calls. */
 	int left[] = {plan_fd, status_fd, p->h.has_stub_ctl ? p->stub_ctl_fd : -1};
-	close_all_but(left, 3);
+	close_but(0, ALL_FDS, left, 3);
 	int stat_fd = -1; /* the command's /proc/PID/stat, once it has stopped (is_stopped) */
 
 	bool timed_out = false, main_done = false;
