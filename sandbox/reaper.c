@@ -501,7 +501,6 @@ bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd
 	       memcmp(p->filter, pre->filter, sizeof(*p->filter) * p->h.filter_len) == 0;
 }
 
-
 /* The command's end, to runnerd and then to the stub (if runnerd gave us its control socket
  * and the command started: a command that failed before its exec is runnerd's to report).
  * runnerd first, so that when the stub has gone, runnerd finds why. If the stub cannot be

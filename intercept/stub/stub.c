@@ -285,8 +285,10 @@ static long now_ms(void)
  * process of the sandbox that goes on writing does not hold the stub. */
 static void drain(void)
 {
+	if (pty_master < 0)
+		return; /* no terminal: nothing to read, and no clock to look at */
 	long until = now_ms() + 200;
-	for (int quiet = 0; pty_master >= 0 && !master_gone && quiet < 3 && now_ms() < until;) {
+	for (int quiet = 0; !master_gone && quiet < 3 && now_ms() < until;) {
 		struct pollfd p = {pty_master, POLLIN, 0};
 		struct {
 			long sec, nsec;

@@ -58,14 +58,12 @@
 
 /* errno values the stub tests for (identical on x86_64 and arm64). */
 #define EINTR  4
-#define EIO    5
 #define EAGAIN 11
 #define EFBIG  27
 #define EPIPE  32
 
 /* Signals: the kernel's sigset_t is 64 bits on both architectures (_NSIG = 64). */
 #define KSIGSET_SIZE 8
-#define SIGHUP       1
 #define SIGKILL      9
 #define SIGPIPE      13
 #define SIGCHLD      17
@@ -167,7 +165,6 @@ struct kwinsize {
 #define VMIN   6
 
 /* fcntl */
-#define F_GETFL    3
 #define F_SETFL    4
 #define O_NONBLOCK 04000
 
