@@ -234,7 +234,7 @@ bool sup_cmd_reaped(struct sup *u, pid_t pid)
 	return false;
 }
 
-size_t sup_cmd_session_end(struct sup *u)
+void sup_cmd_session_end(struct sup *u)
 {
 	/* A command whose end its caller may have seen already (the reaper tells the stub
 	 * directly) is logged as it ended, not as killed. */
@@ -245,7 +245,6 @@ size_t sup_cmd_session_end(struct sup *u)
 	}
 	/* Every sandbox left, its command running or not, gets SIGTERM; what is left of them
 	 * after the grace, SIGKILL (sup_cmd_kill_all). */
-	size_t n = 0;
 	for (struct cmd *c = u->cmds; c; c = c->next) {
 		if (!sup_cmd_live(c))
 			continue;
@@ -255,9 +254,7 @@ size_t sup_cmd_session_end(struct sup *u)
 		else if (!c->run.status_known)
 			c->run.killed = "the agent exited";
 		rd_sandbox_end(&c->run.sb);
-		n++;
 	}
-	return n;
 }
 
 unsigned sup_cmd_grace(const struct sup *u)

@@ -28,9 +28,8 @@ void sup_cmd_timer(struct sup *u, struct cmd *c);
 bool sup_cmd_reaped(struct sup *u, pid_t pid);
 
 /* The agent has exited: every command's end is read if the reaper wrote it, and every sandbox
- * left gets SIGTERM (its command, if it still runs, is audited as killed when it ends). Returns
- * how many sandboxes were told. */
-size_t sup_cmd_session_end(struct sup *u);
+ * left gets SIGTERM (its command, if it still runs, is audited as killed when it ends). */
+void sup_cmd_session_end(struct sup *u);
 
 /* The longest kill_grace_s of the sandboxes left. */
 unsigned sup_cmd_grace(const struct sup *u);

@@ -1,4 +1,4 @@
-/* The control socket and the terminal prompt: where an operator answers an "ask".
+/* The control socket: where an operator answers an "ask" (the terminal prompt: prompt.c).
  *
  * One SOCK_SEQPACKET socket per session, $XDG_RUNTIME_DIR/runnerd/SESSION.sock (or
  * /run/runnerd/SESSION.sock as root), mode 0600 in a 0700 directory. A connection carries one

@@ -43,6 +43,8 @@ static void tty_done(struct sup *u, const char *what)
 /* Show the oldest pending ask, if any. */
 static void tty_show(struct sup *u)
 {
+	if (!u->ap.n_pending)
+		return; /* run on every turn of the loop: no walk of the commands for nothing */
 	struct cmd *oldest = sup_ask_oldest(u);
 	if (!oldest)
 		return;

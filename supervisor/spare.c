@@ -48,7 +48,9 @@ long sup_spare_wait_ms(const struct sup *u)
 	return left > 0 ? (long)left + 1 : 0;
 }
 
-bool sup_spare_wanted(const struct sup *u)
+/* Does the loop owe a spare now: none made, none asked of the zygote, and no failure's
+ * backoff to wait out? */
+static bool sup_spare_wanted(const struct sup *u)
 {
 	return sup_spare_wait_ms(u) == 0;
 }

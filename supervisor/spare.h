@@ -8,10 +8,6 @@
 /* Start the zygote (or say why there is none) and watch it. */
 void sup_spare_setup(struct sup *u);
 
-/* Does the loop owe a spare now: none made, none asked of the zygote, and no failure's
- * backoff to wait out? */
-bool sup_spare_wanted(const struct sup *u);
-
 /* How long until a spare is owed: 0 now, -1 never (there is one, or one is being made). */
 long sup_spare_wait_ms(const struct sup *u);
 
