@@ -23,8 +23,9 @@ import subprocess
 import sys
 import time
 
-import common
-from common import check, runnerd_cmd
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import common  # noqa: E402
+from common import check, runnerd_cmd  # noqa: E402
 
 RUN = ".%d" % os.getpid()
 
@@ -189,9 +190,10 @@ def test_lifetime_command(tmp):
 
 
 def test_timeout_ends_sandbox(tmp):
-    prof = common.write_profile(tmp, "timed", {"default": "allow", "timeout_s": 2,
+    # 5 s: the server (a Python) must answer first, on a loaded machine too.
+    prof = common.write_profile(tmp, "timed", {"default": "allow", "timeout_s": 5,
                                                "kill_grace_s": 1})
-    res, gone, rc = background(tmp, prof, 4, "timeout")
+    res, gone, rc = background(tmp, prof, 7, "timeout")
     if res:
         check("timeout: the server runs at first", res["first"] == "200", repr(res))
         check("timeout: timeout_s ends the sandbox, background processes included",
@@ -236,7 +238,8 @@ def test_ps_and_limit(tmp):
         check("limit: the next command fails with EAGAIN", last == "errno 11", last)
     finally:
         _, err = common.finish(p, os.path.join(tmp, "go"))
-    check("limit: runnerd says once why", err.count("max_sandboxes allows") == 1, err)
+    check("limit: runnerd says once why (three commands refused)",
+          err.count("max_sandboxes allows") == 1, err)
     check("limit: the session's end leaves nothing", common.gone_within("sleep\x0060" + mark, 10),
           "a sleep is left")
 

@@ -21,8 +21,9 @@ import subprocess
 import sys
 import time
 
-import common
-from common import check, runnerd_cmd
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import common  # noqa: E402
+from common import check, runnerd_cmd  # noqa: E402
 
 RUN = ".%d" % os.getpid()
 
@@ -42,7 +43,7 @@ def test_churn(tmp):
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         check("churn: the first command runs", common.wait_file(os.path.join(tmp, "started"), 30))
-        time.sleep(0.5)  # the spare made after it
+        common.wait_for(lambda: len(spares(p.pid)) == 1, 10)  # the spare made after it
         before = fd_count(p.pid)
         open(os.path.join(tmp, "go"), "w").close()
         common.wait_file(os.path.join(tmp, "report"), 120)
@@ -55,7 +56,8 @@ def test_churn(tmp):
             where = open(os.path.join(tmp, "progress")).read()
         except OSError:
             where = "not started"
-        time.sleep(1.0)  # the sandboxes of the killed callers reaped
+        # The sandboxes of the killed callers reaped, and the spare made again.
+        common.wait_for(lambda: 0 < fd_count(p.pid) <= before and len(spares(p.pid)) == 1, 10)
         after = fd_count(p.pid)
     finally:
         _, err = common.finish(p, os.path.join(tmp, "done"))
@@ -66,6 +68,9 @@ def test_churn(tmp):
     check("churn: no word of ptrace being forbidden (a caller gone is not that)",
           "cannot ptrace" not in err, err[-600:])
     events = [json.loads(l) for l in open(log)] if os.path.exists(log) else []
+    caught = [e for e in events if e.get("event") in ("gone", "handoff_failed")]
+    check("churn: some callers were killed between their trap and their handoff's end (%d)" %
+          len(caught), caught, "the churn tested nothing: no gone or handoff_failed in the audit")
     ran = {e["id"] for e in events if e.get("event") == "exit" and "status" in e}
     wrong = [e for e in events if e.get("event") == "refused" and e.get("id") in ran]
     check("churn: no command that ran is audited as refused", not wrong, repr(wrong[:3]))
@@ -124,10 +129,10 @@ def test_near_limit(tmp):
 
 
 def spares(pid):
-    """Sandboxes made ahead of time: runnerd's children named runnerd with no process in them
-    (a sandbox in use has its command's)."""
+    """Sandboxes made ahead of time: runnerd's live children named runnerd with no process in
+    them (a sandbox in use has its command's; one ending is a zombie)."""
     return [k for k in common.children(pid)
-            if common.comm(k) == "runnerd" and not common.children(k)]
+            if common.comm(k) == "runnerd" and common.alive(k) and not common.children(k)]
 
 
 def test_spare_comes_back(tmp):

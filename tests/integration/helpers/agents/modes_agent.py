@@ -8,8 +8,8 @@ import termios
 before = termios.tcgetattr(0)
 subprocess.run(["bash", "-c", "stty raw -echo; kill -KILL $$"])
 print("after the kill:", "same" if termios.tcgetattr(0) == before else "changed", flush=True)
-print("sleeping", flush=True)
-subprocess.run(["sleep", "30"])
+# Said by the command itself: its stub relays its terminal (raw) by the time the test reads it.
+subprocess.run(["sh", "-c", "echo sleeping; exec sleep 30"])
 print("after runnerd died:", "same" if termios.tcgetattr(0) == before else "changed",
       flush=True)
 print("all done", flush=True)

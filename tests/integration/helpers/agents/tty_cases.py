@@ -23,12 +23,21 @@ mode, d = sys.argv[1], sys.argv[2]
 reader = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                        "tty_reader.py"), os.path.join(d, "got"), "3"]
 q = " ".join("'%s'" % a for a in reader)
+
+
+def reader_done():
+    """Until the background reader has written what it got (10 s at most)."""
+    end = time.monotonic() + 10
+    while not os.path.exists(os.path.join(d, "got")) and time.monotonic() < end:
+        time.sleep(0.05)
+
+
 if mode == "devtty":
     fd = os.open("/dev/tty", os.O_RDONLY)
     os.dup2(fd, 0)
     os.close(fd)
     r = subprocess.run(["/bin/sh", "-c", "(%s 0 1 2) & exit 0" % q])
-    time.sleep(3.5)
+    reader_done()
     print("ran %d" % r.returncode)
 elif mode == "highfd":
     fd = os.open("/dev/tty", os.O_RDWR)
@@ -36,7 +45,7 @@ elif mode == "highfd":
     r = subprocess.run(["/bin/sh", "-c", "(%s 5) & exit 0" % q], close_fds=False,
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
-    time.sleep(3.5)
+    reader_done()
     print("ran %d" % r.returncode)
 elif mode == "notinput":
     p = subprocess.Popen(["sleep", "3"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
