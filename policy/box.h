@@ -36,8 +36,8 @@ struct rd_box_key {
 	enum rd_box_type type;
 	unsigned where;        /* RD_IN_* */
 	const char *words[4];  /* RD_BOX_WORD */
-	uint64_t max;          /* RD_BOX_SECONDS */
-	const char *max_words; /* how long max is, for the message */
+	uint64_t max;          /* RD_BOX_SECONDS, RD_BOX_COUNT */
+	const char *max_words; /* how long max is, for the message (NULL: the number says it) */
 	int resource;          /* RD_BOX_RLIMIT: RLIMIT_* */
 	uint64_t dflt;         /* what applies when no level sets it (0: nothing) */
 };
@@ -59,7 +59,7 @@ struct rd_box_key {
 	X(LIFETIME, .name = "lifetime", .type = RD_BOX_WORD, .where = RD_IN_ALL,                   \
 	  .words = {"session", "command"}, .dflt = RD_LIFETIME_SESSION)                            \
 	X(MAX_SANDBOXES, .name = "max_sandboxes", .type = RD_BOX_COUNT,                            \
-	  .where = RD_IN_SANDBOX | RD_IN_COMMANDS, .max = 4096, .max_words = "4096", .dflt = 128)  \
+	  .where = RD_IN_SANDBOX | RD_IN_COMMANDS, .max = 4096, .dflt = 128)                       \
 	X(NOFILE, .name = "nofile", .group = "rlimits", .type = RD_BOX_RLIMIT, .where = RD_IN_ALL, \
 	  .resource = RLIMIT_NOFILE)                                                               \
 	X(NPROC, .name = "nproc", .group = "rlimits", .type = RD_BOX_RLIMIT, .where = RD_IN_ALL,   \

@@ -330,8 +330,12 @@ static int get_bounded(struct ctx *c, json_t *obj, const char *ptr, const char *
 	if (t > max) {
 		char vp[512], name[512];
 		sub(vp, sizeof(vp), ptr, key);
-		ctx_err(c, vp, false, "\"%s\" must be at most %zu (%s)",
-		        show(vp, name, sizeof(name)), max, max_words);
+		if (max_words)
+			ctx_err(c, vp, false, "\"%s\" must be at most %zu (%s)",
+			        show(vp, name, sizeof(name)), max, max_words);
+		else
+			ctx_err(c, vp, false, "\"%s\" must be at most %zu",
+			        show(vp, name, sizeof(name)), max);
 		return -EINVAL;
 	}
 	*out = t;

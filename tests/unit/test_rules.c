@@ -168,6 +168,13 @@ static void test_box_merge(void **state)
 	assert_int_equal(o.v[RD_BOX_CPU], 0);
 	assert_null(rd_box_word(RD_BOX_NETWORK, 0));
 	assert_null(rd_box_word(RD_BOX_TIMEOUT_S, 10));
+	/* The words' values (policy/box.h) name the table's words, in its order. */
+	assert_string_equal(rd_box_word(RD_BOX_SECCOMP, RD_SECCOMP_DEFAULT), "default");
+	assert_string_equal(rd_box_word(RD_BOX_SECCOMP, RD_SECCOMP_NONE), "none");
+	assert_string_equal(rd_box_word(RD_BOX_NETWORK, RD_NET_HOST), "host");
+	assert_string_equal(rd_box_word(RD_BOX_NETWORK, RD_NET_NONE), "none");
+	assert_string_equal(rd_box_word(RD_BOX_LIFETIME, RD_LIFETIME_SESSION), "session");
+	assert_string_equal(rd_box_word(RD_BOX_LIFETIME, RD_LIFETIME_COMMAND), "command");
 }
 
 int main(void)
