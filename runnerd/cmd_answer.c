@@ -49,7 +49,8 @@ static int list_dir(const char *dir, struct session_sock *out, size_t max, size_
 
 /* The sessions' sockets in every directory where this user's may be (a session started
  * without XDG_RUNTIME_DIR puts its own elsewhere than one with it). Stale ones are among them:
- * connecting tells. 0, or -errno with a message on stderr. */
+ * connecting tells. A directory that cannot be read is said on stderr, and the others are
+ * still listed. 0, or the first -errno. */
 static int list_sessions(struct session_sock *out, size_t max, size_t *n)
 {
 	char *dirs[RD_CONTROL_DIRS];
@@ -57,8 +58,11 @@ static int list_sessions(struct session_sock *out, size_t max, size_t *n)
 	*n = 0;
 	rd_control_dirs(dirs);
 	for (size_t i = 0; i < RD_CONTROL_DIRS; i++) {
-		if (dirs[i] && r == 0 && (r = list_dir(dirs[i], out, max, n)) < 0)
-			fprintf(stderr, "runnerd: %s: %s\n", dirs[i], strerror(-r));
+		int e = dirs[i] ? list_dir(dirs[i], out, max, n) : 0;
+		if (e < 0)
+			fprintf(stderr, "runnerd: %s: %s\n", dirs[i], strerror(-e));
+		if (r == 0)
+			r = e;
 		free(dirs[i]);
 	}
 	return r;
@@ -202,11 +206,11 @@ static int list_all(const char *op, const char *key, bool as_json)
 {
 	struct session_sock ss[MAX_SESSIONS];
 	size_t n;
-	if (list_sessions(ss, MAX_SESSIONS, &n) < 0)
-		return 1;
+	/* What can be read is listed; a directory that could not be is said, and the exit
+	 * status is 1. (approve and deny, below, need every session to pick one.) */
+	int ret = list_sessions(ss, MAX_SESSIONS, &n) < 0 ? 1 : 0;
 	json_t *all = json_array();
 	size_t waiting = 0;
-	int ret = 0;
 	for (size_t i = 0; i < n; i++) {
 		bool stale;
 		json_t *rep = ask_session(&ss[i], json_pack("{s:s}", "op", op), &stale);
