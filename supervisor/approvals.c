@@ -121,8 +121,8 @@ static int launch_approved(struct sup *u, struct cmd *c)
 			r = sup_cmd_started(u, c, &err);
 	}
 	if (r < 0) {
-		int e = exec_errno ? exec_errno : EPERM;
-		sup_audit_refusal(u, c->id, c->tid, q->path, e, err.msg);
+		sup_audit_launch_failure(u, c->id, c->tid, q->path, exec_errno,
+		                         sup_launch_errno(exec_errno, err.err), err.msg);
 		char line[RD_STUB_TEXT_MAX];
 		snprintf(line, sizeof(line), "runnerd: %.200s: %.200s\n", q->path,
 		         exec_errno ? strerror(exec_errno) : err.msg);

@@ -203,6 +203,43 @@ void sup_audit_refusal(struct sup *u, uint64_t id, pid_t tid, const char *path, 
 	                   "reason", rd_json_bytes(why)));
 }
 
+int sup_resource_errno(int e)
+{
+	return e == EAGAIN || e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOSPC ? e : 0;
+}
+
+void sup_say_once(struct sup *u, uint64_t id, const char *path, const char *why, int e)
+{
+	uint64_t bit = e > 0 && e < 64 ? 1ULL << e : 1ULL;
+	if (u->said_errnos & bit)
+		return;
+	u->said_errnos |= bit;
+	fprintf(stderr, "runnerd: exec %llu (%s): %s%s\n", (unsigned long long)id, path, why,
+	        sup_resource_errno(e) ? " (said once; commands fail with this errno until it "
+	                                "passes)"
+	                              : " (said once; the audit log has every one)");
+}
+
+void sup_audit_launch_failure(struct sup *u, uint64_t id, pid_t tid, const char *path,
+                              int exec_errno, int e, const char *why)
+{
+	if (exec_errno) {
+		/* The command's own exec failed: exactly the caller's errno. */
+		rd_audit(u->s->audit, "exec_failed",
+		         json_pack("{s:I, s:i, s:s, s:i, s:o}", "id", (json_int_t)id, "tid", tid,
+		                   "errno", sup_errno_name(exec_errno), "errno_num", exec_errno,
+		                   "reason", rd_json_bytes(why)));
+		return;
+	}
+	sup_audit_refusal(u, id, tid, path, e, why);
+	sup_say_once(u, id, path, why, e);
+}
+
+int sup_launch_errno(int exec_errno, int err)
+{
+	return exec_errno ? exec_errno : sup_resource_errno(err) ? err : EPERM;
+}
+
 void sup_reply(struct sup *u, uint64_t notif_id, int e)
 {
 	rd_notif_reply(u->listener, notif_id, -e, false);

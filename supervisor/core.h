@@ -309,6 +309,18 @@ void sup_free_dead(struct sup *u);
 /* A trapped exec runnerd will not run: the audit line of the refusal, and the answer. */
 void sup_audit_refusal(struct sup *u, uint64_t id, pid_t tid, const char *path, int e,
                        const char *why);
+/* A limit of the machine or of runnerd (processes, fds, memory): e itself, the kernel's errno
+ * for it, which the caller gets as its own exec or fork would, rather than EPERM; else 0. */
+int sup_resource_errno(int e);
+/* A failure of runnerd's own, on stderr once for each errno (the audit has every one). */
+void sup_say_once(struct sup *u, uint64_t id, const char *path, const char *why, int e);
+/* A command that could not start, in one way wherever it is found: its own exec failed
+ * (exec_failed, exactly the caller's errno), or runnerd failed (refused with e, said once). */
+void sup_audit_launch_failure(struct sup *u, uint64_t id, pid_t tid, const char *path,
+                              int exec_errno, int e, const char *why);
+/* The errno a caller gets for a launch that failed: the command's own exec's, else a limit's
+ * (err, an rd_error's), else EPERM. */
+int sup_launch_errno(int exec_errno, int err);
 /* Answer a trapped exec that was not seized (e: its errno, 0 for success is never given). */
 void sup_reply(struct sup *u, uint64_t notif_id, int e);
 /* Give back a task runnerd seized but will not hand off: stop it, answer its exec with e,

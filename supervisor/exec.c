@@ -64,31 +64,11 @@ static enum outcome answer(struct exec *x, enum outcome o, int e)
 	return o;
 }
 
-/* A limit of the machine or of runnerd (processes, fds, memory): the caller gets the kernel's
- * errno for it, as its own exec or fork would, rather than EPERM. */
-static int resource_errno(int e)
-{
-	return e == EAGAIN || e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOSPC ? e : 0;
-}
-
 /* Is the trapped call still waiting for its answer? A caller killed meanwhile is not: its
  * notification is gone, and what failed on the way failed because it went. */
 static bool still_waiting(struct sup *u, const struct exec *x)
 {
 	return ioctl(u->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &x->n->id) == 0;
-}
-
-/* A failure of runnerd's own, on stderr once for each errno (the audit has every one). */
-static void say_once(struct sup *u, const struct exec *x, const char *path, int e)
-{
-	uint64_t bit = e > 0 && e < 64 ? 1ULL << e : 1ULL;
-	if (u->said_errnos & bit)
-		return;
-	u->said_errnos |= bit;
-	fprintf(stderr, "runnerd: exec %llu (%s): %s%s\n", (unsigned long long)x->id, path, x->why,
-	        resource_errno(e) ? " (said once; commands fail with this errno until it "
-	                            "passes)"
-	                          : " (said once; the audit log has every one)");
 }
 
 /* The caller must live in runnerd's root and mount namespace: the sandbox is cut from
@@ -362,10 +342,10 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 	}
 	x->seized = true;
 	if (rd_task_snapshot(&q->t, &err) < 0) {
-		int e = resource_errno(err.err);
+		int e = sup_resource_errno(err.err);
 		refuse(x, e ? e : EPERM, "%s", err.msg);
 		if (e && still_waiting(u, x))
-			say_once(u, x, q->path, e);
+			sup_say_once(u, x->id, q->path, x->why, e);
 		return REFUSE;
 	}
 	rd_target_bind(&q->t, &q->tg);
@@ -434,10 +414,10 @@ static enum outcome phase_launch(struct sup *u, struct exec *x)
 		                   rule_json(q->rule), "action", "allow"));
 	int r = sup_make_ctl(c);
 	if (r < 0) {
-		int e = resource_errno(-r);
+		int e = sup_resource_errno(-r);
 		refuse(x, e ? e : EPERM, "cannot make the stub's control socket: %s", strerror(-r));
 		if (e)
-			say_once(u, x, q->path, e);
+			sup_say_once(u, x->id, q->path, x->why, e);
 		return REFUSE;
 	}
 	q->plan.h.has_stub_ctl = true;
@@ -465,8 +445,7 @@ static enum outcome phase_launch(struct sup *u, struct exec *x)
 		r = sup_cmd_started(u, c, &err);
 	if (r < 0) {
 		snprintf(x->why, sizeof(x->why), "%s", err.msg);
-		int e = x->exec_errno ? x->exec_errno : resource_errno(err.err);
-		return answer(x, FAILED, e ? e : EPERM);
+		return answer(x, FAILED, sup_launch_errno(x->exec_errno, err.err));
 	}
 	sup_handoff_begin(u, c, x->n->id);
 	/* The next command's sandbox, now: this one's command is already running, and what its
@@ -531,17 +510,7 @@ static void finish(struct sup *u, struct exec *x, enum outcome o)
 			sup_reply(u, x->n->id, x->err);
 		break;
 	case FAILED:
-		if (x->exec_errno) {
-			/* The command's own exec failed: exactly the caller's errno. */
-			rd_audit(u->s->audit, "exec_failed",
-			         json_pack("{s:I, s:i, s:s, s:i, s:o}", "id", (json_int_t)x->id,
-			                   "tid", x->tid, "errno", sup_errno_name(x->exec_errno),
-			                   "errno_num", x->exec_errno, "reason",
-			                   rd_json_bytes(x->why)));
-		} else {
-			sup_audit_refusal(u, x->id, x->tid, path, x->err, x->why);
-			say_once(u, x, path, x->err);
-		}
+		sup_audit_launch_failure(u, x->id, x->tid, path, x->exec_errno, x->err, x->why);
 		sup_release(u, x->tid, x->n->id, x->err);
 		break;
 	}

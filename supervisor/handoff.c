@@ -112,22 +112,6 @@ void sup_handoff_notification(struct sup *u, struct cmd *c, const struct seccomp
 	sup_handoff_abort(u, c, "the caller made another exec in the middle of its handoff");
 }
 
-/* The audit (and, for runnerd's own failures, stderr) of a command that could not start. */
-static void audit_launch_failure(struct sup *u, struct cmd *c, int exec_errno, const char *why)
-{
-	if (exec_errno) {
-		/* The command's own exec failed: exactly the caller's errno. */
-		rd_audit(u->s->audit, "exec_failed",
-		         json_pack("{s:I, s:i, s:s, s:i, s:o}", "id", (json_int_t)c->id, "tid",
-		                   c->tid, "errno", sup_errno_name(exec_errno), "errno_num",
-		                   exec_errno, "reason", rd_json_bytes(why)));
-	} else {
-		sup_audit_refusal(u, c->id, c->tid, c->path, EPERM, why);
-		fprintf(stderr, "runnerd: exec %llu (%s): %s\n", (unsigned long long)c->id, c->path,
-		        why);
-	}
-}
-
 void sup_handoff_exec_result(struct sup *u, struct cmd *c)
 {
 	struct handoff *h = &c->ho;
@@ -164,8 +148,9 @@ void sup_handoff_exec_result(struct sup *u, struct cmd *c)
 		}
 		return;
 	}
-	audit_launch_failure(u, c, exec_errno, run->killed && !err.msg[0] ? run->killed : err.msg);
-	h->fail_errno = exec_errno ? exec_errno : EPERM;
+	h->fail_errno = sup_launch_errno(exec_errno, err.err);
+	sup_audit_launch_failure(u, c->id, c->tid, c->path, exec_errno, h->fail_errno,
+	                         run->killed && !err.msg[0] ? run->killed : err.msg);
 	run->sb = RD_SANDBOX_NONE;
 	run->reaped = run->status_known = true;
 	if (run->timer_fd >= 0)
