@@ -348,18 +348,26 @@ static json_t *bounded(const char *s, size_t max, bool *cut)
 	return part ? rd_json_bytes(part) : json_null();
 }
 
-/* How many processes live in a sandbox, its pid 1 left out: the descendants of reaper (every
- * orphan of a pid namespace is its pid 1's child), by the parent each /proc/PID/stat names,
- * which anyone may read (a sandbox's pid 1 is not dumpable, so its /proc/PID/ns is not). */
-static long processes_of(pid_t reaper)
+/* Every process's parent, by the /proc/PID/stat anyone may read (a sandbox's pid 1 is not
+ * dumpable, so its /proc/PID/ns is not), read once for a whole answer: pid and ppid, by pid. */
+struct procs {
+	pid_t (*pp)[2];
+	size_t n;
+};
+
+static int by_pid(const void *a, const void *b)
 {
+	pid_t x = (*(const pid_t(*)[2])a)[0], y = (*(const pid_t(*)[2])b)[0];
+	return (x > y) - (x < y);
+}
+
+static struct procs read_procs(void)
+{
+	struct procs t = {0};
+	size_t cap = 0;
 	DIR *d = opendir("/proc");
-	if (!d)
-		return -1;
-	size_t n = 0, cap = 0;
-	pid_t(*pp)[2] = NULL; /* pid, ppid */
 	struct dirent *e;
-	while ((e = readdir(d))) {
+	while (d && (e = readdir(d))) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		char p[64], buf[512];
@@ -372,36 +380,39 @@ static long processes_of(pid_t reaper)
 		int ppid;
 		if (!rp || sscanf(rp, ") %*c %d", &ppid) != 1)
 			continue;
-		if (n == cap) {
+		if (t.n == cap) {
 			cap = cap ? 2 * cap : 256;
-			pid_t(*more)[2] = realloc(pp, cap * sizeof(*pp));
+			pid_t(*more)[2] = realloc(t.pp, cap * sizeof(*t.pp));
 			if (!more)
 				break;
-			pp = more;
+			t.pp = more;
 		}
-		pp[n][0] = atoi(e->d_name);
-		pp[n++][1] = ppid;
+		t.pp[t.n][0] = atoi(e->d_name);
+		t.pp[t.n++][1] = ppid;
 	}
-	closedir(d);
-	/* Descendants, by rounds: a process whose parent is in the set joins it. */
-	bool *in = calloc(n + 1, sizeof(bool));
+	if (d)
+		closedir(d);
+	if (t.n)
+		qsort(t.pp, t.n, sizeof(*t.pp), by_pid);
+	return t;
+}
+
+/* How many processes live in the sandbox whose pid 1 is reaper, pid 1 left out: those that
+ * have reaper among their ancestors (every orphan of a pid namespace is its pid 1's child). */
+static long processes_of(const struct procs *t, pid_t reaper)
+{
 	long count = 0;
-	for (bool grew = in != NULL; grew;) {
-		grew = false;
-		for (size_t i = 0; i < n; i++) {
-			if (in[i])
-				continue;
-			bool parent_in = pp[i][1] == reaper;
-			for (size_t k = 0; !parent_in && k < n; k++)
-				parent_in = in[k] && pp[k][0] == pp[i][1];
-			if (parent_in) {
-				in[i] = grew = true;
-				count++;
-			}
+	for (size_t i = 0; i < t->n; i++) {
+		pid_t up = t->pp[i][1];
+		/* A chain of parents is short; the bound only guards against a table read while
+		 * processes came and went. */
+		for (int depth = 0; up > 1 && up != reaper && depth < 256; depth++) {
+			pid_t key[2] = {up, 0};
+			const pid_t(*at)[2] = bsearch(&key, t->pp, t->n, sizeof(*t->pp), by_pid);
+			up = at ? (*at)[1] : 0;
 		}
+		count += up == reaper;
 	}
-	free(in);
-	free(pp);
 	return count;
 }
 
@@ -410,6 +421,7 @@ static long processes_of(pid_t reaper)
 static json_t *sandboxes_json(struct sup *u)
 {
 	json_t *list = json_array();
+	struct procs procs = read_procs();
 	for (struct cmd *c = u->cmds; c; c = c->next) {
 		if (!sup_cmd_live(c))
 			continue;
@@ -421,7 +433,7 @@ static json_t *sandboxes_json(struct sup *u)
 		    json_pack("{s:I, s:o, s:o, s:b, s:s, s:I, s:f, s:o}", "id", (json_int_t)c->id,
 		              "path", rd_json_bytes(c->path), "argv", argv, "argv_truncated",
 		              c->argv_cut, "state", r->status_known ? "ended" : "running",
-		              "processes", (json_int_t)processes_of(r->sb.reaper), "age_s",
+		              "processes", (json_int_t)processes_of(&procs, r->sb.reaper), "age_s",
 		              sup_ms_since(&r->start) / 1000.0, "rule",
 		              c->rule >= 0 ? json_integer(c->rule) : json_null());
 		if (e && r->status_known)
@@ -433,6 +445,7 @@ static json_t *sandboxes_json(struct sup *u)
 		if (e)
 			json_array_append_new(list, e);
 	}
+	free(procs.pp);
 	return list;
 }
 
