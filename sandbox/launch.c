@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,19 +33,39 @@ static int write_file(pid_t pid, const char *name, const char *text)
 	return n == (ssize_t)strlen(text) ? 0 : (n < 0 ? -errno : -EIO);
 }
 
+bool rd_sandbox_can_map_all_ids(void)
+{
+	cap_t caps = cap_get_proc();
+	cap_flag_value_t uid = CAP_CLEAR, gid = CAP_CLEAR;
+	if (caps && (cap_get_flag(caps, CAP_SETUID, CAP_EFFECTIVE, &uid) < 0 ||
+	             cap_get_flag(caps, CAP_SETGID, CAP_EFFECTIVE, &gid) < 0))
+		uid = CAP_CLEAR;
+	cap_free(caps);
+	return uid == CAP_SET && gid == CAP_SET;
+}
+
+int rd_write_id_maps(pid_t pid, bool full)
+{
+	/* Every id to itself, as the machine's own namespace maps them. */
+	if (full) {
+		int r = write_file(pid, "uid_map", "0 0 4294967295\n");
+		return r < 0 ? r : write_file(pid, "gid_map", "0 0 4294967295\n");
+	}
+	char map[64];
+	snprintf(map, sizeof(map), "%u %u 1\n", geteuid(), geteuid());
+	int r = write_file(pid, "uid_map", map);
+	if (r == 0)
+		r = write_file(pid, "setgroups", "deny");
+	snprintf(map, sizeof(map), "%u %u 1\n", getegid(), getegid());
+	return r < 0 ? r : write_file(pid, "gid_map", map);
+}
+
 /* The reaper exists (out->reaper, out->reaper_pidfd): write its maps, then let it go. */
 static int sandbox_go(struct rd_sandbox *out, struct rd_error *err)
 {
 	int r = 0;
 	if (out->userns) {
-		char map[64];
-		snprintf(map, sizeof(map), "%u %u 1\n", geteuid(), geteuid());
-		r = write_file(out->reaper, "uid_map", map);
-		if (r == 0)
-			r = write_file(out->reaper, "setgroups", "deny");
-		snprintf(map, sizeof(map), "%u %u 1\n", getegid(), getegid());
-		if (r == 0)
-			r = write_file(out->reaper, "gid_map", map);
+		r = rd_write_id_maps(out->reaper, out->full_ids);
 		if (r < 0) {
 			rd_error_set(err, -r, "writing the sandbox's uid/gid map: %s",
 			             strerror(-r));
@@ -63,8 +84,9 @@ fail:
 	return r < 0 ? r : -EPROTO;
 }
 
-int rd_sandbox_spare_begin(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
-                           struct rd_sandbox *out, struct rd_error *err)
+int rd_sandbox_spare_begin(struct rd_zygote *z, bool full_ids,
+                           const struct rd_sandbox_preset *preset, struct rd_sandbox *out,
+                           struct rd_error *err)
 {
 	int go[2], ep[2], sp[2], pl[2];
 	*out = RD_SANDBOX_NONE;
@@ -84,7 +106,7 @@ int rd_sandbox_spare_begin(struct rd_zygote *z, bool userns, const struct rd_san
 	out->setup_fd = ep[0];
 	out->plan_fd = pl[0];
 	out->preset = preset;
-	out->userns = userns;
+	out->full_ids = full_ids;
 
 	/* The zygote clones the reaper, so runnerd's own memory is neither copied nor
 	 * write-protected. runnerd clones it itself without a zygote (or once it is lost), or for a
@@ -95,25 +117,30 @@ int rd_sandbox_spare_begin(struct rd_zygote *z, bool userns, const struct rd_san
 	/* A zygote lost on the way, or a preset too large for it, is not an error: runnerd clones
 	 * the reaper itself. */
 	struct rd_error zerr = {0};
-	if (z && z->fd >= 0 && (r = rd_zygote_request(z, userns, preset, ends, &zerr)) == 0)
+	if (z && z->fd >= 0 && (r = rd_zygote_request(z, preset, ends, &zerr)) == 0)
 		out->pending = true;
 	else if (r != -ENOSYS && r != -EMSGSIZE && !z->lost) {
 		r = rd_error_set(err, -r, "%s", zerr.msg);
 		goto fail;
 	}
 	if (!out->pending) {
+		/* A user namespace of its own, whose maps runnerd writes (sandbox_go), and the
+		 * whole view made by the reaper itself. */
 		struct clone_args ca = {
 		    .flags =
-		        CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD | (userns ? CLONE_NEWUSER : 0),
+		        CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_PIDFD,
 		    .pidfd = (uint64_t)(uintptr_t)&pidfd,
 		    .exit_signal = SIGCHLD,
 		};
+		out->userns = true;
 		pid = rd_clone3(&ca, sizeof(ca));
 		if (pid == 0)
-			rd_reaper_main(go[0], pl[1], ep[1], sp[1], preset, 0);
+			rd_reaper_main(go[0], pl[1], ep[1], sp[1], preset,
+			               full_ids || geteuid() == 0 ? RD_ROOT_IDS : 0);
 		if (pid < 0)
-			r = rd_error_set(err, errno, "clone3 (new pid and mount namespace%s): %s",
-			                 userns ? " in a new user namespace" : "", strerror(errno));
+			r = rd_error_set(err, errno,
+			                 "clone3 (new user, pid, mount and IPC namespaces): %s",
+			                 strerror(errno));
 	}
 fail:
 	for (int i = 0; i < RD_REAPER_NFDS; i++)
@@ -133,7 +160,7 @@ fail:
 int rd_sandbox_spare_finish(struct rd_zygote *z, struct rd_sandbox *out, struct rd_error *err)
 {
 	int pidfd = -1;
-	long pid = rd_zygote_answer(z, out->userns, &pidfd, err);
+	long pid = rd_zygote_answer(z, &pidfd, err);
 	out->pending = false;
 	/* runnerd reaps the reaper (CLONE_PARENT), but only in its loop, which ran since the
 	 * request: alive (or a zombie) here, its pid cannot have been reused. */
@@ -151,22 +178,22 @@ int rd_sandbox_spare_finish(struct rd_zygote *z, struct rd_sandbox *out, struct 
 	return sandbox_go(out, err);
 }
 
-/* A sandbox made ahead of time: pid 1 of fresh namespaces (user namespace too when userns),
+/* A sandbox made ahead of time: pid 1 of fresh namespaces,
  * /proc mounted, waiting for a plan. runnerd makes one while idle, off the exec path. With a
  * preset (may be NULL), the reaper also applies it before it waits; preset must stay unchanged
  * until the spare is started or destroyed. The zygote z, if any and not lost, clones the
  * reaper; the reaper is runnerd's child either way. */
-static int sandbox_now(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
+static int sandbox_now(struct rd_zygote *z, bool full_ids, const struct rd_sandbox_preset *preset,
                        struct rd_sandbox *out, struct rd_error *err)
 {
 	bool had_zygote = !z->lost;
 	struct rd_error first = {0};
-	int r = rd_sandbox_spare_begin(z, userns, preset, out, &first);
+	int r = rd_sandbox_spare_begin(z, full_ids, preset, out, &first);
 	if (r == 0 && out->pending)
 		r = rd_sandbox_spare_finish(z, out, &first);
 	if (r < 0 && had_zygote && z->lost) {
 		/* The zygote died under this request: once more, cloned by runnerd itself. */
-		r = rd_sandbox_spare_begin(z, userns, preset, out, err);
+		r = rd_sandbox_spare_begin(z, full_ids, preset, out, err);
 		if (r == 0 && out->pending)
 			r = rd_sandbox_spare_finish(z, out, err);
 	} else if (r < 0) {
@@ -271,7 +298,7 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 		if (use != RD_PRESET_USED)
 			rd_sandbox_destroy(sb);
 	}
-	if (sb->reaper < 0 && (r = sandbox_now(z, p->h.userns, NULL, sb, err)) < 0)
+	if (sb->reaper < 0 && (r = sandbox_now(z, !p->h.single_ids, NULL, sb, err)) < 0)
 		return r;
 	/* The caller may change the preset from now on. */
 	sb->preset = NULL;

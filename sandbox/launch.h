@@ -1,6 +1,7 @@
-/* Running one command in its sandbox: a new pid and mount namespace (and a user namespace
- * when runnerd is not root) whose pid 1 is a small reaper of ours, and the command, its
- * child, with the caller's fds, cwd, credentials, umask, signals and rlimits. */
+/* Running one command in its sandbox: new pid, mount and IPC namespaces in a user namespace that
+ * is not the machine's (the session's, made by the zygote, or the sandbox's own), whose pid 1
+ * is a small reaper of ours, and the command, its child, with the caller's fds, cwd,
+ * credentials, umask, signals and rlimits. */
 #ifndef RD_LAUNCH_H
 #define RD_LAUNCH_H
 
@@ -78,8 +79,9 @@ struct rd_sandbox {
 	enum rd_preset_use preset_use; /* set by rd_sandbox_start */
 	/* Asked of the zygote, not answered yet: reaper is -1 until rd_sandbox_spare_finish. */
 	bool pending;
-	bool userns;
-	int go_fd; /* a byte here starts the reaper, once runnerd has written its maps */
+	bool userns;   /* runnerd cloned it, in a user namespace whose maps it writes */
+	bool full_ids; /* those maps are every id to itself (else runnerd's alone) */
+	int go_fd;     /* a byte here starts the reaper, once runnerd has written its maps */
 };
 
 #define RD_SANDBOX_NONE                                                                            \
@@ -92,15 +94,22 @@ struct rd_sandbox {
 	                     .preset_use = RD_PRESET_NONE,                                         \
 	                     .pending = false,                                                     \
 	                     .userns = false,                                                      \
+	                     .full_ids = false,                                                    \
 	                     .go_fd = -1})
+
+/* Can runnerd map every id of a sandbox to itself: has it CAP_SETUID and CAP_SETGID (root,
+ * mostly; decided by the capabilities, not by the uid)? */
+bool rd_sandbox_can_map_all_ids(void);
 
 /* The same in two steps, so that runnerd goes on while the zygote clones: begin asks the
  * zygote and returns with out->pending set (or, without a zygote, makes the spare at once);
  * finish takes the zygote's answer, once z->fd is readable or when the spare is needed (it
  * then waits), and starts the reaper. On error out is RD_SANDBOX_NONE; z->lost says whether
- * the zygote is gone. */
-int rd_sandbox_spare_begin(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
-                           struct rd_sandbox *out, struct rd_error *err) _wur_;
+ * the zygote is gone. A sandbox that runnerd clones itself gets a user namespace of its own
+ * that maps every id to itself with full_ids, else runnerd's uid and gid alone. */
+int rd_sandbox_spare_begin(struct rd_zygote *z, bool full_ids,
+                           const struct rd_sandbox_preset *preset, struct rd_sandbox *out,
+                           struct rd_error *err) _wur_;
 int rd_sandbox_spare_finish(struct rd_zygote *z, struct rd_sandbox *out,
                             struct rd_error *err) _wur_;
 

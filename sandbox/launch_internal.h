@@ -42,12 +42,20 @@ struct preset_seen {
 _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
                               const struct rd_sandbox_preset *preset, unsigned inherited);
 
-/* What a reaper inherits done from the process that clones it (rd_reaper_main's inherited). */
+/* What a reaper inherits done from the process that clones it (rd_reaper_main's inherited),
+ * and what it is told of its sandbox. */
 enum {
 	RD_INHERIT_DISPOSITIONS = 1, /* every signal disposition the default */
 	RD_INHERIT_BOUNDING = 2,     /* an empty capability bounding set (not across a new user
 	                              * namespace, which starts with a full one) */
+	RD_INHERIT_VIEW = 4,         /* the session's part of the view (sandbox/view.h) */
+	RD_ROOT_IDS = 8,             /* uid 0 of the sandbox is the machine's root */
 };
+
+/* The maps of pid's new user namespace, written from its parent namespace: every id to itself
+ * (full: runnerd has CAP_SETUID and CAP_SETGID), else runnerd's uid and gid alone, with
+ * setgroups denied. Returns 0 or -errno. */
+int rd_write_id_maps(pid_t pid, bool full);
 
 /* In the zygote, once: what its reapers would otherwise each do. Returns RD_INHERIT_* for
  * what it did. */
@@ -56,15 +64,20 @@ unsigned rd_reaper_parent_setup(void);
 /* The child's ends of a sandbox's pipes and socket, in the order rd_reaper_main takes them. */
 enum { RD_REAPER_GO, RD_REAPER_PLAN, RD_REAPER_ERR, RD_REAPER_STATUS, RD_REAPER_NFDS };
 
+/* The zygote starts: it makes a user and a mount namespace of its own, says so (a zygote_reply,
+ * pid 0, or err if it could not), runnerd writes its maps and sends one byte (ZYGOTE_ROOT_IDS
+ * or ZYGOTE_OWN_IDS), the zygote makes the session's view in its mount namespace and says how
+ * that went (a setup_msg, err 0: ready). Every reaper it clones then has new pid, mount and IPC
+ * namespaces, in the zygote's user namespace. */
+enum { ZYGOTE_OWN_IDS = 'o', ZYGOTE_ROOT_IDS = 'r' };
+
 /* A request: clone one reaper. The child's four fds come with it (SCM_RIGHTS, in the order of
  * RD_REAPER_*), and a preset's filter and mask paths follow this header. */
 struct zygote_req {
-	uint32_t userns;
 	uint32_t preset; /* ZP_* */
 	uint32_t net_none;
 	uint32_t n_masks;
-	uint32_t filter_len;
-	uint32_t pad; /* the filter that follows stays 8-aligned */
+	uint32_t filter_len; /* the filter that follows stays 8-aligned */
 };
 
 enum {
@@ -82,15 +95,15 @@ struct zygote_reply {
 /* Largest request; a larger preset is not sent (the sandbox is then forked by runnerd). */
 #define ZYGOTE_MAX_MSG (64 * 1024)
 
-/* Ask the zygote to clone a reaper, runnerd's child (CLONE_PARENT), in new pid and mount
- * namespaces (and a user namespace with userns), running rd_reaper_main on fds (sent, not
- * closed) with preset. Returns 0, or -errno: -EMSGSIZE for a preset too large to send (the
- * zygote is fine), anything else when the zygote is gone (z->lost). */
-int rd_zygote_request(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
+/* Ask the zygote to clone a reaper, runnerd's child (CLONE_PARENT), in new pid, mount and IPC
+ * namespaces, running rd_reaper_main on fds (sent, not closed) with preset. Returns 0, or
+ * -errno: -EMSGSIZE for a preset too large to send (the zygote is fine), anything else when the
+ * zygote is gone (z->lost). */
+int rd_zygote_request(struct rd_zygote *z, const struct rd_sandbox_preset *preset,
                       const int fds[RD_REAPER_NFDS], struct rd_error *err);
 
 /* The answer to the oldest request: the reaper's pid, with its pidfd in *pidfd, or -errno (a
  * failed clone; or the zygote is gone: z->lost). Waits for it. */
-long rd_zygote_answer(struct rd_zygote *z, bool userns, int *pidfd, struct rd_error *err);
+long rd_zygote_answer(struct rd_zygote *z, int *pidfd, struct rd_error *err);
 
 #endif

@@ -51,9 +51,9 @@ struct rd_plan_head {
 	/* The file the decision was made on: the command refuses to exec anything else under
 	 * exec_path, or at the fd for an exec by fd (0: no check). */
 	uint64_t expect_dev, expect_ino;
-	/* runnerd is not root: the sandbox has a user namespace mapping runnerd's uid and gid
-	 * to themselves, where setgroups is denied. */
-	uint8_t userns;
+	/* The sandbox's user namespace maps runnerd's uid and gid alone, to themselves, and
+	 * setgroups is denied there (runnerd has no CAP_SETUID and CAP_SETGID to map more). */
+	uint8_t single_ids;
 	/* runnerd's end of the stub's control socket comes with the plan (stub_ctl_fd): the
 	 * reaper tells the stub the command's end itself (RD_STUB_EXIT), one hop sooner. */
 	uint8_t has_stub_ctl;

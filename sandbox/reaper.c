@@ -6,6 +6,7 @@
 #include "lib/stub_proto.h"
 #include "lib/syscalls.h"
 #include "sandbox/launch_internal.h"
+#include "sandbox/view.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -200,9 +201,9 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 		fail(err_fd, STAGE_SETUP, "taking the foreground of its terminal", errno);
 
 	/* The bounding set is empty already: the reaper's, dropped before the plan came. */
-	/* In a user namespace setgroups is denied (we wrote "deny" to map the gid without
+	/* With runnerd's ids alone mapped, setgroups is denied (the map was written without
 	 * privilege); the caller's groups are runnerd's, which the command inherits. */
-	if (!p->h.userns && syscall(SYS_setgroups, p->h.n_groups, p->groups) < 0)
+	if (!p->h.single_ids && syscall(SYS_setgroups, p->h.n_groups, p->groups) < 0)
 		fail(err_fd, STAGE_SETUP, "setting the caller's groups", errno);
 	if (syscall(SYS_setresgid, p->h.inh.gid[0], p->h.inh.gid[1], p->h.inh.gid[2]) < 0)
 		fail(err_fd, STAGE_SETUP, "setting the caller's gids", errno);
@@ -734,19 +735,17 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	if (stack == MAP_FAILED || mprotect(stack, 4096, PROT_NONE) < 0)
 		fail(err_fd, STAGE_SETUP, "mapping the command's stack", errno);
 	void *stack_top = stack + COMMAND_STACK;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		fail(err_fd, STAGE_SETUP, "making / private", errno);
-	/* A fresh /proc of the new pid namespace: no ancestor's environ to read. */
+	/* The command's view (sandbox/view.h): the session's part, unless the zygote made it;
+	 * a fresh /proc of the new pid namespace (no ancestor's environ to read); the sandbox's
+	 * part, whose devpts instance makes the command's terminal. */
+	struct rd_view_error view;
+	if (!(inherited & RD_INHERIT_VIEW) && (r = rd_view_session(&view)) < 0)
+		fail(err_fd, STAGE_SETUP, view.what, -r);
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		fail(err_fd, STAGE_SETUP, "mounting /proc", errno);
-	/* A devpts instance of the sandbox's own over /dev/pts: the terminals of the machine are
-	 * out of sight, and /dev/ptmx makes the command's terminal here (the kernel takes the
-	 * instance mounted at pts beside it). Where there is no /dev/pts to mount it on, a
-	 * command that needs a terminal fails with this reason. */
-	int pts_err = 0;
-	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-	          "newinstance,ptmxmode=0666,mode=0620") < 0)
-		pts_err = errno;
+	if ((r = rd_view_sandbox(&view, inherited & RD_ROOT_IDS)) < 0)
+		fail(err_fd, STAGE_SETUP, view.what, -r);
+	int pts_err = view.pts_err;
 	if (preset)
 		apply_preset(preset, plan_fd, err_fd);
 

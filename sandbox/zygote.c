@@ -14,7 +14,47 @@
 /* How long runnerd waits for an answer before it gives the zygote up. */
 #define ZYGOTE_TIMEOUT_S 2
 
-int rd_zygote_start(struct rd_zygote *z, int exe_fd, struct rd_error *err)
+/* Its namespaces made, the zygote waits for its maps; then it makes the view and says how that
+ * went (launch_internal.h). */
+static int zygote_setup(struct rd_zygote *z, bool full_ids, struct rd_error *err)
+{
+	struct zygote_reply r;
+	ssize_t n;
+	do
+		n = recv(z->fd, &r, sizeof(r), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(r) || r.pid != 0) {
+		int e = n < 0 ? errno : EPROTO;
+		return rd_error_set(err, e, "runnerd-zygote did not start: %s", strerror(e));
+	}
+	if (r.err)
+		return rd_error_set(err, r.err,
+		                    "runnerd-zygote: creating the session's user and mount "
+		                    "namespaces: %s",
+		                    strerror(r.err));
+	int e = -rd_write_id_maps(z->pid, full_ids);
+	if (e)
+		return rd_error_set(err, e, "writing runnerd-zygote's uid/gid map: %s",
+		                    strerror(e));
+	char ids = full_ids || geteuid() == 0 ? ZYGOTE_ROOT_IDS : ZYGOTE_OWN_IDS;
+	if (send(z->fd, &ids, 1, MSG_NOSIGNAL) != 1)
+		return rd_error_set(err, errno, "runnerd-zygote: %s", strerror(errno));
+	struct setup_msg m;
+	do
+		n = recv(z->fd, &m, sizeof(m), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(m)) {
+		e = n < 0 ? errno : EPROTO;
+		return rd_error_set(err, e, "runnerd-zygote did not start: %s", strerror(e));
+	}
+	m.what[sizeof(m.what) - 1] = '\0';
+	if (m.err)
+		return rd_error_set(err, m.err, "runnerd-zygote: making the commands' view: %s: %s",
+		                    m.what, strerror(m.err));
+	return 0;
+}
+
+int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids, struct rd_error *err)
 {
 	int sv[2];
 	*z = RD_ZYGOTE_NONE;
@@ -55,18 +95,10 @@ int rd_zygote_start(struct rd_zygote *z, int exe_fd, struct rd_error *err)
 	close(sv[1]);
 	z->pid = pid;
 	z->fd = sv[0];
-	/* It says it is ready: the exec went through. */
-	struct zygote_reply r;
-	ssize_t n;
-	do
-		n = recv(z->fd, &r, sizeof(r), 0);
-	while (n < 0 && errno == EINTR);
-	if (n != sizeof(r) || r.pid != 0 || r.err != 0) {
-		int e = n < 0 ? errno : EPROTO;
+	int r = zygote_setup(z, full_ids, err);
+	if (r < 0)
 		rd_zygote_lost(z);
-		return rd_error_set(err, e, "runnerd-zygote did not start: %s", strerror(e));
-	}
-	return 0;
+	return r;
 }
 
 void rd_zygote_lost(struct rd_zygote *z)
@@ -90,7 +122,7 @@ void rd_zygote_stop(struct rd_zygote *z)
 }
 
 /* The request for preset, into *out (malloc'd); its length, or -EMSGSIZE if too large. */
-static long build_req(bool userns, const struct rd_sandbox_preset *pre, char **out)
+static long build_req(const struct rd_sandbox_preset *pre, char **out)
 {
 	size_t n = sizeof(struct zygote_req);
 	if (pre) {
@@ -105,7 +137,7 @@ static long build_req(bool userns, const struct rd_sandbox_preset *pre, char **o
 	char *buf = malloc(n);
 	if (!buf)
 		return -ENOMEM;
-	struct zygote_req q = {.userns = userns, .preset = pre ? ZP_NEW : ZP_NONE};
+	struct zygote_req q = {.preset = pre ? ZP_NEW : ZP_NONE};
 	char *p = buf + sizeof(q);
 	if (pre) {
 		q.net_none = pre->net_none;
@@ -124,11 +156,11 @@ static long build_req(bool userns, const struct rd_sandbox_preset *pre, char **o
 	return (long)n;
 }
 
-int rd_zygote_request(struct rd_zygote *z, bool userns, const struct rd_sandbox_preset *preset,
+int rd_zygote_request(struct rd_zygote *z, const struct rd_sandbox_preset *preset,
                       const int fds[RD_REAPER_NFDS], struct rd_error *err)
 {
 	_cleanup_free_ char *req = NULL;
-	long len = build_req(userns, preset, &req);
+	long len = build_req(preset, &req);
 	if (len < 0)
 		return len == -EMSGSIZE
 		           ? -EMSGSIZE
@@ -159,7 +191,7 @@ int rd_zygote_request(struct rd_zygote *z, bool userns, const struct rd_sandbox_
 	return 0;
 }
 
-long rd_zygote_answer(struct rd_zygote *z, bool userns, int *pidfd, struct rd_error *err)
+long rd_zygote_answer(struct rd_zygote *z, int *pidfd, struct rd_error *err)
 {
 	struct zygote_reply r;
 	int fd = -1;
@@ -173,8 +205,8 @@ long rd_zygote_answer(struct rd_zygote *z, bool userns, int *pidfd, struct rd_er
 		return rd_error_set(err, e, "the zygote did not answer: %s", strerror(e));
 	}
 	if (r.pid <= 0)
-		return rd_error_set(err, r.err, "clone3 (new pid and mount namespace%s): %s",
-		                    userns ? " in a new user namespace" : "", strerror(r.err));
+		return rd_error_set(err, r.err, "clone3 (new pid, mount and IPC namespaces): %s",
+		                    strerror(r.err));
 	*pidfd = fd;
 	return r.pid;
 }

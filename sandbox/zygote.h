@@ -30,9 +30,12 @@ struct rd_zygote {
 #define RD_ZYGOTE_NONE ((struct rd_zygote){.pid = -1, .fd = -1})
 
 /* Start the zygote: fork, and exec the program exe_fd (runnerd-zygote) with its end of the
- * socket at fd 3, no other fd and an empty environment. It is not dumpable, dies with runnerd
- * (PDEATHSIG) and does nothing but answer runnerd's requests. */
-int rd_zygote_start(struct rd_zygote *z, int exe_fd, struct rd_error *err) _wur_;
+ * socket at fd 3, no other fd and an empty environment. It makes a user namespace (whose maps
+ * runnerd writes: every id to itself with full_ids, else runnerd's uid and gid alone) and a
+ * mount namespace with the session's part of the commands' view (sandbox/view.h), every
+ * sandbox's starting point. It is not dumpable, dies with runnerd (PDEATHSIG) and does nothing
+ * but answer runnerd's requests. */
+int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids, struct rd_error *err) _wur_;
 
 /* The zygote is gone (runnerd reaped it, or a request failed): close runnerd's end, kill it if
  * it still runs (runnerd's loop reaps it), and mark it lost. */

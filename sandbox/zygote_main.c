@@ -7,7 +7,11 @@
 #include "lib/fdpass.h"
 #include "lib/syscalls.h"
 #include "sandbox/launch_internal.h"
+#include "sandbox/view.h"
 
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -63,29 +67,58 @@ static void reply(int sock, long pid, int err, int pidfd)
 		_exit(1); /* runnerd is gone, or gave us up */
 }
 
+/* The session's namespaces (launch_internal.h): a user namespace, whose maps runnerd writes,
+ * and a mount namespace with the session's part of the commands' view. Returns what every
+ * reaper is to be told (RD_ROOT_IDS), or exits once runnerd knows why it could not. */
+static unsigned session_setup(int sock)
+{
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+		reply(sock, 0, errno, -1);
+		_exit(1);
+	}
+	/* Dumpable until then: runnerd, without privilege, may open our maps only so. */
+	reply(sock, 0, 0, -1);
+	char ids;
+	if (read(sock, &ids, 1) != 1 || (ids != ZYGOTE_ROOT_IDS && ids != ZYGOTE_OWN_IDS))
+		_exit(1);
+	/* Not dumpable: no other process of the user reads or traces it. */
+	struct setup_msg m = {.stage = STAGE_SETUP};
+	struct rd_view_error e;
+	const char *what = NULL;
+	int r = 0;
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		r = -errno, what = "making it non-dumpable";
+	else if ((r = rd_view_session(&e)) < 0)
+		what = e.what;
+	if (r < 0) {
+		m.err = -r;
+		snprintf(m.what, sizeof(m.what), "%s", what);
+	}
+	if (send(sock, &m, sizeof(m), MSG_NOSIGNAL) != sizeof(m) || r < 0)
+		_exit(1);
+	return ids == ZYGOTE_ROOT_IDS ? RD_ROOT_IDS : 0;
+}
+
 /* The zygote. Everything it writes after a clone is copied once (copy-on-write) while that
  * reaper lives: so it writes little, its stack and the header of each request. */
 int main(void)
 {
 	int sock = ZYGOTE_FD;
 	/* PDEATHSIG was armed before the exec, which keeps it: it dies with runnerd. */
-	/* Not dumpable: no other process of the user reads or traces it. */
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		_exit(1);
 	/* An exec by fd names the process after the fd on some kernels. */
 	prctl(PR_SET_NAME, "runnerd-zygote", 0, 0, 0);
 	/* Nothing but the socket: stdio is runnerd's, and the zygote never prints. */
 	rd_close_range(0, ZYGOTE_FD - 1, 0);
 	rd_close_range(ZYGOTE_FD + 1, ~0U, 0);
 
+	unsigned inherited = session_setup(sock) | RD_INHERIT_VIEW;
 	/* Default dispositions and, where it may, an empty bounding set, once for every reaper. */
-	unsigned inherited = rd_reaper_parent_setup();
+	inherited |= rd_reaper_parent_setup();
 
 	char *buf = malloc(ZYGOTE_MAX_MSG);
 	struct kept_preset kept = {0};
 	if (!buf)
 		_exit(1);
-	reply(sock, 0, 0, -1); /* ready */
 	for (;;) {
 		int fds[RD_REAPER_NFDS];
 		size_t n_fds = 0;
@@ -96,7 +129,6 @@ int main(void)
 		if (n < (ssize_t)sizeof(struct zygote_req) || n_fds != RD_REAPER_NFDS)
 			_exit(1);
 		const struct zygote_req *q = (const void *)buf;
-		bool userns = q->userns != 0;
 		const struct rd_sandbox_preset *pre = NULL;
 		if (q->preset == ZP_NEW) {
 			struct kept_preset k;
@@ -116,29 +148,17 @@ int main(void)
 
 		int pidfd = -1;
 		struct clone_args ca = {
-		    .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD | CLONE_PARENT |
-		             (userns ? CLONE_NEWUSER : 0),
+		    .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_PIDFD | CLONE_PARENT,
 		    .pidfd = (uint64_t)(uintptr_t)&pidfd,
 		    .exit_signal = 0, /* CLONE_PARENT: the child's is ours, SIGCHLD */
 		};
-		/* With a user namespace, runnerd writes the reaper's uid_map and gid_map. Those
-		 * /proc files belong to root while their process is not dumpable, and a clone
-		 * copies our dumpability: so we are dumpable for the clone, as runnerd always
-		 * is, and the reaper turns it off itself once its maps are written. */
-		long pid = -1;
-		if (!userns || prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0)
-			pid = rd_clone3(&ca, sizeof(ca));
+		long pid = rd_clone3(&ca, sizeof(ca));
 		if (pid == 0) {
 			prctl(PR_SET_NAME, "runnerd", 0, 0, 0);
 			rd_reaper_main(fds[RD_REAPER_GO], fds[RD_REAPER_PLAN], fds[RD_REAPER_ERR],
-			               fds[RD_REAPER_STATUS], pre,
-			               userns ? inherited & ~RD_INHERIT_BOUNDING : inherited);
+			               fds[RD_REAPER_STATUS], pre, inherited);
 		}
 		int e = errno;
-		/* Dumpable, the zygote could be read by anything of runnerd's user: better gone,
-		 * and runnerd forks sandboxes itself. */
-		if (userns && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-			_exit(1);
 		for (int i = 0; i < RD_REAPER_NFDS; i++)
 			close(fds[i]);
 		reply(sock, pid < 0 ? -1 : pid, pid < 0 ? e : 0, pid < 0 ? -1 : pidfd);

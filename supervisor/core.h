@@ -267,7 +267,9 @@ struct sup {
 	uint64_t next_id;
 	dev_t stub_dev;
 	ino_t stub_ino;
-	bool userns;
+	/* Sandboxes map every id to itself (runnerd has CAP_SETUID and CAP_SETGID), else
+	 * runnerd's uid and gid alone (sandbox/launch.h). */
+	bool full_ids;
 	struct stat root_st;
 	ino_t mntns;
 	bool warned_ptrace, warned_full;

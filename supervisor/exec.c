@@ -226,8 +226,8 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	const struct rd_inherit *h = &q->t.inh;
 	uid_t eu = geteuid();
 	gid_t eg = getegid();
-	if (u->userns && (h->uid[0] != eu || h->uid[1] != eu || h->uid[2] != eu ||
-	                  h->gid[0] != eg || h->gid[1] != eg || h->gid[2] != eg))
+	if (!u->full_ids && (h->uid[0] != eu || h->uid[1] != eu || h->uid[2] != eu ||
+	                     h->gid[0] != eg || h->gid[1] != eg || h->gid[2] != eg))
 		return refuse(
 		    x, EPERM,
 		    "the caller's uid or gid differs from runnerd's, which an unprivileged "
@@ -295,7 +295,7 @@ static int build_plan(struct sup *u, struct req *q)
 	                                              : RD_PGRP_MEMBER,
 	            .expect_dev = tg->dev,
 	            .expect_ino = tg->ino,
-	            .userns = u->userns,
+	            .single_ids = !u->full_ids,
 	            .box = q->box,
 	            .argc = (uint32_t)q->strs.argc,
 	            .envc = (uint32_t)q->env.n_env,

@@ -164,7 +164,7 @@ static int setup(struct sup *u, struct rd_session *s)
 	u->sp.zygote = RD_ZYGOTE_NONE;
 	u->ctl.fd = u->ctl.timer = u->tty.fd = -1;
 	sync_wakeups(u);
-	u->userns = geteuid() != 0;
+	u->full_ids = rd_sandbox_can_map_all_ids();
 	struct stat st;
 	if (stat("/", &u->root_st) < 0 || stat("/proc/self/ns/mnt", &st) < 0)
 		return -errno;

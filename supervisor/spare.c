@@ -28,7 +28,7 @@ void sup_spare_setup(struct sup *u)
 	 * sandbox itself, as it does once the zygote is lost. */
 	if (u->s->zygote_fd < 0) {
 		sp->warned_zygote = true; /* said at startup */
-	} else if (rd_zygote_start(&sp->zygote, u->s->zygote_fd, &err) < 0) {
+	} else if (rd_zygote_start(&sp->zygote, u->s->zygote_fd, u->full_ids, &err) < 0) {
 		fprintf(stderr, "runnerd: %s; runnerd forks each sandbox itself\n", err.msg);
 		sp->warned_zygote = true;
 	} else {
@@ -145,7 +145,7 @@ void sup_spare_make(struct sup *u)
 	struct rd_error err = {0};
 	if (!sup_spare_wanted(u))
 		return;
-	int r = rd_sandbox_spare_begin(&sp->zygote, u->userns, spare_preset(u), &sp->spare, &err);
+	int r = rd_sandbox_spare_begin(&sp->zygote, u->full_ids, spare_preset(u), &sp->spare, &err);
 	zygote_check(u);
 	if (r < 0)
 		spare_failed(u, &err);

@@ -43,6 +43,8 @@ echo "== as $user (uid $(id -u "$user")): callers"
 run "$py '$work/src/tests/integration/harness.py'" | grep -Ev '^ok ' 
 echo "== as $user: security"
 run "$py '$work/src/tests/integration/security.py'" | grep -Ev '^ok ' 
+echo "== as $user: the command's view of the machine"
+run "$py '$work/src/tests/integration/view.py'" | grep -Ev '^ok '
 echo "== as $user: approvals"
 run "$py '$work/src/tests/integration/ask.py'" | grep -Ev '^ok '
 echo "== as $user: sessions, signals and lifetimes"

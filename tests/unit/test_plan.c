@@ -97,7 +97,7 @@ static struct rd_launch_plan full_plan(void)
 	h->tty_size = (struct winsize){.ws_row = 43, .ws_col = 132, .ws_xpixel = 1, .ws_ypixel = 2};
 	h->expect_dev = 0xfedcba9876543210ull;
 	h->expect_ino = 0x123456789abcdef0ull;
-	h->userns = 1;
+	h->single_ids = 1;
 	h->has_stub_ctl = 1;
 	for (int k = 0; k < RD_BOX_NKEYS; k++)
 		h->box.v[k] = ((uint64_t)k << 40) + 7 * (uint64_t)k + 1;
@@ -172,7 +172,7 @@ static void check_head(const struct rd_plan_head *want, const struct rd_plan_hea
 	assert_memory_equal(&got->tty_size, &want->tty_size, sizeof(want->tty_size));
 	assert_int_equal(got->expect_dev, want->expect_dev);
 	assert_int_equal(got->expect_ino, want->expect_ino);
-	assert_int_equal(got->userns, want->userns);
+	assert_int_equal(got->single_ids, want->single_ids);
 	assert_int_equal(got->has_stub_ctl, want->has_stub_ctl);
 	for (int k = 0; k < RD_BOX_NKEYS; k++)
 		assert_int_equal(got->box.v[k], want->box.v[k]);

@@ -1,0 +1,159 @@
+/* The command's view of the machine: the kernel's knobs read-only and a /dev of its own, the
+ * session's part made once by the zygote, the sandbox's part by each sandbox's pid 1 (view.h).
+ * See docs/architecture.md, "The command's view". */
+#include "sandbox/view.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Written, these reach the whole machine, not the sandbox: core_pattern and the other
+ * sysctls (a root command's write to core_pattern would have the kernel run its program as
+ * root of the machine), sysrq, interrupt affinities, the buses' settings. The kernel checks
+ * them by file mode and uid alone, which the machine's root passes in any user namespace.
+ * Container runtimes make the same ones read-only. */
+static const char *const proc_readonly[] = {
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/irq",
+    "/proc/bus",
+};
+
+/* The device nodes a command gets, bound from the machine's /dev: nothing in them reaches
+ * another process or a disk. /dev/tty is the command's own terminal, if it has one. */
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+static const struct {
+	const char *name, *target;
+} dev_links[] = {
+    {"ptmx", "pts/ptmx"},          {"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"},
+    {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
+};
+
+static int set_readonly(const char *path, unsigned flags)
+{
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY};
+	return mount_setattr(AT_FDCWD, path, flags, &a, sizeof(a)) < 0 ? -errno : 0;
+}
+
+/* path, and every mount under it, read-only: bound on itself, so that only this view of it
+ * changes (it may be a mount's root or not). A path that is not there is nothing to
+ * protect. */
+static int readonly_tree(const char *path)
+{
+	if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return set_readonly(path, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+}
+
+static int make_dev(struct rd_view_error *e)
+{
+	enum { N = sizeof(dev_nodes) / sizeof(dev_nodes[0]) };
+	int fds[N];
+	/* The machine's nodes, held before a tmpfs covers them. */
+	for (int i = 0; i < N; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/dev/%s", dev_nodes[i]);
+		fds[i] = open(p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
+	int r = 0;
+	e->what = "mounting a tmpfs on /dev";
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	          "mode=0755,size=64k,nr_inodes=64") < 0) {
+		r = -errno;
+		goto out;
+	}
+	for (int i = 0; i < N; i++) {
+		struct stat st;
+		/* Absent on this machine (a container may have no /dev/tty), or not a device:
+		 * the command has none either. */
+		if (fds[i] < 0 || fstat(fds[i], &st) < 0 || !S_ISCHR(st.st_mode))
+			continue;
+		char p[32], from[32];
+		snprintf(p, sizeof(p), "/dev/%s", dev_nodes[i]);
+		snprintf(from, sizeof(from), "/proc/self/fd/%d", fds[i]);
+		int f = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		e->what = p;
+		if (f < 0 || close(f) < 0 || mount(from, p, NULL, MS_BIND, NULL) < 0) {
+			r = -errno;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < sizeof(dev_links) / sizeof(dev_links[0]); i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/dev/%s", dev_links[i].name);
+		e->what = p;
+		if (symlink(dev_links[i].target, p) < 0) {
+			r = -errno;
+			goto out;
+		}
+	}
+	/* Where each sandbox mounts its own devpts instance, which /dev/ptmx (the link above)
+	 * opens in, and its own tmpfs for POSIX shared memory (shm_open). */
+	static const struct {
+		const char *path;
+		mode_t mode;
+	} dirs[] = {{"/dev/pts", 0755}, {"/dev/shm", 01777}};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		e->what = dirs[i].path;
+		if (mkdir(dirs[i].path, dirs[i].mode) < 0 ||
+		    chmod(dirs[i].path, dirs[i].mode) < 0) {
+			r = -errno;
+			goto out;
+		}
+	}
+	/* Nothing more is made in /dev itself: its tmpfs read-only (not what is mounted on it). */
+	e->what = "making /dev read-only";
+	r = set_readonly("/dev", 0);
+out:
+	for (int i = 0; i < N; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return r;
+}
+
+int rd_view_session(struct rd_view_error *e)
+{
+	*e = (struct rd_view_error){0};
+	e->what = "making every mount private";
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	/* sysfs: written, its files set the machine's devices, power, kernel parameters. A
+	 * mount's root in every namespace that has it, so made read-only where it is, with what
+	 * is mounted under it (a bind would leave the writable tree under it, copied into every
+	 * sandbox). */
+	int r = set_readonly("/sys", AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	if (r == -EINVAL || r == -ENOENT)
+		r = readonly_tree("/sys");
+	if (r < 0) {
+		e->what = "making /sys read-only";
+		return r;
+	}
+	return make_dev(e);
+}
+
+int rd_view_sandbox(struct rd_view_error *e, bool root_ids)
+{
+	*e = (struct rd_view_error){0};
+	for (size_t i = 0; root_ids && i < sizeof(proc_readonly) / sizeof(proc_readonly[0]); i++) {
+		int r = readonly_tree(proc_readonly[i]);
+		if (r < 0) {
+			e->what = proc_readonly[i];
+			return r;
+		}
+	}
+	/* The command's terminals. Where they cannot be had, a command that needs one fails with
+	 * this reason; the rest runs. */
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	          "newinstance,ptmxmode=0666,mode=0620") < 0)
+		e->pts_err = errno;
+	e->what = "mounting a tmpfs on /dev/shm";
+	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777") < 0)
+		return -errno;
+	return 0;
+}

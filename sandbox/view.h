@@ -1,0 +1,30 @@
+/* The command's view of the machine (view.c), in two parts. The session's part is the same for
+ * every sandbox: the zygote makes it once, in a mount namespace of its own, and every sandbox
+ * it clones starts from a copy of it. The sandbox's part is made by each sandbox's pid 1, in
+ * its own mount namespace, before any plan. A sandbox that runnerd forks itself (no zygote)
+ * makes both. */
+#ifndef RD_SANDBOX_VIEW_H
+#define RD_SANDBOX_VIEW_H
+
+#include <stdbool.h>
+
+struct rd_view_error {
+	const char *what; /* the step that failed */
+	int pts_err;      /* why /dev/pts could not be mounted (0: it was) */
+};
+
+/* In a mount namespace of the caller's own (its mounts are changed): every mount private, so
+ * that nothing mounted on the machine later reaches a sandbox, nor the other way; /sys
+ * read-only; a /dev of a few device nodes, read-only, with /dev/pts and /dev/shm empty for the
+ * sandbox's own. Returns 0, or -errno with e->what naming the step. */
+int rd_view_session(struct rd_view_error *e);
+
+/* In a sandbox's own mount namespace, a copy of the session's view, after its fresh /proc is
+ * mounted: with root_ids (the sandbox's uid 0 is the machine's root, whom the kernel lets
+ * write its knobs by uid alone), /proc's knobs read-only; its own devpts instance on /dev/pts
+ * and tmpfs on /dev/shm. Returns 0, or -errno with e->what naming the step. A devpts instance
+ * that cannot be mounted is not an error here: e->pts_err says why, for a command that needs a
+ * terminal. */
+int rd_view_sandbox(struct rd_view_error *e, bool root_ids);
+
+#endif
