@@ -1,6 +1,7 @@
 #include "policy/glob.h"
 #include "lib/util.h"
 
+#include <ctype.h>
 #include <fnmatch.h>
 #include <string.h>
 
@@ -68,6 +69,16 @@ static size_t check_bracket(const char *p, const char **why)
 	}
 }
 
+size_t rd_mask_var_len(const char *path)
+{
+	if (strncmp(path, "${", 2) != 0 || !(isalpha((unsigned char)path[2]) || path[2] == '_'))
+		return 0;
+	size_t i = 3;
+	while (isalnum((unsigned char)path[i]) || path[i] == '_')
+		i++;
+	return path[i] == '}' ? i + 1 : 0;
+}
+
 const char *rd_glob_check(const char *pat, enum rd_glob_kind kind)
 {
 	if (pat[0] == '\0')
@@ -75,13 +86,22 @@ const char *rd_glob_check(const char *pat, enum rd_glob_kind kind)
 	if (kind == RD_GLOB_ENV_NAME && strchr(pat, '='))
 		return "contains '=', which cannot be part of an environment variable name";
 	if (kind == RD_MASK_PATH) {
-		if (pat[0] != '/' && strncmp(pat, "~/", 2) != 0)
-			return "must be an absolute path or start with \"~/\"";
+		/* "${NAME}" or "${NAME}/...": the path (or ':'-separated paths) in the variable
+		 * NAME of the environment runnerd started with (rd_mask_expand_env). */
+		size_t var = rd_mask_var_len(pat);
+		if (strncmp(pat, "${", 2) == 0 && !var)
+			return "starts with \"${\" but not with a variable's name and \"}\"";
+		if (var && !pat[var])
+			return NULL;
+		if (var && pat[var] != '/')
+			return "has something other than \"/\" after its \"${NAME}\"";
+		if (!var && pat[0] != '/' && strncmp(pat, "~/", 2) != 0)
+			return "must be an absolute path, or start with \"~/\" or \"${NAME}\"";
 		/* One spelling per path: masks are compared as strings (pins, the spare's preset).
 		 */
-		const char *p = pat + (pat[0] == '/' ? 1 : 2);
+		const char *p = var ? pat + var + 1 : pat + (pat[0] == '/' ? 1 : 2);
 		if (!*p)
-			return "names a whole root or home directory";
+			return var ? "ends with \"/\"" : "names a whole root or home directory";
 		if (strpbrk(p, "*?["))
 			return "is a glob: mask paths are exact paths";
 		for (const char *c = p;;) {

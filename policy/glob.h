@@ -10,7 +10,8 @@ enum rd_glob_kind {
 	RD_GLOB_ENV_NAME, /* environment variable names: no '=' */
 	RD_GLOB_PATH,     /* executable paths (FNM_PATHNAME is not used: '*' crosses '/') */
 	RD_GLOB_ARG,      /* one argv element; "**" alone means "any number of further args" */
-	RD_MASK_PATH, /* not a glob: an absolute path or "~/..." (a literal, checked here too) */
+	RD_MASK_PATH,     /* not a glob: an absolute path, "~/..." or "${NAME}..." (a literal,
+	                   * checked here too) */
 };
 
 /* True when the pattern has a wildcard, bracket or escape, so it is not an exact name. */
@@ -20,5 +21,8 @@ bool rd_glob_is_pattern(const char *pat);
 const char *rd_glob_check(const char *pat, enum rd_glob_kind kind);
 
 bool rd_glob_match(const char *pat, const char *s);
+
+/* The length of the "${NAME}" a mask path starts with, else 0. */
+size_t rd_mask_var_len(const char *path);
 
 #endif

@@ -118,6 +118,143 @@ static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const ch
 	return 0;
 }
 
+static int strv_push(struct rd_strv *l, size_t *cap, char *s)
+{
+	if (!s)
+		return -ENOMEM;
+	if (l->n + 1 >= *cap) {
+		size_t nc = *cap ? 2 * *cap : 8;
+		char **nv = realloc(l->v, nc * sizeof(*nv));
+		if (!nv) {
+			free(s);
+			return -ENOMEM;
+		}
+		l->v = nv;
+		*cap = nc;
+	}
+	l->v[l->n++] = s;
+	l->v[l->n] = NULL;
+	return 0;
+}
+
+static const char *env_value(char *const *env, const char *name, size_t len)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		if (strncmp(env[i], name, len) == 0 && env[i][len] == '=')
+			return env[i] + len + 1;
+	return NULL;
+}
+
+/* path (len bytes, then rest), written the one way masks compare: components joined by one
+ * "/", no "." or "..", no trailing "/"; "~/" kept at the start. */
+static char *normal_path(const char *path, size_t len, const char *rest)
+{
+	char *out = malloc(len + strlen(rest) + 2), *o = out;
+	if (!out)
+		return NULL;
+	const char *p = path, *end = path + len;
+	bool home = len >= 2 && strncmp(path, "~/", 2) == 0;
+	if (home) {
+		memcpy(o, "~", 1);
+		o++;
+		p++;
+	}
+	size_t root = (size_t)(o - out);
+	for (int part = 0; part < 2; part++) {
+		if (part == 1)
+			p = rest, end = rest + strlen(rest);
+		while (p < end) {
+			while (p < end && *p == '/')
+				p++;
+			const char *c = p;
+			while (p < end && *p != '/')
+				p++;
+			size_t n = (size_t)(p - c);
+			if (n == 0 || (n == 1 && c[0] == '.'))
+				continue;
+			if (n == 2 && c[0] == '.' && c[1] == '.') {
+				while ((size_t)(o - out) > root && *--o != '/')
+					;
+				continue;
+			}
+			*o++ = '/';
+			memcpy(o, c, n);
+			o += n;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+static int expand_list(struct rd_strv *list, char *const *env, const char *cwd,
+                       struct rd_strv *notes, size_t *notes_cap)
+{
+	struct rd_strv out = {0};
+	size_t cap = 0;
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < list->n; i++) {
+		const char *pat = list->v[i];
+		size_t var = rd_mask_var_len(pat);
+		if (!var) {
+			r = strv_push(&out, &cap, strdup(pat));
+			continue;
+		}
+		const char *val = env_value(env, pat + 2, var - 3);
+		for (const char *e = val; r == 0 && e && *e;) {
+			size_t n = strcspn(e, ":");
+			_cleanup_free_ char *joined = NULL;
+			const char *base = e;
+			size_t blen = n;
+			if (n && e[0] != '/' && !(n >= 2 && strncmp(e, "~/", 2) == 0)) {
+				if (asprintf(&joined, "%s/%.*s", cwd, (int)n, e) < 0)
+					return -ENOMEM;
+				base = joined;
+				blen = strlen(joined);
+			}
+			char *path = n ? normal_path(base, blen, pat + var) : NULL;
+			if (n && !path)
+				r = -ENOMEM;
+			else if (path && !rd_glob_check(path, RD_MASK_PATH))
+				r = strv_push(&out, &cap, path);
+			else if (path) {
+				char *note = NULL;
+				if (asprintf(
+				        &note,
+				        "mask %s: %.*s is \"%.*s\", which makes %s, not a path "
+				        "that can be masked: left out",
+				        pat, (int)(var - 3), pat + 2, (int)n, e, path) < 0)
+					note = NULL;
+				free(path);
+				r = strv_push(notes, notes_cap, note);
+			}
+			e += n + (e[n] == ':');
+		}
+	}
+	if (r < 0) {
+		rd_strv_free(&out);
+		return r;
+	}
+	rd_strv_free(list);
+	*list = out;
+	return 0;
+}
+
+int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *const *env,
+                       const char *cwd, struct rd_strv *notes)
+{
+	size_t notes_cap = 0;
+	*notes = (struct rd_strv){0};
+	int r = expand_list(&cfg->box.list[RD_BOX_MASK], env, cwd, notes, &notes_cap);
+	if (r == 0)
+		r = expand_list(&prof->commands_box.list[RD_BOX_MASK], env, cwd, notes, &notes_cap);
+	if (r == 0)
+		r = expand_list(&prof->commands_box.list[RD_BOX_UNMASK], env, cwd, notes,
+		                &notes_cap);
+	for (size_t i = 0; r == 0 && i < prof->n_rules; i++)
+		r = expand_list(&prof->rules[i].box.list[RD_BOX_MASK], env, cwd, notes, &notes_cap);
+	return r;
+}
+
 int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
                  const struct rd_rule *rule, const char *home, uid_t uid, struct rd_strv *out)
 {

@@ -29,6 +29,16 @@ struct rd_exec_subject {
  * of further arguments. */
 const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct rd_exec_subject *x);
 
+/* Every mask path of cfg and prof (sandbox.mask, commands.mask and unmask, each rule's mask)
+ * that starts with "${NAME}" becomes one path for each of the ':'-separated paths in the
+ * variable NAME of env (the environment runnerd started with: where the agents' own variables
+ * move their stores, e.g. "${CODEX_HOME}/auth.json"); none if NAME is unset or empty. A
+ * relative path is taken from cwd; a path is written the one way masks compare (no "//", ".",
+ * ".." or trailing "/"). One that is no mask path after that (the root, say) is left out, and a
+ * line saying so is added to notes. Returns 0 or -ENOMEM. */
+int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *const *env,
+                       const char *cwd, struct rd_strv *notes);
+
 /* The paths masked for a command: sandbox.mask less the profile's commands.unmask, plus
  * commands.mask, plus the rule's mask, each once, with "~/" replaced by home (the caller's home
  * from the password database, never its HOME variable, which the caller sets) and every

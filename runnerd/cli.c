@@ -1,7 +1,29 @@
 #include "runnerd/cli.h"
+#include "lib/strv.h"
+#include "lib/util.h"
+#include "policy/rules.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+int rd_cli_expand_masks(struct rd_config *cfg, struct rd_profile *prof)
+{
+	_cleanup_free_ char *cwd = getcwd(NULL, 0);
+	struct rd_strv notes = {0};
+	/* No working directory (removed under runnerd): relative paths are taken from "/". */
+	int r = rd_mask_expand_env(cfg, prof, environ, cwd ? cwd : "/", &notes);
+	for (size_t i = 0; i < notes.n; i++)
+		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
+	rd_strv_free(&notes);
+	if (r < 0)
+		fprintf(stderr, "runnerd: expanding the mask paths: %s\n", strerror(-r));
+	return r;
+}
 
 void rd_cli_print_error(const struct rd_error *err)
 {

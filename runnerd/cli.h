@@ -3,6 +3,7 @@
 #define RD_CLI_H
 
 #include "policy/config.h"
+#include "policy/policy.h"
 
 #include <stdbool.h>
 
@@ -16,6 +17,11 @@ struct rd_cli {
 
 /* Load the config named by --config or found by the default search; prints errors. */
 int rd_cli_load_config(const struct rd_cli *cli, struct rd_config *cfg) _wur_;
+
+/* The "${NAME}" mask paths of cfg and prof from runnerd's environment and working directory
+ * (rd_mask_expand_env), before either is scrubbed or changed; says on stderr what is left out.
+ * Returns 0, or -ENOMEM (said). */
+int rd_cli_expand_masks(struct rd_config *cfg, struct rd_profile *prof) _wur_;
 
 /* Print every message of err on stderr, each line prefixed with "runnerd: ". */
 void rd_cli_print_error(const struct rd_error *err);

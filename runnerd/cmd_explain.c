@@ -290,6 +290,8 @@ int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv)
 		rd_cli_print_error(&err);
 		goto out;
 	}
+	if (rd_cli_expand_masks(&cfg, &prof) < 0)
+		goto out;
 	if (cli->verbose)
 		fprintf(stderr, "runnerd: profile %s (%s)\n", prof.name, prof.path);
 	/* The command as runnerd would see it: found on PATH, symlinks resolved. */

@@ -297,6 +297,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		return 125;
 	if (rd_profile_load(&cfg, cli->profile, &prof, &err) < 0)
 		goto fail;
+	if (rd_cli_expand_masks(&cfg, &prof) < 0)
+		goto out;
 	agent = rd_agent_which(argv[0], getenv("PATH"));
 	if (!agent) {
 		fprintf(stderr, "runnerd: %s: command not found\n", argv[0]);

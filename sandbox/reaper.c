@@ -180,13 +180,23 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 	close_but(from, ALL_FDS, src + n, 3);
 	/* The caller's cwd by its path, looked up in the sandbox's own mounts: entered by the fd
 	 * alone, from runnerd's mount namespace, the kernel would report it "(unreachable)" (musl's
-	 * getcwd fails). By the fd only when the path does not lead to that very directory (it
-	 * was removed, or renamed meanwhile). */
+	 * getcwd fails). By the fd only when the directory was removed (no path leads to it). A
+	 * directory that is still there but that its path does not lead to in the sandbox is
+	 * hidden from the command (under a mask, in the machine's /dev, on a file system mounted
+	 * after the session started): its fd would open it to the command through ".". */
 	struct stat cwd_st, here;
-	if (!p->cwd_path[0] || chdir(p->cwd_path) < 0 || fstat(cwd, &cwd_st) < 0 ||
-	    stat(".", &here) < 0 || cwd_st.st_dev != here.st_dev || cwd_st.st_ino != here.st_ino)
+	if (fstat(cwd, &cwd_st) < 0)
+		fail(err_fd, STAGE_SETUP, "the caller's cwd", errno);
+	if (!p->cwd_path[0] || chdir(p->cwd_path) < 0 || stat(".", &here) < 0 ||
+	    cwd_st.st_dev != here.st_dev || cwd_st.st_ino != here.st_ino) {
+		if (cwd_st.st_nlink != 0)
+			fail(err_fd, STAGE_SETUP,
+			     "the caller's cwd is hidden in the sandbox (under a mask, in the "
+			     "machine's /dev, or mounted after the session started)",
+			     EACCES);
 		if (fchdir(cwd) < 0)
 			fail(err_fd, STAGE_SETUP, "entering the caller's cwd", errno);
+	}
 	if (p->h.pgrp_mode == RD_PGRP_SESSION && setsid() < 0)
 		fail(err_fd, STAGE_SETUP, "setsid", errno);
 	if (p->h.pgrp_mode == RD_PGRP_OWN && setpgid(0, 0) < 0)

@@ -367,6 +367,14 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 		u->mk.warned = true;
 		return REFUSE;
 	}
+	/* Inside, the path leads to the mask, and the directory's fd would show the command what
+	 * the mask hides. */
+	const char *over = sup_masks_covering(&q->masks, q->t.cwd_path);
+	if (over)
+		return refuse(x, EACCES,
+		              "the caller's working directory %s is hidden from commands (the mask "
+		              "%s)",
+		              q->t.cwd_path, over);
 	if (build_plan(u, q) < 0 || !(x->c = sup_cmd_new(x->id, x->tid, q->t.tgid, q->path)))
 		return refuse(x, ENOMEM, "out of memory");
 	struct cmd *c = x->c;

@@ -15,7 +15,10 @@ Run as root and, by unprivileged.sh, as an unprivileged user (where the kernel's
 already refuse a part of it). Environment: RUNNERD, RUNNERD_CONFIG, HELPERS, RUNNERD_MUST_WORK.
 """
 import ctypes
+import json
 import os
+import pwd
+import shutil
 import subprocess
 import sys
 import time
@@ -129,9 +132,130 @@ def test_view(tmp):
     check("view: no canary reached the command", CANARY not in out.stdout, out.stdout)
 
 
+# The stores the shipped profiles' agents keep, under the caller's home (from the password
+# database, which is what "~/" masks follow).
+HOME_STORES = [".gemini/oauth_creds.json", ".gemini/.env", ".gemini/mcp-oauth-tokens.json",
+               ".qwen/oauth_creds.json", ".local/share/amp/secrets.json",
+               ".config/github-copilot/hosts.json", ".copilot/config.json", ".aider.conf.yml",
+               ".env", ".claude.json", ".bash_history"]
+
+
+class Planted:
+    """Canary files at paths that did not exist, removed again with every directory made for
+    them; a path that exists already is left as it is (and only checked to read empty)."""
+
+    def __init__(self):
+        self.files, self.dirs, self.paths = [], [], []
+
+    def add(self, path):
+        self.paths.append(path)
+        if os.path.lexists(path):
+            return
+        parent = os.path.dirname(path)
+        made = []
+        while not os.path.isdir(parent):
+            made.append(parent)
+            parent = os.path.dirname(parent)
+        for d in reversed(made):
+            os.mkdir(d, 0o755)
+            self.dirs.append(d)
+        with open(path, "w") as f:
+            f.write("secret " + CANARY + "\n")
+        self.files.append(path)
+
+    def remove(self):
+        for f in self.files:
+            os.unlink(f)
+        # With what else came to be in them meanwhile (runnerd makes its control directory
+        # in a /run/user/UID the test made).
+        for d in reversed(self.dirs):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def test_stores(tmp):
+    """The stores the agents keep are masked: under the home, and where the agents' own
+    variables move them (CODEX_HOME, CLAUDE_CONFIG_DIR, GOOGLE_APPLICATION_CREDENTIALS,
+    XDG_CONFIG_HOME, GH_CONFIG_DIR, KUBECONFIG with two files, TMUX_TMPDIR); the user's
+    runtime directory, /run/user/UID, as a whole (gpg-agent's and tmux's sockets are there). A
+    command cats each (one command a path: each is trapped and sandboxed). Before, each printed
+    its canary."""
+    os.chmod(tmp, 0o755)
+    uid = os.getuid()
+    home = pwd.getpwuid(uid).pw_dir
+    env = common.base_env()
+    moved = {
+        "CODEX_HOME": ("codex", "auth.json"), "CLAUDE_CONFIG_DIR": ("claude", ".credentials.json"),
+        "XDG_CONFIG_HOME": ("xdg", "gh/hosts.yml"), "GH_CONFIG_DIR": ("ghdir", "hosts.yml"),
+        "TMUX_TMPDIR": ("tmuxdir", "tmux-%d/default" % uid),
+    }
+    planted = Planted()
+    try:
+        for rel in HOME_STORES:
+            planted.add(os.path.join(home, rel))
+        for var, (d, rel) in moved.items():
+            env[var] = os.path.join(tmp, d)
+            planted.add(os.path.join(tmp, d, rel))
+        env["GOOGLE_APPLICATION_CREDENTIALS"] = os.path.join(tmp, "gcp", "sa.json")
+        planted.add(env["GOOGLE_APPLICATION_CREDENTIALS"])
+        env["KUBECONFIG"] = "%s:%s" % (os.path.join(tmp, "k1"), os.path.join(tmp, "k2"))
+        planted.add(os.path.join(tmp, "k1"))
+        planted.add(os.path.join(tmp, "k2"))
+        run_user = "/run/user/%d" % uid
+        if os.path.isdir(run_user) or (uid == 0 and os.path.isdir("/run/user")):
+            planted.add(os.path.join(run_user, "gnupg", "S.gpg-agent-canary"))
+        for p in planted.files:
+            os.chmod(p, 0o644)
+        for d in planted.dirs:
+            os.chmod(d, 0o755)
+        script = "".join("echo \"%s=[$(cat '%s' 2>&1)]\";" % (p, p) for p in planted.paths)
+        out = subprocess.run(runnerd_cmd("generic", ["bash", "-c", script]), env=env,
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        planted.remove()
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=[" in l)
+    for p in planted.paths:
+        v = got.get(p)
+        # A masked file reads empty; a file under a masked directory is not there.
+        check("stores: %s is masked" % p.replace(home, "~").replace(tmp, "$TMP"),
+              v is not None and CANARY not in v and (v == "[]" or "No such file" in v),
+              repr(v) + out.stderr[-300:])
+    check("stores: the command ran", "=[" in out.stdout, out.stdout + out.stderr)
+
+
+def test_cwd_hidden(tmp):
+    """A caller whose working directory is at or under a masked path, or in the machine's
+    /dev, is refused (EACCES for a mask), audited: before, "cd ~/.codex; cat auth.json" read
+    the real file through the directory's fd."""
+    os.chmod(tmp, 0o755)
+    store = os.path.join(tmp, "ghdir")
+    os.makedirs(os.path.join(store, "sub"))
+    for path, text in (("hosts.yml", CANARY), ("sub/x", CANARY)):
+        with open(os.path.join(store, path), "w") as f:
+            f.write(text)
+    os.chmod(store, 0o755)
+    os.chmod(os.path.join(store, "sub"), 0o755)
+    audit = os.path.join(tmp, "audit.jsonl")
+    env = common.base_env()
+    env["GH_CONFIG_DIR"] = store
+    script = ("cd %s && cat hosts.yml; echo \"at=$?\"; cd sub && cat x; echo \"under=$?\"; "
+              "cd /dev/pts && ls; echo \"dev=$?\"" % store)
+    out = subprocess.run(runnerd_cmd("generic", ["bash", "-c", script], audit=audit), env=env,
+                         capture_output=True, text=True, timeout=60)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("cwd: nothing of the masked directory reached a command", CANARY not in out.stdout,
+          out.stdout)
+    check("cwd: at a masked directory: refused with EACCES (126)", got.get("at") == "126" and
+          "Permission denied" in out.stderr, repr(got) + out.stderr[-300:])
+    check("cwd: under a masked directory: refused", got.get("under") == "126", repr(got))
+    check("cwd: in the machine's /dev: refused", got.get("dev") == "126", repr(got))
+    lines = [json.loads(l) for l in open(audit)] if os.path.exists(audit) else []
+    why = [str(l) for l in lines if "hidden from commands" in json.dumps(l)]
+    check("cwd: the refusal is audited, with its reason", len(why) >= 2, repr(lines)[-600:])
+
+
 def main():
     common.require_runnerd()
-    return common.run_tests((test_view,), "rd-view-")
+    return common.run_tests((test_view, test_stores, test_cwd_hidden), "rd-view-")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,10 @@
 #include <cmocka.h>
 
 #include "lib/util.h"
+#include "policy/glob.h"
 #include "policy/rules.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define V(...) ((char *[]){__VA_ARGS__, NULL})
@@ -133,6 +135,79 @@ static void test_masks(void **state)
 	rd_strv_free(&out);
 }
 
+static struct rd_strv heap_strv(char **v)
+{
+	struct rd_strv s = {0};
+	while (v[s.n])
+		s.n++;
+	s.v = calloc(s.n + 1, sizeof(char *));
+	for (size_t i = 0; i < s.n; i++)
+		s.v[i] = strdup(v[i]);
+	return s;
+}
+
+/* "${NAME}" mask paths: one per ':'-separated path in the variable, none when it is unset or
+ * empty, relative ones from the working directory, each written the one way masks compare;
+ * one that is no mask path after that is left out, with a note. */
+static void test_mask_env(void **state)
+{
+	(void)state;
+	struct rd_config cfg = {0};
+	struct rd_profile p = {0};
+	struct rd_rule rules[1] = {{0}};
+	cfg.box.list[RD_BOX_MASK] =
+	    heap_strv(V("~/.aws", "${CODEX_HOME}/auth.json", "${KUBECONFIG}", "${UNSET}/x",
+	                "${EMPTY}", "${GOOGLE_APPLICATION_CREDENTIALS}", "${ROOTISH}"));
+	p.commands_box.list[RD_BOX_UNMASK] = heap_strv(V("${KUBECONFIG}"));
+	rules[0].box.list[RD_BOX_MASK] = heap_strv(V("${GH_CONFIG_DIR}"));
+	p.rules = rules;
+	p.n_rules = 1;
+	char *env[] = {"CODEX_HOME=/srv/codex//home/",
+	               "KUBECONFIG=/k/a:rel/b::~/c",
+	               "EMPTY=",
+	               "GOOGLE_APPLICATION_CREDENTIALS=/g/./x/../key.json",
+	               "ROOTISH=/a/..",
+	               "GH_CONFIG_DIR=/gh",
+	               NULL};
+	struct rd_strv notes;
+	assert_int_equal(rd_mask_expand_env(&cfg, &p, env, "/work", &notes), 0);
+	const char *want[] = {
+	    "~/.aws", "/srv/codex/home/auth.json", "/k/a", "/work/rel/b", "~/c", "/g/key.json"};
+	struct rd_strv *got = &cfg.box.list[RD_BOX_MASK];
+	assert_int_equal(got->n, ARRAY_SIZE(want));
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		assert_string_equal(got->v[i], want[i]);
+	assert_int_equal(p.commands_box.list[RD_BOX_UNMASK].n, 3);
+	assert_string_equal(rules[0].box.list[RD_BOX_MASK].v[0], "/gh");
+	assert_int_equal(notes.n, 1);
+	assert_non_null(strstr(notes.v[0], "ROOTISH"));
+	/* The expanded list is the ordinary one: "~/" is the caller's home at each exec. */
+	struct rd_strv out;
+	assert_int_equal(rd_mask_list(&cfg, &p, NULL, "/home/dev", 1000, &out), 0);
+	assert_int_equal(out.n, 3); /* KUBECONFIG's three unmasked */
+	assert_string_equal(out.v[0], "/home/dev/.aws");
+	assert_string_equal(out.v[2], "/g/key.json");
+	rd_strv_free(&out);
+	rd_strv_free(&notes);
+	rd_strv_free(&cfg.box.list[RD_BOX_MASK]);
+	rd_strv_free(&p.commands_box.list[RD_BOX_UNMASK]);
+	rd_strv_free(&rules[0].box.list[RD_BOX_MASK]);
+}
+
+static void test_mask_path_check(void **state)
+{
+	(void)state;
+	const char *good[] = {"/a", "~/.aws", "${CODEX_HOME}", "${CODEX_HOME}/auth.json",
+	                      "${_x1}/a/b"};
+	const char *bad[] = {"a",       "~",        "/",   "${}",      "${1X}/a", "${X}a", "${X}/",
+	                     "${X}//a", "${X}/./a", "${X", "${X}/a/*", "/a/../b", "~/"};
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++)
+		assert_null(rd_glob_check(good[i], RD_MASK_PATH));
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (!rd_glob_check(bad[i], RD_MASK_PATH))
+			fail_msg("%s passed", bad[i]);
+}
+
 /* Each sandbox key's value comes from the rule if it sets it, else commands, else runner.json's
  * sandbox, else the key's default; the levels do not mix within a key. */
 static void test_box_merge(void **state)
@@ -180,10 +255,9 @@ static void test_box_merge(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_paths),
-	    cmocka_unit_test(test_args),
-	    cmocka_unit_test(test_masks),
-	    cmocka_unit_test(test_box_merge),
+	    cmocka_unit_test(test_paths),           cmocka_unit_test(test_args),
+	    cmocka_unit_test(test_masks),           cmocka_unit_test(test_mask_env),
+	    cmocka_unit_test(test_mask_path_check), cmocka_unit_test(test_box_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
