@@ -1,9 +1,11 @@
 #include "policy/envpolicy.h"
 #include "policy/glob.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const internal_names[] = {
     "RUNNERD_SESSION", "RUNNERD_PROFILE",  "JRUN_PROJECT_ID", "JRUN_TASK_ID",     "JRUN_ID",
@@ -45,6 +47,8 @@ const char *rd_env_reason_str(enum rd_env_reason r)
 		return "duplicate";
 	case RD_ENV_MALFORMED:
 		return "malformed";
+	case RD_ENV_DENIED_SECRET_VALUE:
+		return "denied:secret-value";
 	}
 	return "?";
 }
@@ -174,16 +178,109 @@ static bool name_set_add(struct name_set *s, const char *name, size_t len)
 	return false;
 }
 
+static void free_strs(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+}
+
 void rd_env_result_free(struct rd_env_result *r)
 {
+	free_strs(r->owned, r->n_owned);
+	free(r->owned);
 	free(r->envp);
 	free(r->verdicts);
 	memset(r, 0, sizeof(*r));
 }
 
+static bool secret_reason(enum rd_env_reason r)
+{
+	return r == RD_ENV_DENIED_SECRET || r == RD_ENV_DENIED_PROFILE || r == RD_ENV_DENIED_RULE;
+}
+
+static const char *value_of(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	return eq ? eq + 1 : "";
+}
+
+/* The entry (of the block's secrets, then known's) whose value v holds; NULL if none. */
+static const char *holds_secret(const char *v, const struct rd_env_verdict *vs, size_t n,
+                                const struct rd_env_secrets *known)
+{
+	size_t vlen = strlen(v);
+	for (size_t i = 0; i < n + (known ? known->n : 0); i++) {
+		const char *e = i < n ? vs[i].entry : known->entries[i - n];
+		if (i < n && (vs[i].passed || !secret_reason(vs[i].reason)))
+			continue;
+		const char *s = value_of(e);
+		size_t slen = strlen(s);
+		if (slen >= RD_ENV_SECRET_VALUE_MIN && slen <= vlen && memmem(v, vlen, s, slen))
+			return e;
+	}
+	return NULL;
+}
+
+static bool proxy_name(const char *entry, size_t len)
+{
+	static const char *const names[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "FTP_PROXY"};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (strlen(names[i]) == len && strncasecmp(names[i], entry, len) == 0)
+			return true;
+	return false;
+}
+
+/* entry ("NAME=scheme://user:password@host..."), without "user:password@"; NULL if the URL
+ * has none, or on ENOMEM (*oom). */
+static char *without_userinfo(const char *entry, size_t name_len, bool *oom)
+{
+	const char *v = entry + name_len + 1, *auth = strstr(v, "://");
+	auth = auth ? auth + 3 : v;
+	size_t host_len = strcspn(auth, "/?#");
+	const char *at = memrchr(auth, '@', host_len);
+	if (!at)
+		return NULL;
+	size_t head = (size_t)(auth - entry), tail = strlen(at + 1);
+	char *out = malloc(head + tail + 1);
+	if (!out) {
+		*oom = true;
+		return NULL;
+	}
+	memcpy(out, entry, head);
+	memcpy(out + head, at + 1, tail + 1);
+	return out;
+}
+
+int rd_env_secret_entries(const struct rd_env_result *r, struct rd_strv *out)
+{
+	*out = (struct rd_strv){0};
+	out->v = calloc(r->n_verdicts + 1, sizeof(char *));
+	if (!out->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n_verdicts; i++) {
+		const struct rd_env_verdict *v = &r->verdicts[i];
+		if (v->passed || !secret_reason(v->reason) ||
+		    strlen(value_of(v->entry)) < RD_ENV_SECRET_VALUE_MIN)
+			continue;
+		if (!(out->v[out->n++] = strdup(v->entry))) {
+			rd_strv_free(out);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 int rd_env_build(const struct rd_env_config *cfg, const struct rd_profile *prof,
                  enum rd_env_level level, const struct rd_rule *rule, char *const *envp,
                  struct rd_env_result *out, struct rd_error *err)
+{
+	return rd_env_build_known(cfg, prof, level, rule, envp, NULL, out, err);
+}
+
+int rd_env_build_known(const struct rd_env_config *cfg, const struct rd_profile *prof,
+                       enum rd_env_level level, const struct rd_rule *rule, char *const *envp,
+                       const struct rd_env_secrets *known, struct rd_env_result *out,
+                       struct rd_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (level == RD_ENV_AGENT)
@@ -239,16 +336,53 @@ int rd_env_build(const struct rd_env_config *cfg, const struct rd_profile *prof,
 			small[len] = '\0';
 		}
 		decide(cfg, &lists, name, v);
-		if (v->passed) {
-			outv[n_out++] = (char *)entry;
-			bytes += strlen(entry) + 1;
+	}
+
+	/* Values, once every name is decided: what a variable holds, under whatever name. */
+	_cleanup_free_ char **owned = calloc(n_in + 1, sizeof(*owned));
+	size_t n_owned = 0;
+	bool oom = !owned;
+	for (size_t i = 0; !oom && i < n_in; i++) {
+		struct rd_env_verdict *v = &verdicts[i];
+		if (!v->passed)
+			continue;
+		/* A deliberate grant by exact name stands (GH_TOKEN granted to gh, with the same
+		 * value as GITHUB_TOKEN, stripped); so do runnerd's own variables. */
+		bool granted = (v->reason == RD_ENV_PROFILE || v->reason == RD_ENV_RULE) &&
+		               v->pattern && !rd_glob_is_pattern(v->pattern);
+		const char *holds = granted || v->reason == RD_ENV_INTERNAL
+		                        ? NULL
+		                        : holds_secret(value_of(v->entry), verdicts, n_in, known);
+		if (holds) {
+			v->passed = false;
+			v->reason = RD_ENV_DENIED_SECRET_VALUE;
+			v->pattern = NULL;
+			v->holds = holds;
+			v->holds_len = strcspn(holds, "=");
+			continue;
 		}
+		char *entry = (char *)v->entry;
+		if (level == RD_ENV_COMMAND && proxy_name(entry, v->name_len)) {
+			char *bare = without_userinfo(entry, v->name_len, &oom);
+			if (bare) {
+				entry = owned[n_owned++] = bare;
+				v->rewritten = true;
+			}
+		}
+		outv[n_out++] = entry;
+		bytes += strlen(entry) + 1;
+	}
+	if (oom) {
+		free_strs(owned, n_owned);
+		return rd_error_set(err, ENOMEM, "out of memory building the environment");
 	}
 
 	/* A rule's own limit replaces the config's; the message says whose limit it was. */
 	bool rule_keys = rule && rule->max_keys, rule_bytes = rule && rule->max_bytes;
 	size_t max_keys = rule_keys ? rule->max_keys : cfg->max_keys;
 	size_t max_bytes = rule_bytes ? rule->max_bytes : cfg->max_bytes;
+	if ((max_keys && n_out > max_keys) || (max_bytes && bytes > max_bytes))
+		free_strs(owned, n_owned);
 	if (max_keys && n_out > max_keys)
 		return rd_error_set(err, E2BIG,
 		                    "environment has %zu variables, over max_keys %zu (%s)", n_out,
@@ -257,6 +391,8 @@ int rd_env_build(const struct rd_env_config *cfg, const struct rd_profile *prof,
 		return rd_error_set(err, E2BIG, "environment is %zu bytes, over max_bytes %zu (%s)",
 		                    bytes, max_bytes, rule_bytes ? "rule" : "runner.json env");
 
+	out->owned = steal_pointer(&owned);
+	out->n_owned = n_owned;
 	out->envp = steal_pointer(&outv);
 	out->n_env = n_out;
 	out->bytes = bytes;

@@ -29,6 +29,20 @@ enum rd_env_reason {
 	RD_ENV_NOT_ALLOWED,    /* no allow list names it */
 	RD_ENV_DUPLICATE,      /* a name seen earlier in the block: the first wins */
 	RD_ENV_MALFORMED,      /* no '=' or an empty name */
+	/* its value holds the value of a variable stripped as a secret (in this block, or at
+	 * the agent's start: rd_env_secrets) */
+	RD_ENV_DENIED_SECRET_VALUE,
+};
+
+/* A value shorter than this is not looked for in other values: too common to tell a secret
+ * ("1", "true", a region's name). */
+#define RD_ENV_SECRET_VALUE_MIN 8
+
+/* Values stripped as secrets elsewhere (at the agent's start), with their names: a variable
+ * that holds one is stripped too. The strings are the caller's. */
+struct rd_env_secrets {
+	const char *const *entries; /* "NAME=value" */
+	size_t n;
 };
 
 struct rd_env_verdict {
@@ -37,6 +51,13 @@ struct rd_env_verdict {
 	enum rd_env_reason reason;
 	bool passed;
 	const char *pattern; /* the list entry that decided, NULL if none */
+	/* RD_ENV_DENIED_SECRET_VALUE: the entry whose value it holds (print its name only,
+	 * holds_len bytes) */
+	const char *holds;
+	size_t holds_len;
+	/* Passed with a value of runnerd's (out->envp has it, not entry): the user and password
+	 * of a proxy URL removed */
+	bool rewritten;
 };
 
 struct rd_env_result {
@@ -47,20 +68,40 @@ struct rd_env_result {
 	size_t bytes; /* sum of strlen + 1 over the output, as the kernel counts */
 	struct rd_env_verdict *verdicts; /* one per input entry, in input order */
 	size_t n_verdicts;
+	char **owned; /* the rewritten entries out->envp points to, freed with it */
+	size_t n_owned;
 };
 
 /* Build the env block for one level. rule may be NULL (no rule matched, or agent level, where
- * it is ignored). Returns 0, -ENOMEM, or -E2BIG when the output exceeds max_keys or max_bytes
- * (the rule's limit if it sets one, else the config's); err then names the limit and the
- * size. On error *out is empty. */
+ * it is ignored). Names decide first; then values: a variable passed whose value holds the
+ * value (RD_ENV_SECRET_VALUE_MIN bytes or more) of one stripped as a secret in this block
+ * (env.deny, commands.env_deny, the rule's env_deny) or listed in known (may be NULL), is
+ * stripped too, unless the profile or the rule grants it by its exact name; and at the command
+ * level the user and password of a proxy URL (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, FTP_PROXY,
+ * in either case) are removed. Returns 0, -ENOMEM, or -E2BIG when the output exceeds max_keys
+ * or max_bytes (the rule's limit if it sets one, else the config's); err then names the limit
+ * and the size. On error *out is empty. */
+int rd_env_build_known(const struct rd_env_config *cfg, const struct rd_profile *prof,
+                       enum rd_env_level level, const struct rd_rule *rule, char *const *envp,
+                       const struct rd_env_secrets *known, struct rd_env_result *out,
+                       struct rd_error *err) _wur_;
+
+/* rd_env_build_known with no values known from elsewhere. */
 int rd_env_build(const struct rd_env_config *cfg, const struct rd_profile *prof,
                  enum rd_env_level level, const struct rd_rule *rule, char *const *envp,
                  struct rd_env_result *out, struct rd_error *err) _wur_;
 
+/* The entries of r stripped as secrets (reasons denied:secret-pattern, denied:profile,
+ * denied:rule), with a value RD_ENV_SECRET_VALUE_MIN bytes or longer: what a later block's
+ * values are checked against (rd_env_secrets). Copies, into *out (freed with rd_strv_free).
+ * Returns 0 or -ENOMEM. */
+int rd_env_secret_entries(const struct rd_env_result *r, struct rd_strv *out) _wur_;
+
 void rd_env_result_free(struct rd_env_result *r);
 
 /* "base", "profile", "rule", "extra_env", "internal", "denied:secret-pattern", "denied:hard",
- * "denied:profile", "denied:rule", "not-allowed", "duplicate", "malformed". */
+ * "denied:profile", "denied:rule", "not-allowed", "duplicate", "malformed",
+ * "denied:secret-value". */
 const char *rd_env_reason_str(enum rd_env_reason r);
 
 /* True for the names runnerd itself sets: RUNNERD_SESSION, RUNNERD_PROFILE, JRUN_*. */

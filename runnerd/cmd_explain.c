@@ -175,10 +175,15 @@ static void print_text(const struct rd_profile *prof, const struct rd_config *cf
 	for (size_t i = 0; i < res->n_verdicts; i++) {
 		const struct rd_env_verdict *v = &res->verdicts[i];
 		passed += v->passed;
-		if (v->name_len)
-			printf("%-9s %-36.*s %-22s %s\n", v->passed ? "passed" : "stripped",
+		if (v->name_len && v->holds)
+			printf("%-9s %-36.*s %-22s the value of %.*s\n", "stripped",
 			       (int)v->name_len, v->entry, rd_env_reason_str(v->reason),
-			       v->pattern ? v->pattern : "");
+			       (int)v->holds_len, v->holds);
+		else if (v->name_len)
+			printf("%-9s %-36.*s %-22s %s%s\n", v->passed ? "passed" : "stripped",
+			       (int)v->name_len, v->entry, rd_env_reason_str(v->reason),
+			       v->pattern ? v->pattern : "",
+			       v->rewritten ? " (its URL's user and password removed)" : "");
 		else
 			printf("%-9s %-36s %s\n", "stripped", "(entry without a name)",
 			       rd_env_reason_str(v->reason));
@@ -222,6 +227,10 @@ static int print_json(const struct rd_profile *prof, const struct rd_config *cfg
 		json_object_set_new(o, "reason", json_string(rd_env_reason_str(v->reason)));
 		json_object_set_new(o, "pattern",
 		                    v->pattern ? json_string(v->pattern) : json_null());
+		if (v->holds)
+			json_object_set_new(o, "holds", json_stringn(v->holds, v->holds_len));
+		if (v->rewritten)
+			json_object_set_new(o, "userinfo_removed", json_true());
 		json_array_append_new(vars, o);
 	}
 	json_object_set_new(root, "env", vars);
@@ -281,6 +290,7 @@ int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv)
 	struct rd_profile prof = {0};
 	struct rd_error err = {0};
 	struct rd_env_result res = {0};
+	struct rd_strv secrets = {0};
 	const struct rd_rule *rule = NULL;
 	_cleanup_free_ char *where = NULL, *resolved = NULL;
 	int ret = 1;
@@ -304,8 +314,24 @@ int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv)
 		struct rd_exec_subject x = {where ? where : cmd[0], resolved, cmd, n};
 		rule = rd_rule_match(&prof, &x);
 	}
-	if (rd_env_build(&cfg.env, &prof, agent ? RD_ENV_AGENT : RD_ENV_COMMAND, rule, environ,
-	                 &res, &err) < 0) {
+	/* A command's variables are also checked against the values the agent's start strips. */
+	if (!agent) {
+		struct rd_env_result start;
+		int r = rd_env_build(&cfg.env, &prof, RD_ENV_AGENT, NULL, environ, &start, &err);
+		if (r == 0) {
+			r = rd_env_secret_entries(&start, &secrets);
+			rd_env_result_free(&start);
+			if (r < 0)
+				rd_error_set(&err, -r, "out of memory");
+		}
+		if (r < 0) {
+			rd_cli_print_error(&err);
+			goto out;
+		}
+	}
+	struct rd_env_secrets known = {(const char *const *)secrets.v, secrets.n};
+	if (rd_env_build_known(&cfg.env, &prof, agent ? RD_ENV_AGENT : RD_ENV_COMMAND, rule,
+	                       environ, &known, &res, &err) < 0) {
 		rd_cli_print_error(&err);
 		fprintf(stderr, "runnerd: the %s would not start: %s\n",
 		        agent ? "agent" : "command", strerror(err.err));
@@ -320,6 +346,7 @@ int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv)
 	}
 out:
 	rd_env_result_free(&res);
+	rd_strv_free(&secrets);
 	rd_profile_free(&prof);
 	rd_config_free(&cfg);
 	return ret;

@@ -187,13 +187,19 @@ static void session_id(char out[33])
 }
 
 /* The agent's env: the agent level of the policy, plus runnerd's own session variables
- * (replacing any the operator's shell had). Copies: the source block is about to be zeroed. */
+ * (replacing any the operator's shell had); and in *secrets what it stripped as secrets, whose
+ * values no command gets under any name. Copies: the source block is about to be zeroed. */
 static char **agent_env(const struct rd_config *cfg, const struct rd_profile *prof,
-                        const char *session, struct rd_error *err)
+                        const char *session, struct rd_strv *secrets, struct rd_error *err)
 {
 	struct rd_env_result res;
 	if (rd_env_build(&cfg->env, prof, RD_ENV_AGENT, NULL, environ, &res, err) < 0)
 		return NULL;
+	if (rd_env_secret_entries(&res, secrets) < 0) {
+		rd_env_result_free(&res);
+		rd_error_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
 	char **out = calloc(res.n_env + 3, sizeof(char *));
 	size_t n = 0;
 	bool ok = out != NULL;
@@ -280,6 +286,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	                       .tty_fd = -1};
 	char *control_dir = NULL;
 	char **env = NULL;
+	struct rd_strv secrets = {0};
 	char *agent = NULL;
 	char **agent_argv = NULL;
 	int ret = 125;
@@ -314,8 +321,9 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		goto fail;
 	char *session = s.session;
 	session_id(session);
-	if (!(env = agent_env(&cfg, &prof, session, &err)))
+	if (!(env = agent_env(&cfg, &prof, session, &secrets, &err)))
 		goto fail;
+	s.secrets = (struct rd_env_secrets){(const char *const *)secrets.v, secrets.n};
 	/* Approvals, before the scrub (XDG_RUNTIME_DIR) and before the agent: a profile that
 	 * asks and has no way to be answered does not start. */
 	rd_control_dirs(s.control_dirs);
@@ -428,6 +436,7 @@ fail:
 	rd_cli_print_error(&err);
 out:
 	free_env(env);
+	rd_strv_free(&secrets);
 	free(agent);
 	for (char **a = agent_argv; a && *a; a++)
 		free(*a);

@@ -153,10 +153,15 @@ static json_t *json_env(const struct rd_env_result *env)
 	json_t *a = json_array();
 	for (size_t i = 0; i < env->n_verdicts; i++) {
 		const struct rd_env_verdict *v = &env->verdicts[i];
-		json_array_append_new(
-		    a, json_pack("{s:o, s:b, s:s}", "name",
-		                 v->name_len ? name_json(v->entry, v->name_len) : json_null(),
-		                 "passed", v->passed, "reason", rd_env_reason_str(v->reason)));
+		json_t *o = json_pack("{s:o, s:b, s:s}", "name",
+		                      v->name_len ? name_json(v->entry, v->name_len) : json_null(),
+		                      "passed", v->passed, "reason", rd_env_reason_str(v->reason));
+		/* The name whose value it held, never a value. */
+		if (o && v->holds)
+			json_object_set_new(o, "holds", name_json(v->holds, v->holds_len));
+		if (o && v->rewritten)
+			json_object_set_new(o, "userinfo_removed", json_true());
+		json_array_append_new(a, o);
 	}
 	return a;
 }
@@ -175,8 +180,8 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	struct rd_exec_subject subject = {q->path, q->tg.resolved, q->strs.argv, q->strs.argc};
 	const struct rd_rule *rule = q->rule = rd_rule_match(u->s->prof, &subject);
 	x->action = rule ? rule->action : u->s->prof->commands_default;
-	int r = rd_env_build(&u->s->cfg->env, u->s->prof, RD_ENV_COMMAND, rule, q->strs.envp,
-	                     &q->env, &err);
+	int r = rd_env_build_known(&u->s->cfg->env, u->s->prof, RD_ENV_COMMAND, rule, q->strs.envp,
+	                           &u->s->secrets, &q->env, &err);
 	if (r < 0)
 		return refuse(x, -r, "%s", err.msg);
 	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the

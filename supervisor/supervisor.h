@@ -5,6 +5,7 @@
 
 #include "intercept/launcher.h"
 #include "policy/config.h"
+#include "policy/envpolicy.h"
 #include "sandbox/cmdfilter.h"
 #include "supervisor/audit.h"
 
@@ -23,6 +24,9 @@ struct rd_session {
 	int zygote_fd;            /* O_RDONLY of runnerd-zygote; -1: runnerd forks sandboxes */
 	struct rd_bpf cmd_filter; /* the commands' seccomp profile ("default") */
 	struct rd_agent agent;
+	/* The variables stripped as secrets at the agent's start ("NAME=value"): a command's
+	 * variable that holds one of their values is stripped too (policy/envpolicy.h). */
+	struct rd_env_secrets secrets;
 	sigset_t orig_mask; /* what runnerd's own mask was before it blocked its signals */
 	int agent_signal;   /* set by rd_supervise: the signal that killed the agent, or 0 */
 	char session[33];

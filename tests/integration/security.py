@@ -86,6 +86,39 @@ def test_canaries(tmp):
           out.stdout.strip() == "A=sk-ant-%s O=none" % CANARY, out.stdout + out.stderr)
 
 
+PROXY_PW = "proxy-pw-51c0"
+
+
+def test_secret_values(tmp):
+    """Secrets under innocent names: a proxy URL with a user and password (HTTPS_PROXY is a
+    base name, which beat the secret patterns), PAGER holding the agent's own key (stripped
+    at the command level), LANG holding DATABASE_URL's value (stripped at the agent's start).
+    Before, each reached the command."""
+    audit = os.path.join(tmp, "audit.jsonl")
+    env = base_env()
+    key = "sk-ant-values-" + os.urandom(6).hex()
+    env["ANTHROPIC_API_KEY"] = key
+    env["HTTPS_PROXY"] = "http://bob:%s@127.0.0.1:9" % PROXY_PW
+    env["PAGER"] = "less " + key
+    env["LANG"] = PLANTED["DATABASE_URL"]
+    out = subprocess.run(runnerd_cmd("claude", ["bash", "-c", "env"], audit=audit), env=env,
+                         capture_output=True, text=True, timeout=60)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    leaks = [l for l in out.stdout.splitlines() if CANARY in l or PROXY_PW in l or key in l]
+    check("values: no secret reaches the command under any name", got and not leaks,
+          "\n".join(leaks) + out.stderr[-300:])
+    check("values: the proxy URL passes without its user and password",
+          got.get("HTTPS_PROXY") == "http://127.0.0.1:9", repr(got.get("HTTPS_PROXY")))
+    check("values: PAGER and LANG, holding secrets' values, are stripped",
+          "PAGER" not in got and "LANG" not in got, repr(sorted(got)))
+    text = open(audit).read() if os.path.exists(audit) else ""
+    held = {v["name"]: v.get("holds") for e in map(json.loads, text.splitlines())
+            if e.get("event") == "exec" for v in e.get("env", [])
+            if v.get("reason") == "denied:secret-value"}
+    check("values: the audit names whose value PAGER held, never the value",
+          held.get("PAGER") == "ANTHROPIC_API_KEY" and key not in text, repr(held))
+
+
 def test_audit_log(tmp):
     log = os.path.join(tmp, "audit.jsonl")
     noshebang = os.path.join(tmp, "noshebang")
@@ -663,7 +696,7 @@ def test_zygote_killed(tmp):
 def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
-    tests = (test_canaries, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
+    tests = (test_canaries, test_secret_values, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks,
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,

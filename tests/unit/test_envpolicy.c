@@ -1012,6 +1012,133 @@ static void expect_e2big(const struct rd_env_config *cfg, enum rd_env_level leve
 	rd_env_result_free(&r); /* freeing an empty result is harmless */
 }
 
+/* ---- values -------------------------------------------------------------------------- */
+
+static const struct rd_env_verdict *verdict_of(const struct rd_env_result *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_verdicts; i++)
+		if (r->verdicts[i].name_len == strlen(name) &&
+		    strncmp(r->verdicts[i].entry, name, strlen(name)) == 0)
+			return &r->verdicts[i];
+	fail_msg("no verdict for %s", name);
+	return NULL;
+}
+
+static const char *out_value(const struct rd_env_result *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_env; i++)
+		if (strncmp(r->envp[i], name, strlen(name)) == 0 && r->envp[i][strlen(name)] == '=')
+			return r->envp[i] + strlen(name) + 1;
+	return NULL;
+}
+
+static const struct rd_rule rule_gh = {
+    .index = 6,
+    .env_allow = STRV("GH_TOKEN", "LC_*"),
+};
+
+/* A variable whose value holds a stripped secret's value is stripped, whatever its name; a
+ * short value is not looked for; an exact grant stands; values stripped at the agent's start
+ * count too. */
+static void test_secret_values(void **state)
+{
+	(void)state;
+	char *envp[] = {"OPENAI_API_KEY=sk-live-12345678",
+	                "LC_PAPER=sk-live-12345678",
+	                "TERM=xterm Bearer sk-live-12345678",
+	                "AWS_REGION=eu-1",
+	                "TZ=eu-1",
+	                "GITHUB_TOKEN=ghp_0123456789",
+	                "GH_TOKEN=ghp_0123456789",
+	                "LANG=ghp_0123456789",
+	                "HOME=/home/dev",
+	                "USER=dev",
+	                NULL};
+	struct rd_env_result r;
+	struct rd_error err = {0};
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_empty, RD_ENV_COMMAND, &rule_gh, envp, &r, &err), 0);
+	const struct rd_env_verdict *v = verdict_of(&r, "LC_PAPER");
+	assert_false(v->passed);
+	assert_int_equal(v->reason, RD_ENV_DENIED_SECRET_VALUE);
+	assert_int_equal(v->holds_len, strlen("OPENAI_API_KEY"));
+	assert_memory_equal(v->holds, "OPENAI_API_KEY", v->holds_len);
+	assert_string_equal(rd_env_reason_str(v->reason), "denied:secret-value");
+	assert_int_equal(verdict_of(&r, "TERM")->reason, RD_ENV_DENIED_SECRET_VALUE);
+	assert_true(verdict_of(&r, "TZ")->passed); /* "eu-1" is too short to tell */
+	/* GH_TOKEN, granted by its exact name, holds GITHUB_TOKEN's (stripped) value: it stands;
+	 * LANG, a base name, holding it does not. */
+	assert_true(verdict_of(&r, "GH_TOKEN")->passed);
+	assert_int_equal(verdict_of(&r, "LANG")->reason, RD_ENV_DENIED_SECRET_VALUE);
+	assert_true(verdict_of(&r, "HOME")->passed);
+	assert_int_equal(r.n_env, 4); /* TZ GH_TOKEN HOME USER */
+	rd_env_result_free(&r);
+
+	/* Without the rule, GH_TOKEN is a secret like any other. */
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_empty, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
+	assert_false(verdict_of(&r, "GH_TOKEN")->passed);
+	rd_env_result_free(&r);
+
+	/* A value stripped at the agent's start: the agent's block no longer has the variable. */
+	struct rd_env_result start;
+	char *operator_env[] = {"DATABASE_URL=postgres://u:pw-98765@db/x", "PATH=/usr/bin", NULL};
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_empty, RD_ENV_AGENT, NULL, operator_env, &start, &err),
+	    0);
+	struct rd_strv secrets;
+	assert_int_equal(rd_env_secret_entries(&start, &secrets), 0);
+	rd_env_result_free(&start);
+	assert_int_equal(secrets.n, 1);
+	struct rd_env_secrets known = {(const char *const *)secrets.v, secrets.n};
+	char *agent_env[] = {"PATH=/usr/bin", "LANG=postgres://u:pw-98765@db/x", NULL};
+	assert_int_equal(rd_env_build_known(&cfg_default, &prof_empty, RD_ENV_COMMAND, NULL,
+	                                    agent_env, &known, &r, &err),
+	                 0);
+	v = verdict_of(&r, "LANG");
+	assert_int_equal(v->reason, RD_ENV_DENIED_SECRET_VALUE);
+	assert_memory_equal(v->holds, "DATABASE_URL", v->holds_len);
+	assert_int_equal(r.n_env, 1);
+	rd_env_result_free(&r);
+	rd_strv_free(&secrets);
+}
+
+static const struct rd_profile prof_proxy = {
+    .name = "proxy",
+    .commands_env_allow =
+        STRV("HTTP_PROXY", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "FTP_PROXY", "NO_PROXY"),
+    .agent_env_allow = STRV("HTTPS_PROXY"),
+};
+
+/* At the command level, a proxy URL's user and password are removed; the agent keeps them. */
+static void test_proxy_userinfo(void **state)
+{
+	(void)state;
+	char *envp[] = {"HTTPS_PROXY=http://bob:hunter2@proxy.corp:3128",
+	                "https_proxy=bob:hunter2@proxy.corp:3128/",
+	                "HTTP_PROXY=http://proxy.corp:3128/a@b",
+	                "ALL_PROXY=socks5://tok@[::1]:1080",
+	                "NO_PROXY=user@example.com",
+	                NULL};
+	struct rd_env_result r;
+	struct rd_error err = {0};
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_proxy, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
+	assert_string_equal(out_value(&r, "HTTPS_PROXY"), "http://proxy.corp:3128");
+	assert_true(verdict_of(&r, "HTTPS_PROXY")->rewritten);
+	assert_string_equal(out_value(&r, "https_proxy"), "proxy.corp:3128/");
+	assert_string_equal(out_value(&r, "HTTP_PROXY"), "http://proxy.corp:3128/a@b");
+	assert_false(verdict_of(&r, "HTTP_PROXY")->rewritten);
+	assert_string_equal(out_value(&r, "ALL_PROXY"), "socks5://[::1]:1080");
+	assert_string_equal(out_value(&r, "NO_PROXY"), "user@example.com"); /* not a proxy URL */
+	assert_null(strstr(out_value(&r, "HTTPS_PROXY"), "hunter2"));
+	rd_env_result_free(&r);
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_proxy, RD_ENV_AGENT, NULL, envp, &r, &err), 0);
+	assert_string_equal(out_value(&r, "HTTPS_PROXY"), "http://bob:hunter2@proxy.corp:3128");
+	rd_env_result_free(&r);
+}
+
 static void test_max_keys(void **state)
 {
 	(void)state;
@@ -1096,6 +1223,8 @@ int main(void)
 	    cmocka_unit_test(test_name_len),
 	    cmocka_unit_test(test_many_names),
 	    cmocka_unit_test(test_long_names),
+	    cmocka_unit_test(test_secret_values),
+	    cmocka_unit_test(test_proxy_userinfo),
 	    cmocka_unit_test(test_max_keys),
 	    cmocka_unit_test(test_max_bytes),
 	    cmocka_unit_test(test_rule_limits),
