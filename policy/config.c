@@ -2,6 +2,7 @@
 #include "lib/sha256.h"
 #include "policy/glob.h"
 #include "policy/jsonpos.h"
+#include "policy/rules.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -785,7 +786,10 @@ int rd_profile_load(const struct rd_config *cfg, const char *name_or_path, struc
 		                cfg->profiles_dir);
 	if (r < 0)
 		return r;
-	return rd_profile_parse(file, base, text, len, out, err);
+	r = rd_profile_parse(file, base, text, len, out, err);
+	if (r == 0)
+		rd_profile_mark_grants(&cfg->env, out);
+	return r;
 }
 
 static int cmp_str(const void *a, const void *b)

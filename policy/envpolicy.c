@@ -49,6 +49,8 @@ const char *rd_env_reason_str(enum rd_env_reason r)
 		return "malformed";
 	case RD_ENV_DENIED_SECRET_VALUE:
 		return "denied:secret-value";
+	case RD_ENV_DENIED_GRANT:
+		return "denied:granted-command";
 	}
 	return "?";
 }
@@ -249,6 +251,44 @@ static char *without_userinfo(const char *entry, size_t name_len, bool *oom)
 	memcpy(out, entry, head);
 	memcpy(out + head, at + 1, tail + 1);
 	return out;
+}
+
+void rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char *const *start)
+{
+	size_t k = 0, n = 0, bytes = 0;
+	for (size_t i = 0; i < r->n_verdicts; i++) {
+		struct rd_env_verdict *v = &r->verdicts[i];
+		if (!v->passed)
+			continue;
+		char *e = r->envp[k++];
+		char name[256];
+		if (v->name_len < sizeof(name)) {
+			memcpy(name, v->entry, v->name_len);
+			name[v->name_len] = '\0';
+		}
+		if (v->name_len < sizeof(name) && match_any(names, name)) {
+			char *was = NULL;
+			for (size_t s = 0; start && start[s] && !was; s++)
+				if (strncmp(start[s], name, v->name_len) == 0 &&
+				    start[s][v->name_len] == '=')
+					was = start[s];
+			if (!was) {
+				v->passed = false;
+				v->reason = RD_ENV_DENIED_GRANT;
+				v->pattern = NULL;
+				continue;
+			}
+			if (strcmp(was, e) != 0) {
+				e = was;
+				v->pinned = true;
+			}
+		}
+		r->envp[n++] = e;
+		bytes += strlen(e) + 1;
+	}
+	r->envp[n] = NULL;
+	r->n_env = n;
+	r->bytes = bytes;
 }
 
 int rd_env_secret_entries(const struct rd_env_result *r, struct rd_strv *out)

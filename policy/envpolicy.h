@@ -32,6 +32,9 @@ enum rd_env_reason {
 	/* its value holds the value of a variable stripped as a secret (in this block, or at
 	 * the agent's start: rd_env_secrets) */
 	RD_ENV_DENIED_SECRET_VALUE,
+	/* a command a rule grants a secret: one of rd_grant_pinned_names the agent did not
+	 * have at its start */
+	RD_ENV_DENIED_GRANT,
 };
 
 /* A value shorter than this is not looked for in other values: too common to tell a secret
@@ -58,6 +61,9 @@ struct rd_env_verdict {
 	/* Passed with a value of runnerd's (out->envp has it, not entry): the user and password
 	 * of a proxy URL removed */
 	bool rewritten;
+	/* Passed with the agent's start value in place of the one the caller passed
+	 * (rd_env_pin_start) */
+	bool pinned;
 };
 
 struct rd_env_result {
@@ -99,9 +105,14 @@ int rd_env_secret_entries(const struct rd_env_result *r, struct rd_strv *out) _w
 
 void rd_env_result_free(struct rd_env_result *r);
 
+/* For a command that a rule grants a secret: every passed variable whose name matches names
+ * gets the value the agent had at its start (start, "NAME=value", which must outlive r), or is
+ * stripped (RD_ENV_DENIED_GRANT) if the agent had none. */
+void rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char *const *start);
+
 /* "base", "profile", "rule", "extra_env", "internal", "denied:secret-pattern", "denied:hard",
  * "denied:profile", "denied:rule", "not-allowed", "duplicate", "malformed",
- * "denied:secret-value". */
+ * "denied:secret-value", "denied:granted-command". */
 const char *rd_env_reason_str(enum rd_env_reason r);
 
 /* True for the names runnerd itself sets: RUNNERD_SESSION, RUNNERD_PROFILE, JRUN_*. */

@@ -41,6 +41,10 @@ struct rd_rule {
 	                         * RD_ASK_TIMEOUT_DEFAULT_S when the rule gives none) */
 	char *description;      /* NULL if none */
 	int line, col;          /* where the rule starts in its file */
+	/* Its env_allow names a secret-shaped variable (env.deny) exactly: it grants a secret
+	 * (rd_profile_mark_grants). Such a rule matches the resolved path alone, and its
+	 * command's environment and argv are held tighter (docs/configuration.md, "Grants"). */
+	bool grants_secret;
 };
 
 struct rd_profile {

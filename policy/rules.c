@@ -19,6 +19,12 @@ static bool path_matches(const struct rd_rule *r, const struct rd_exec_subject *
 	const char *pat = r->match_path;
 	if (!pat)
 		return true;
+	/* A grant of a secret goes to the file itself: the resolved, canonical path alone. The
+	 * path as passed is the caller's to spell ("/usr/../tmp/x/gh" matches the pattern
+	 * "/usr/" "*" "/gh"), and so is argv[0]. */
+	if (r->grants_secret)
+		return x->resolved &&
+		       rd_glob_match(pat, strchr(pat, '/') ? x->resolved : base(x->resolved));
 	if (strchr(pat, '/'))
 		return (x->resolved && rd_glob_match(pat, x->resolved)) ||
 		       (x->path && rd_glob_match(pat, x->path));
@@ -43,6 +49,60 @@ static bool args_match(const struct rd_rule *r, const struct rd_exec_subject *x)
 		if (!rd_glob_match(r->match_args.v[i], x->argv[i + 1]))
 			return false;
 	return true;
+}
+
+void rd_profile_mark_grants(const struct rd_env_config *env, struct rd_profile *prof)
+{
+	for (size_t i = 0; i < prof->n_rules; i++) {
+		struct rd_rule *r = &prof->rules[i];
+		r->grants_secret = false;
+		for (size_t k = 0; !r->grants_secret && k < r->env_allow.n; k++) {
+			const char *name = r->env_allow.v[k];
+			if (rd_glob_is_pattern(name))
+				continue;
+			for (size_t d = 0; !r->grants_secret && d < env->deny.n; d++)
+				r->grants_secret = rd_glob_match(env->deny.v[d], name);
+		}
+	}
+}
+
+const struct rd_strv rd_grant_pinned_names = {
+    .v = (char *[]){"HOME", "XDG_*", "GIT_*", "MAKEFLAGS", "MFLAGS", "PAGER", "EDITOR", "VISUAL",
+                    "SHELL", NULL},
+    .n = 9,
+};
+
+/* git's options that run another program, or read another configuration: before the
+ * subcommand (-c, --config-env, --exec-path), or anywhere after it. */
+const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_t argc)
+{
+	if (!resolved || strcmp(base(resolved), "git") != 0)
+		return NULL;
+	static const char *const anywhere[] = {"--receive-pack", "--upload-pack", "--exec",
+	                                       "--template", "--config-env", "--exec-path"};
+	const char *sub = NULL;
+	for (size_t i = 1; i < argc && argv[i]; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0)
+			break;
+		if (!sub && (strcmp(a, "-c") == 0 || strncmp(a, "-c", 2) == 0))
+			return "git -c (a configuration value can name a program to run)";
+		for (size_t k = 0; k < ARRAY_SIZE(anywhere); k++) {
+			size_t n = strlen(anywhere[k]);
+			if (strncmp(a, anywhere[k], n) == 0 && (a[n] == '\0' || a[n] == '='))
+				return "git's options that name a program or configuration to use "
+				       "(--receive-pack, --upload-pack, --exec, --template, "
+				       "--config-env, --exec-path)";
+		}
+		if (sub && strcmp(sub, "clone") == 0 && strncmp(a, "-u", 2) == 0)
+			return "git clone -u (the program to run as upload-pack)";
+		if (!sub && a[0] != '-')
+			sub = a;
+		else if (!sub && (strcmp(a, "-C") == 0 || strcmp(a, "--git-dir") == 0 ||
+		                  strcmp(a, "--work-tree") == 0 || strcmp(a, "--namespace") == 0))
+			i++; /* its value */
+	}
+	return NULL;
 }
 
 const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct rd_exec_subject *x)

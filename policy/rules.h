@@ -39,6 +39,21 @@ const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct 
 int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *const *env,
                        const char *cwd, struct rd_strv *notes);
 
+/* Set grants_secret on every rule of prof whose env_allow names, exactly, a variable that
+ * env->deny calls a secret. */
+void rd_profile_mark_grants(const struct rd_env_config *env, struct rd_profile *prof);
+
+/* Variables a command that a rule grants a secret gets only as the agent got them at its start
+ * (or not at all): each can make the granted program run other code (HOME and XDG_* its config
+ * files, GIT_* git's, MAKEFLAGS make's, PAGER, EDITOR, VISUAL, SHELL what it starts). */
+extern const struct rd_strv rd_grant_pinned_names;
+
+/* For a command that a rule grants a secret: does argv (of the program at resolved) ask it to
+ * run a program of the caller's choosing, or another configuration? For git: -c and
+ * --config-env, --exec-path, --receive-pack, --upload-pack, --exec, clone's -u and
+ * --template. Returns a static description of what is refused, or NULL. */
+const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_t argc);
+
 /* The paths masked for a command: sandbox.mask less the profile's commands.unmask, plus
  * commands.mask, plus the rule's mask, each once, with "~/" replaced by home (the caller's home
  * from the password database, never its HOME variable, which the caller sets) and every

@@ -324,6 +324,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	if (!(env = agent_env(&cfg, &prof, session, &secrets, &err)))
 		goto fail;
 	s.secrets = (struct rd_env_secrets){(const char *const *)secrets.v, secrets.n};
+	s.agent_env = env;
 	/* Approvals, before the scrub (XDG_RUNTIME_DIR) and before the agent: a profile that
 	 * asks and has no way to be answered does not start. */
 	rd_control_dirs(s.control_dirs);
@@ -423,9 +424,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		rd_error_set(&err, errno, "cannot become a child subreaper: %s", strerror(errno));
 		goto fail;
 	}
+	/* env is kept: s.agent_env, for the commands that a rule grants a secret. */
 	int r = rd_agent_start(agent, agent_argv, env, &filter, &s.orig_mask, &s.agent, &err);
-	free_env(env);
-	env = NULL;
 	if (r < 0) {
 		ret = r == -ENOENT ? 127 : 126;
 		goto fail;

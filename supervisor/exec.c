@@ -161,6 +161,8 @@ static json_t *json_env(const struct rd_env_result *env)
 			json_object_set_new(o, "holds", name_json(v->holds, v->holds_len));
 		if (o && v->rewritten)
 			json_object_set_new(o, "userinfo_removed", json_true());
+		if (o && v->pinned)
+			json_object_set_new(o, "start_value", json_true());
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -184,6 +186,16 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	                           &u->s->secrets, &q->env, &err);
 	if (r < 0)
 		return refuse(x, -r, "%s", err.msg);
+	/* A rule that grants a secret: the program gets it, not what the caller would have it
+	 * run, nor a configuration the caller chose (docs/configuration.md, "Grants"). */
+	if (rule && rule->grants_secret) {
+		const char *why = rd_grant_argv_refused(q->tg.resolved, q->strs.argv, q->strs.argc);
+		if (why)
+			return refuse(x, EACCES,
+			              "commands.rules[%zu] grants a secret to %s: refused, for %s",
+			              rule->index, q->tg.resolved, why);
+		rd_env_pin_start(&q->env, &rd_grant_pinned_names, u->s->agent_env);
+	}
 	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
 	 * agent itself over to the sandbox; worth knowing when reading the log. */
 	bool is_agent = q->t.tgid == u->s->agent.pid;

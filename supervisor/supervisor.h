@@ -27,6 +27,9 @@ struct rd_session {
 	/* The variables stripped as secrets at the agent's start ("NAME=value"): a command's
 	 * variable that holds one of their values is stripped too (policy/envpolicy.h). */
 	struct rd_env_secrets secrets;
+	/* The agent's environment as runnerd started it: what a command that a rule grants a
+	 * secret gets of rd_grant_pinned_names. */
+	char *const *agent_env;
 	sigset_t orig_mask; /* what runnerd's own mask was before it blocked its signals */
 	int agent_signal;   /* set by rd_supervise: the signal that killed the agent, or 0 */
 	char session[33];

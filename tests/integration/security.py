@@ -119,6 +119,73 @@ def test_secret_values(tmp):
           held.get("PAGER") == "ANTHROPIC_API_KEY" and key not in text, repr(held))
 
 
+def test_grants(tmp):
+    """A rule that grants a secret (GH_TOKEN) gives it to the program it names, not to code
+    the caller chooses: a path spelt through "..", git's options that run a program, a HOME
+    with a .gitconfig of the caller's, MAKEFLAGS that make evaluates. Each leaked the token
+    before."""
+    os.chmod(tmp, 0o755)
+    token = "ghp_grant_" + os.urandom(6).hex()
+    git, make = shutil.which("git"), shutil.which("make")
+    if not git or not make:
+        common.skip_part("grants: git and make are needed")
+        return
+    git, make = os.path.realpath(git), os.path.realpath(make)
+    evil = os.path.join(tmp, "x")
+    os.makedirs(evil)
+    fake = os.path.join(evil, os.path.basename(git))
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho \"fake=[$GH_TOKEN]\"\n")
+    with open(os.path.join(evil, ".gitconfig"), "w") as f:
+        f.write("[alias]\n\tleak = !echo home=[$GH_TOKEN]\n")
+    for p in (fake, evil, os.path.join(evil, ".gitconfig")):
+        os.chmod(p, 0o755)
+    repo = os.path.join(tmp, "repo.git")
+    subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
+    os.chmod(repo, 0o755)
+    prof = write_profile(tmp, "grants", {
+        "default": "allow", "env_allow": [],
+        # "/usr/*/git", as the documented examples write them.
+        "rules": [{"match": {"path": "/%s/*/%s" % (git.split("/")[1], os.path.basename(git))},
+                   "action": "allow", "env_allow": ["GH_TOKEN"]},
+                  {"match": {"path": make}, "action": "allow", "env_allow": ["GH_TOKEN"]}]},
+        agent_env_allow=["GH_TOKEN"])
+    dotdot = os.path.dirname(git) + "/.." * git.count("/") + evil + "/" + os.path.basename(git)
+    script = "; ".join([
+        "%s" % dotdot,
+        "git ls-remote --upload-pack='sh -c \"echo pack=[$GH_TOKEN]; exit 1\"' %s; "
+        "echo \"pack_rc=$?\"" % repo,
+        "git -c alias.leak='!echo dashc=[$GH_TOKEN]' leak; echo \"dashc_rc=$?\"",
+        "HOME=%s git leak; echo \"home_rc=$?\"" % evil,
+        "MAKEFLAGS='--eval=$(info make=[$(GH_TOKEN)])' make -s -f /dev/null 2>/dev/null; true",
+        "git -C %s config --get core.bare | grep -q true && git -C %s --version >/dev/null &&"
+        " echo granted_runs=yes" % (repo, repo),
+        "sh -c 'echo sh=[$GH_TOKEN]'",
+    ])
+    env = base_env()
+    env["GH_TOKEN"] = token
+    audit = os.path.join(tmp, "audit.jsonl")
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script], audit=audit), env=env,
+                         capture_output=True, text=True, timeout=60)
+    text = out.stdout + out.stderr
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("grants: the token reaches nothing but the granted program", token not in text,
+          "\n".join(l for l in text.splitlines() if token in l))
+    check("grants: a path spelt through \"..\" does not earn the rule",
+          got.get("fake") == "[]", repr(got.get("fake")))
+    check("grants: git --upload-pack is refused (126)", got.get("pack_rc") == "126", repr(got))
+    check("grants: git -c is refused (126)", got.get("dashc_rc") == "126", repr(got))
+    check("grants: the caller's HOME does not reach the granted git",
+          "home" not in got, repr(got.get("home")))
+    check("grants: the granted program still runs", got.get("granted_runs") == "yes",
+          out.stdout + out.stderr[-400:])
+    check("grants: a program no rule grants gets no token", got.get("sh") == "[]",
+          repr(got.get("sh")))
+    why = [json.loads(l).get("reason", "") for l in open(audit)] if os.path.exists(audit) else []
+    check("grants: the refusals are audited with their reason",
+          sum("grants a secret" in w for w in why) >= 2, repr(why))
+
+
 def test_audit_log(tmp):
     log = os.path.join(tmp, "audit.jsonl")
     noshebang = os.path.join(tmp, "noshebang")
@@ -696,7 +763,7 @@ def test_zygote_killed(tmp):
 def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
-    tests = (test_canaries, test_secret_values, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
+    tests = (test_canaries, test_secret_values, test_grants, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks,
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,

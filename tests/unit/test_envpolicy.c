@@ -1103,6 +1103,33 @@ static void test_secret_values(void **state)
 	rd_strv_free(&secrets);
 }
 
+/* A granted command gets HOME, XDG_*, GIT_*, MAKEFLAGS and the like as the agent had them at
+ * its start, or not at all. */
+static void test_pin_start(void **state)
+{
+	(void)state;
+	char *envp[] = {"HOME=/tmp/evil", "XDG_CONFIG_HOME=/tmp/evil",
+	                "PATH=/usr/bin",  "TERM=xterm",
+	                "USER=dev",       NULL};
+	char *start[] = {"HOME=/home/dev", "PATH=/usr/bin:/bin", "USER=dev", NULL};
+	const struct rd_strv names = STRV("HOME", "XDG_*", "USER");
+	struct rd_env_result r;
+	struct rd_error err = {0};
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_empty, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
+	rd_env_pin_start(&r, &names, start);
+	assert_string_equal(out_value(&r, "HOME"), "/home/dev");
+	assert_true(verdict_of(&r, "HOME")->pinned);
+	assert_null(out_value(&r, "XDG_CONFIG_HOME"));
+	assert_string_equal(out_value(&r, "PATH"), "/usr/bin"); /* not a pinned name */
+	assert_string_equal(out_value(&r, "USER"), "dev");
+	assert_false(verdict_of(&r, "USER")->pinned); /* the same value */
+	assert_int_equal(r.n_env, 4);
+	assert_int_equal(r.bytes, strlen("HOME=/home/dev PATH=/usr/bin TERM=xterm USER=dev") + 1);
+	assert_null(r.envp[4]);
+	rd_env_result_free(&r);
+}
+
 static const struct rd_profile prof_proxy = {
     .name = "proxy",
     .commands_env_allow =
@@ -1225,6 +1252,7 @@ int main(void)
 	    cmocka_unit_test(test_long_names),
 	    cmocka_unit_test(test_secret_values),
 	    cmocka_unit_test(test_proxy_userinfo),
+	    cmocka_unit_test(test_pin_start),
 	    cmocka_unit_test(test_max_keys),
 	    cmocka_unit_test(test_max_bytes),
 	    cmocka_unit_test(test_rule_limits),

@@ -194,6 +194,71 @@ static void test_mask_env(void **state)
 	rd_strv_free(&rules[0].box.list[RD_BOX_MASK]);
 }
 
+/* A rule that grants a secret by its exact name matches the resolved path alone; git's options
+ * that run a program are refused to it. */
+static void test_grants(void **state)
+{
+	(void)state;
+	struct rd_env_config env = {.deny = {V("*_TOKEN", "*SECRET*"), 2}};
+	struct rd_rule rules[3] = {
+	    {.index = 0,
+	     .match_path = "/usr/*/gh",
+	     .action = RD_ACTION_ALLOW,
+	     .env_allow = {V("GH_TOKEN"), 1}},
+	    {.index = 1,
+	     .match_path = "/usr/*/tool",
+	     .action = RD_ACTION_ALLOW,
+	     .env_allow = {V("*_TOKEN", "TOOL_HOME"), 2}},
+	    {.index = 2,
+	     .match_path = "gh",
+	     .action = RD_ACTION_ALLOW,
+	     .env_allow = {V("GH_TOKEN"), 1}},
+	};
+	struct rd_profile p = {.rules = rules, .n_rules = 3};
+	rd_profile_mark_grants(&env, &p);
+	assert_true(rules[0].grants_secret);
+	assert_false(rules[1].grants_secret); /* a glob grants no secret */
+	assert_true(rules[2].grants_secret);
+	struct rd_exec_subject real = {"/usr/bin/gh", "/usr/bin/gh", V("gh"), 1};
+	assert_ptr_equal(rd_rule_match(&p, &real), &rules[0]);
+	struct rd_exec_subject dotdot = {"/usr/../tmp/x/gh", "/tmp/x/gh", V("gh"), 1};
+	assert_ptr_equal(rd_rule_match(&p, &dotdot), &rules[2]); /* by base name: "gh" */
+	rules[2].match_path = "/opt/gh";
+	assert_null(rd_rule_match(&p, &dotdot));
+	struct rd_exec_subject tool = {"/usr/../tmp/tool", "/tmp/tool", V("tool"), 1};
+	assert_ptr_equal(rd_rule_match(&p, &tool), &rules[1]); /* no grant: as passed */
+
+	const char *git = "/usr/bin/git";
+	struct {
+		char **argv;
+		bool refused;
+	} rows[] = {
+	    {V("git", "push"), false},
+	    {V("git", "-C", "/x", "push", "-u", "origin", "main"), false},
+	    {V("git", "commit", "-c", "HEAD"), false},
+	    {V("git", "-c", "core.pager=sh", "log"), true},
+	    {V("git", "-ccore.pager=sh", "log"), true},
+	    {V("git", "--config-env=core.pager=X", "log"), true},
+	    {V("git", "--exec-path=/tmp", "push"), true},
+	    {V("git", "push", "--receive-pack=sh"), true},
+	    {V("git", "push", "--receive-pack", "sh"), true},
+	    {V("git", "fetch", "--upload-pack=sh"), true},
+	    {V("git", "push", "--exec=sh"), true},
+	    {V("git", "clone", "-u", "sh", "x"), true},
+	    {V("git", "clone", "--template=/tmp/t", "x"), true},
+	    {V("git", "log", "--", "--exec"), false},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		size_t n = 0;
+		while (rows[i].argv[n])
+			n++;
+		bool got = rd_grant_argv_refused(git, rows[i].argv, n) != NULL;
+		if (got != rows[i].refused)
+			fail_msg("row %zu: %s", i, got ? "refused" : "let through");
+	}
+	assert_null(rd_grant_argv_refused("/usr/bin/gh", V("gh", "-c", "x"), 3));
+}
+
 static void test_mask_path_check(void **state)
 {
 	(void)state;
@@ -257,7 +322,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_paths),           cmocka_unit_test(test_args),
 	    cmocka_unit_test(test_masks),           cmocka_unit_test(test_mask_env),
-	    cmocka_unit_test(test_mask_path_check), cmocka_unit_test(test_box_merge),
+	    cmocka_unit_test(test_mask_path_check), cmocka_unit_test(test_grants),
+	    cmocka_unit_test(test_box_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
