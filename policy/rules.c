@@ -79,7 +79,7 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 	if (!resolved || strcmp(base(resolved), "git") != 0)
 		return NULL;
 	static const char *const anywhere[] = {"--receive-pack", "--upload-pack", "--exec",
-	                                       "--template", "--config-env", "--exec-path"};
+	                                       "--template",     "--config-env",  "--exec-path"};
 	const char *sub = NULL;
 	for (size_t i = 1; i < argc && argv[i]; i++) {
 		const char *a = argv[i];
