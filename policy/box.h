@@ -19,7 +19,8 @@ enum rd_box_type {
 	RD_BOX_SECONDS, /* a positive number of seconds, at most .max */
 	RD_BOX_COUNT,   /* a positive integer, at most .max */
 	RD_BOX_RLIMIT,  /* a positive integer: a cap on the rlimit .resource */
-	RD_BOX_PATHS,   /* exact paths, absolute or "~/...": the levels' lists add up */
+	RD_BOX_PATHS,   /* exact paths (absolute, "~/...", "${NAME}...", "{workspace}..."): the
+	                 * levels' lists add up */
 };
 
 /* Where a key may be set. */
@@ -48,6 +49,9 @@ struct rd_box_key {
 #define RD_BOX_KEYS(X)                                                                             \
 	X(MASK, .name = "mask", .type = RD_BOX_PATHS, .where = RD_IN_ALL)                          \
 	X(UNMASK, .name = "unmask", .type = RD_BOX_PATHS, .where = RD_IN_COMMANDS)                 \
+	X(WRITE, .name = "write", .type = RD_BOX_PATHS, .where = RD_IN_SANDBOX | RD_IN_COMMANDS)   \
+	X(PROTECT, .name = "protect", .type = RD_BOX_PATHS,                                        \
+	  .where = RD_IN_SANDBOX | RD_IN_COMMANDS)                                                 \
 	X(SECCOMP, .name = "seccomp", .type = RD_BOX_WORD, .where = RD_IN_ALL,                     \
 	  .words = {"default", "none"}, .dflt = RD_SECCOMP_DEFAULT)                                \
 	X(NETWORK, .name = "network", .type = RD_BOX_WORD, .where = RD_IN_ALL,                     \

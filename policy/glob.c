@@ -91,12 +91,16 @@ const char *rd_glob_check(const char *pat, enum rd_glob_kind kind)
 		size_t var = rd_mask_var_len(pat);
 		if (strncmp(pat, "${", 2) == 0 && !var)
 			return "starts with \"${\" but not with a variable's name and \"}\"";
+		if (!var && strncmp(pat, "{workspace}", 11) == 0)
+			var = 11;
 		if (var && !pat[var])
 			return NULL;
 		if (var && pat[var] != '/')
-			return "has something other than \"/\" after its \"${NAME}\"";
+			return "has something other than \"/\" after its \"${NAME}\" or "
+			       "\"{workspace}\"";
 		if (!var && pat[0] != '/' && strncmp(pat, "~/", 2) != 0)
-			return "must be an absolute path, or start with \"~/\" or \"${NAME}\"";
+			return "must be an absolute path, or start with \"~/\", \"${NAME}\" or "
+			       "\"{workspace}\"";
 		/* One spelling per path: masks are compared as strings (pins, the spare's preset).
 		 */
 		const char *p = var ? pat + var + 1 : pat + (pat[0] == '/' ? 1 : 2);

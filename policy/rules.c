@@ -255,6 +255,11 @@ static int expand_list(struct rd_strv *list, char *const *env, const char *cwd,
 	for (size_t i = 0; r == 0 && i < list->n; i++) {
 		const char *pat = list->v[i];
 		size_t var = rd_mask_var_len(pat);
+		if (!var && strncmp(pat, "{workspace}", 11) == 0) {
+			char *path = normal_path(cwd, strlen(cwd), pat + 11);
+			r = strv_push(&out, &cap, path && *path ? path : (free(path), strdup("/")));
+			continue;
+		}
 		if (!var) {
 			r = strv_push(&out, &cap, strdup(pat));
 			continue;
@@ -304,14 +309,39 @@ int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *con
 {
 	size_t notes_cap = 0;
 	*notes = (struct rd_strv){0};
-	int r = expand_list(&cfg->box.list[RD_BOX_MASK], env, cwd, notes, &notes_cap);
-	if (r == 0)
-		r = expand_list(&prof->commands_box.list[RD_BOX_MASK], env, cwd, notes, &notes_cap);
-	if (r == 0)
-		r = expand_list(&prof->commands_box.list[RD_BOX_UNMASK], env, cwd, notes,
-		                &notes_cap);
+	static const enum rd_box_id keys[] = {RD_BOX_MASK, RD_BOX_UNMASK, RD_BOX_WRITE,
+	                                      RD_BOX_PROTECT};
+	int r = 0;
+	for (size_t k = 0; r == 0 && k < ARRAY_SIZE(keys); k++) {
+		r = expand_list(&cfg->box.list[keys[k]], env, cwd, notes, &notes_cap);
+		if (r == 0)
+			r = expand_list(&prof->commands_box.list[keys[k]], env, cwd, notes,
+			                &notes_cap);
+	}
 	for (size_t i = 0; r == 0 && i < prof->n_rules; i++)
 		r = expand_list(&prof->rules[i].box.list[RD_BOX_MASK], env, cwd, notes, &notes_cap);
+	return r;
+}
+
+int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, const char *home,
+                  uid_t uid, struct rd_strv *write, struct rd_strv *protect)
+{
+	struct rd_strv *out[] = {write, protect};
+	enum rd_box_id keys[] = {RD_BOX_WRITE, RD_BOX_PROTECT};
+	int r = 0;
+	for (size_t k = 0; k < 2; k++) {
+		size_t cap = 0;
+		*out[k] = (struct rd_strv){0};
+		const struct rd_strv *lists[] = {&cfg->box.list[keys[k]],
+		                                 &prof->commands_box.list[keys[k]]};
+		for (size_t l = 0; l < 2; l++)
+			for (size_t i = 0; r == 0 && i < lists[l]->n; i++)
+				r = add_mask(out[k], &cap, lists[l]->v[i], home, uid);
+	}
+	if (r < 0) {
+		rd_strv_free(write);
+		rd_strv_free(protect);
+	}
 	return r;
 }
 

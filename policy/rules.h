@@ -29,7 +29,14 @@ struct rd_exec_subject {
  * of further arguments. */
 const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct rd_exec_subject *x);
 
-/* Every mask path of cfg and prof (sandbox.mask, commands.mask and unmask, each rule's mask)
+/* The commands' writable roots (sandbox.write, then commands.write) and the paths that stay
+ * read-only inside them (sandbox.protect, commands.protect), with "~/" replaced by home and
+ * "{uid}" by uid, each once (after rd_mask_expand_env). Returns 0 or -ENOMEM. */
+int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, const char *home,
+                  uid_t uid, struct rd_strv *write, struct rd_strv *protect);
+
+/* Every path of cfg and prof (sandbox.mask, commands.mask and unmask, each rule's mask, and
+ * the write and protect lists) that starts with "{workspace}" has cwd in its place; every one
  * that starts with "${NAME}" becomes one path for each of the ':'-separated paths in the
  * variable NAME of env (the environment runnerd started with: where the agents' own variables
  * move their stores, e.g. "${CODEX_HOME}/auth.json"); none if NAME is unset or empty. A

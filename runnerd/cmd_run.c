@@ -11,6 +11,8 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 extern char **environ;
@@ -186,6 +189,142 @@ static void session_id(char out[33])
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
+/* mkdir -p, each missing directory with mode. */
+static int mkdir_p(const char *path, mode_t mode)
+{
+	_cleanup_free_ char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -errno;
+		if (!(*s = c))
+			return 0;
+	}
+}
+
+static bool under_any(const struct rd_strv *roots, const char *path)
+{
+	for (size_t i = 0; path && i < roots->n; i++) {
+		size_t n = strlen(roots->v[i]);
+		if (strncmp(path, roots->v[i], n) == 0 &&
+		    (path[n] == '/' || path[n] == '\0' || strcmp(roots->v[i], "/") == 0))
+			return true;
+	}
+	return false;
+}
+
+static int strv_add(struct rd_strv *l, const char *s)
+{
+	char **v = realloc(l->v, (l->n + 2) * sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	if (!(v[l->n] = strdup(s)))
+		return -ENOMEM;
+	v[++l->n] = NULL;
+	return 0;
+}
+
+/* Should the missing writable root p (under home) be made, as its tool would make it: one in
+ * a tool's directory that exists (~/.cargo/registry where ~/.cargo is), or the caches almost
+ * every tool uses (~/.cache, the XDG cache directory, and ~/.npm). A tool the user never ran
+ * gets nothing made in the home. */
+static bool make_root(const char *home, const char *p)
+{
+	const char *top = p + strlen(home) + 1;
+	size_t n = strcspn(top, "/");
+	if ((n == 6 && strncmp(top, ".cache", 6) == 0) || (n == 4 && strncmp(top, ".npm", 4) == 0))
+		return true;
+	_cleanup_free_ char *dir = strndup(p, (size_t)(top - p) + n);
+	struct stat st;
+	return dir && top[n] && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Where commands may write (sandbox/view.h), for this session: the config's lists for this
+ * user, and runnerd's own files read-only again if they lie in a writable root. A writable
+ * root that is missing under the home is made when make_root says so, so that its tool finds
+ * it writable; the workspace's .git/hooks too, when it is protected, so that no command can
+ * make it. One with a symlink on the way stays read-only, and runnerd says so. */
+static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
+                      struct rd_strv *write, struct rd_strv *protect, struct rd_error *err)
+{
+	struct passwd *pw = getpwuid(getuid());
+	if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+		return rd_error_set(err, ENOENT,
+		                    "uid %u has no home directory in the password database, so "
+		                    "\"~/\" paths of write and protect mean nothing",
+		                    (unsigned)getuid());
+	struct rd_strv all_write = {0}, all_protect = {0};
+	if (rd_view_lists(cfg, prof, pw->pw_dir, getuid(), &all_write, &all_protect) < 0)
+		return rd_error_set(err, ENOMEM, "out of memory");
+	/* Each sandbox copies every mount of the view: a writable root inside another, or a
+	 * protected path outside every writable root (read-only already), would be a mount for
+	 * nothing. */
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < all_write.n; i++) {
+		struct rd_strv others = {all_write.v, i};
+		struct rd_strv after = {all_write.v + i + 1, all_write.n - i - 1};
+		if (!under_any(&others, all_write.v[i]) && !under_any(&after, all_write.v[i]))
+			r = strv_add(write, all_write.v[i]);
+	}
+	for (size_t i = 0; r == 0 && i < all_protect.n; i++)
+		if (under_any(write, all_protect.v[i]))
+			r = strv_add(protect, all_protect.v[i]);
+	rd_strv_free(&all_write);
+	rd_strv_free(&all_protect);
+	if (r < 0)
+		return rd_error_set(err, ENOMEM, "out of memory");
+	size_t home_len = strlen(pw->pw_dir);
+	for (size_t i = 0; i < write->n; i++) {
+		const char *p = write->v[i];
+		if (strncmp(p, pw->pw_dir, home_len) == 0 && p[home_len] == '/' &&
+		    access(p, F_OK) < 0 && errno == ENOENT && make_root(pw->pw_dir, p))
+			(void)mkdir_p(p, 0700);
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+		int fd = (int)syscall(SYS_openat2, AT_FDCWD, p, &how, sizeof(how));
+		if (fd >= 0)
+			close(fd);
+		else if (errno == ELOOP)
+			fprintf(
+			    stderr,
+			    "runnerd: write %s: a symlink on the way, which a command could have "
+			    "planted: commands cannot write there (name the real path in "
+			    "\"write\")\n",
+			    p);
+	}
+	for (size_t i = 0; i < protect->n; i++) {
+		const char *p = protect->v[i];
+		size_t n = strlen(p);
+		if (n > 11 && strcmp(p + n - 11, "/.git/hooks") == 0 && under_any(write, p)) {
+			_cleanup_free_ char *git = strndup(p, n - 6);
+			struct stat st;
+			if (git && stat(git, &st) == 0 && S_ISDIR(st.st_mode))
+				(void)mkdir(p, 0755);
+		}
+	}
+	/* runnerd's own install (the directories of its binaries) and configuration (the
+	 * directory of its config file, and its profiles). */
+	_cleanup_free_ char *stub = helper_path("runnerd-stub");
+	_cleanup_free_ char *zygote = helper_path("runnerd-zygote");
+	const char *own[] = {"/proc/self/exe", stub, zygote, cfg->path, cfg->profiles_dir};
+	for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
+		_cleanup_free_ char *real = own[i] ? realpath(own[i], NULL) : NULL;
+		struct stat st;
+		if (real && stat(real, &st) == 0 && !S_ISDIR(st.st_mode))
+			*strrchr(real, '/') = '\0';
+		struct rd_strv have = {protect->v, protect->n};
+		if (real && *real && under_any(write, real) && !under_any(&have, real) &&
+		    strv_add(protect, real) < 0)
+			return rd_error_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 /* The agent's env: the agent level of the policy, plus runnerd's own session variables
  * (replacing any the operator's shell had); and in *secrets what it stripped as secrets, whose
  * values no command gets under any name. Copies: the source block is about to be zeroed. */
@@ -286,7 +425,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	                       .tty_fd = -1};
 	char *control_dir = NULL;
 	char **env = NULL;
-	struct rd_strv secrets = {0};
+	struct rd_strv secrets = {0}, write = {0}, protect = {0};
 	char *agent = NULL;
 	char **agent_argv = NULL;
 	int ret = 125;
@@ -306,6 +445,9 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		goto fail;
 	if (rd_cli_expand_masks(&cfg, &prof) < 0)
 		goto out;
+	if (view_lists(&cfg, &prof, &write, &protect, &err) < 0)
+		goto fail;
+	s.view = (struct rd_view_paths){write.v, write.n, protect.v, protect.n};
 	agent = rd_agent_which(argv[0], getenv("PATH"));
 	if (!agent) {
 		fprintf(stderr, "runnerd: %s: command not found\n", argv[0]);
@@ -437,6 +579,8 @@ fail:
 out:
 	free_env(env);
 	rd_strv_free(&secrets);
+	rd_strv_free(&write);
+	rd_strv_free(&protect);
 	free(agent);
 	for (char **a = agent_argv; a && *a; a++)
 		free(*a);

@@ -136,7 +136,7 @@ int rd_sandbox_spare_begin(struct rd_zygote *z, bool full_ids,
 		pid = rd_clone3(&ca, sizeof(ca));
 		if (pid == 0)
 			rd_reaper_main(go[0], pl[1], ep[1], sp[1], preset,
-			               full_ids || geteuid() == 0 ? RD_ROOT_IDS : 0);
+			               full_ids || geteuid() == 0 ? RD_ROOT_IDS : 0, z->view);
 		if (pid < 0)
 			r = rd_error_set(err, errno,
 			                 "clone3 (new user, pid, mount and IPC namespaces): %s",
@@ -263,12 +263,46 @@ static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
 	memcpy(&count, buf, sizeof(count));
 	if ((size_t)n != want || count != pre->n_masks)
 		return RD_PRESET_BROKEN;
+	/* Most masked paths are missing, in directories that are missing too (the stores of the
+	 * agents one does not use): a missing directory, looked up once, answers for every path
+	 * in it. */
+	enum { N_DIRS = 32 };
+	struct {
+		const char *dir; /* a mask's path; its first len bytes name the directory */
+		size_t len;
+		bool missing;
+	} dirs[N_DIRS];
+	size_t n_dirs = 0;
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+	                       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	for (size_t i = 0; i < pre->n_masks; i++) {
 		struct preset_seen then;
 		memcpy(&then, buf + sizeof(count) + sizeof(then) * i, sizeof(then));
 		const char *rel = pre->masks[i] + strspn(pre->masks[i], "/");
-		struct open_how how = {.flags = O_PATH | O_CLOEXEC,
-		                       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+		const char *slash = strrchr(rel, '/');
+		size_t dlen = slash ? (size_t)(slash - rel) : 0;
+		int known = -1; /* 1: in a missing directory, 0: its directory is there */
+		for (size_t k = 0; dlen && k < n_dirs && known < 0; k++) {
+			size_t l = dirs[k].len;
+			if (dirs[k].missing && l <= dlen && strncmp(dirs[k].dir, rel, l) == 0 &&
+			    rel[l] == '/')
+				known = 1;
+			else if (!dirs[k].missing && l == dlen && strncmp(dirs[k].dir, rel, l) == 0)
+				known = 0;
+		}
+		if (known < 0 && then.absent && dlen && dlen < 4096 && n_dirs < N_DIRS) {
+			char dir[4096];
+			memcpy(dir, rel, dlen);
+			dir[dlen] = '\0';
+			_cleanup_close_ int d = rd_openat2(root, dir, &how);
+			known = d < 0 && errno == ENOENT;
+			dirs[n_dirs++] = (typeof(dirs[0])){rel, dlen, known == 1};
+		}
+		if (known == 1) {
+			if (!then.absent)
+				return RD_PRESET_STALE;
+			continue;
+		}
 		_cleanup_close_ int fd = rd_openat2(root, *rel ? rel : ".", &how);
 		struct stat st;
 		if (fd < 0) {

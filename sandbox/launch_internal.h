@@ -39,8 +39,11 @@ struct preset_seen {
 #define PRESET_MAX_MASKS 1024
 
 /* pid 1 of a sandbox (reaper.c), from the child of the clone. */
+/* view: the session's writable roots and protected paths, for a reaper that makes the
+ * session's part of the view itself (without RD_INHERIT_VIEW). */
 _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
-                              const struct rd_sandbox_preset *preset, unsigned inherited);
+                              const struct rd_sandbox_preset *preset, unsigned inherited,
+                              const struct rd_view_paths *view);
 
 /* What a reaper inherits done from the process that clones it (rd_reaper_main's inherited),
  * and what it is told of its sandbox. */
@@ -65,11 +68,19 @@ unsigned rd_reaper_parent_setup(void);
 enum { RD_REAPER_GO, RD_REAPER_PLAN, RD_REAPER_ERR, RD_REAPER_STATUS, RD_REAPER_NFDS };
 
 /* The zygote starts: it makes a user and a mount namespace of its own, says so (a zygote_reply,
- * pid 0, or err if it could not), runnerd writes its maps and sends one byte (ZYGOTE_ROOT_IDS
- * or ZYGOTE_OWN_IDS), the zygote makes the session's view in its mount namespace and says how
- * that went (a setup_msg, err 0: ready). Every reaper it clones then has new pid, mount and IPC
+ * pid 0, or err if it could not), runnerd writes its maps and sends a zygote_view (ids
+ * ZYGOTE_ROOT_IDS or ZYGOTE_OWN_IDS, then the writable roots and protected paths, each ending
+ * in a NUL), the zygote makes the session's view in its mount namespace and says how that went
+ * (a setup_msg, err 0: ready). Every reaper it clones then has new pid, mount and IPC
  * namespaces, in the zygote's user namespace. */
 enum { ZYGOTE_OWN_IDS = 'o', ZYGOTE_ROOT_IDS = 'r' };
+
+struct zygote_view {
+	uint32_t ids;
+	uint32_t n_write;
+	uint32_t n_protect;
+	uint32_t pad;
+};
 
 /* A request: clone one reaper. The child's four fds come with it (SCM_RIGHTS, in the order of
  * RD_REAPER_*), and a preset's filter and mask paths follow this header. */

@@ -367,15 +367,13 @@ static void cap_rlimits(struct rd_plan_head *h)
 	}
 }
 
-/* Is st, found at a masked path just after its mask was mounted, that mask: the empty tmpfs
- * (no one outside this mount namespace can mount one here) or the null device? */
-static bool is_mask(const char *path, const struct stat *st)
+/* Is st, found at a masked path just after its mask was mounted, that mask: the view's empty
+ * directory (empty) or the null device? */
+static bool is_mask(const struct stat *st, const struct stat *empty)
 {
 	if (S_ISCHR(st->st_mode))
 		return major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
-	struct statfs fs;
-	return S_ISDIR(st->st_mode) && statfs(path, &fs) == 0 && fs.f_type == TMPFS_MAGIC &&
-	       (st->st_mode & 07777) == 0555 && st->st_nlink == 2;
+	return st->st_dev == empty->st_dev && st->st_ino == empty->st_ino;
 }
 
 /* Secret stores out of sight, in this mount namespace only. A mask that cannot be put in
@@ -387,6 +385,9 @@ static bool is_mask(const char *path, const struct stat *st)
  * after the mount (a path swapped under the mount must not pass either). */
 static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct preset_seen *seen)
 {
+	struct stat empty;
+	if (n_masks && stat(RD_VIEW_EMPTY_DIR, &empty) < 0)
+		fail(err_fd, STAGE_SETUP, RD_VIEW_EMPTY_DIR, errno);
 	for (size_t i = 0; i < n_masks; i++) {
 		const char *path = masks[i];
 		/* The very file at the path, not where a symlink there leads: a command may plant
@@ -409,10 +410,8 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 		}
 		char at[32];
 		snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
-		int r = S_ISDIR(st.st_mode) ? mount("tmpfs", at, "tmpfs",
-		                                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		                                    "size=4k,nr_inodes=1,mode=0555")
-		                            : mount("/dev/null", at, NULL, MS_BIND, NULL);
+		int r = mount(S_ISDIR(st.st_mode) ? RD_VIEW_EMPTY_DIR : "/dev/null", at, NULL,
+		              MS_BIND, NULL);
 		int e = errno;
 		close(fd);
 		if (r < 0 && seen && (e == ENOENT || e == ENOTDIR)) {
@@ -428,7 +427,7 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 		}
 		if (!seen)
 			continue;
-		if (stat(path, &st) < 0 || !is_mask(path, &st)) {
+		if (stat(path, &st) < 0 || !is_mask(&st, &empty)) {
 			char what[96];
 			snprintf(what, sizeof(what), "%s changed while it was masked", path);
 			fail(err_fd, STAGE_SETUP, what, ESTALE);
@@ -708,7 +707,8 @@ unsigned rd_reaper_parent_setup(void)
 }
 
 _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
-                              const struct rd_sandbox_preset *preset, unsigned inherited)
+                              const struct rd_sandbox_preset *preset, unsigned inherited,
+                              const struct rd_view_paths *paths)
 {
 	/* Dies with runnerd; a reaper that could outlive it must not run at all. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -749,7 +749,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	 * a fresh /proc of the new pid namespace (no ancestor's environ to read); the sandbox's
 	 * part, whose devpts instance makes the command's terminal. */
 	struct rd_view_error view;
-	if (!(inherited & RD_INHERIT_VIEW) && (r = rd_view_session(&view)) < 0)
+	if (!(inherited & RD_INHERIT_VIEW) && (r = rd_view_session(&view, paths)) < 0)
 		fail(err_fd, STAGE_SETUP, view.what, -r);
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		fail(err_fd, STAGE_SETUP, "mounting /proc", errno);

@@ -5,11 +5,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Written, these reach the whole machine, not the sandbox: core_pattern and the other
@@ -94,11 +96,12 @@ static int make_dev(struct rd_view_error *e)
 		}
 	}
 	/* Where each sandbox mounts its own devpts instance, which /dev/ptmx (the link above)
-	 * opens in, and its own tmpfs for POSIX shared memory (shm_open). */
+	 * opens in, and the session's tmpfs for POSIX shared memory; and the empty directory
+	 * that masks a directory (view.h). */
 	static const struct {
 		const char *path;
 		mode_t mode;
-	} dirs[] = {{"/dev/pts", 0755}, {"/dev/shm", 01777}};
+	} dirs[] = {{"/dev/pts", 0755}, {"/dev/shm", 01777}, {RD_VIEW_EMPTY_DIR, 0555}};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		e->what = dirs[i].path;
 		if (mkdir(dirs[i].path, dirs[i].mode) < 0 ||
@@ -106,6 +109,13 @@ static int make_dev(struct rd_view_error *e)
 			r = -errno;
 			goto out;
 		}
+	}
+	/* POSIX shared memory (shm_open) of the session's own: none of the machine's. */
+	e->what = "mounting a tmpfs on /dev/shm";
+	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777") <
+	    0) {
+		r = -errno;
+		goto out;
 	}
 	/* Nothing more is made in /dev itself: its tmpfs read-only (not what is mounted on it). */
 	e->what = "making /dev read-only";
@@ -117,12 +127,57 @@ out:
 	return r;
 }
 
-int rd_view_session(struct rd_view_error *e)
+/* The writable root path, bound on itself and made writable again, with what is mounted under
+ * it (each mount that the machine has read-only stays so: the kernel locks it). Found without
+ * a symlink on the way: a path a command could have changed into a symlink (in /tmp, say)
+ * must not make another directory writable. A path that is not there, or has a symlink: left
+ * as it is (read-only). */
+static int writable_tree(const char *path)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (fd < 0)
+		return errno == ENOENT || errno == ELOOP || errno == ENOTDIR || errno == EACCES
+		           ? 0
+		           : -errno;
+	/* A copy of the tree there, made writable while detached, then put over it. */
+	int tree =
+	    open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	int r = tree < 0 ? -errno : 0;
+	struct mount_attr a = {.attr_clr = MOUNT_ATTR_RDONLY};
+	if (r == 0 && mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0) {
+		/* A mount under it that the machine has read-only: this one alone, then. */
+		r = errno == EPERM && mount_setattr(tree, "", AT_EMPTY_PATH, &a, sizeof(a)) == 0
+		        ? 0
+		        : -errno;
+	}
+	if (r == 0 &&
+	    move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = -errno;
+	if (tree >= 0)
+		close(tree);
+	close(fd);
+	return r;
+}
+
+int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 {
 	*e = (struct rd_view_error){0};
 	e->what = "making every mount private";
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
+	if (paths) {
+		e->what = "making every mount read-only";
+		int r = set_readonly("/", AT_RECURSIVE);
+		for (size_t i = 0; r == 0 && i < paths->n_write; i++)
+			if ((r = writable_tree(paths->write[i])) < 0)
+				e->what = paths->write[i];
+		for (size_t i = 0; r == 0 && i < paths->n_protect; i++)
+			if ((r = readonly_tree(paths->protect[i])) < 0)
+				e->what = paths->protect[i];
+		if (r < 0)
+			return r;
+	}
 	/* sysfs: written, its files set the machine's devices, power, kernel parameters. A
 	 * mount's root in every namespace that has it, so made read-only where it is, with what
 	 * is mounted under it (a bind would leave the writable tree under it, copied into every
@@ -152,8 +207,5 @@ int rd_view_sandbox(struct rd_view_error *e, bool root_ids)
 	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 	          "newinstance,ptmxmode=0666,mode=0620") < 0)
 		e->pts_err = errno;
-	e->what = "mounting a tmpfs on /dev/shm";
-	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777") < 0)
-		return -errno;
 	return 0;
 }

@@ -7,22 +7,38 @@
 #define RD_SANDBOX_VIEW_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct rd_view_error {
 	const char *what; /* the step that failed */
 	int pts_err;      /* why /dev/pts could not be mounted (0: it was) */
 };
 
+/* An empty, read-only directory of the view's own /dev: bound over a masked directory (a bind,
+ * not a tmpfs of its own for each mask). */
+#define RD_VIEW_EMPTY_DIR "/dev/.empty"
+
+/* Where commands may write (absolute paths, each once): everything else is read-only. */
+struct rd_view_paths {
+	char *const *write; /* the writable roots */
+	size_t n_write;
+	char *const *protect; /* read-only again, inside the writable roots */
+	size_t n_protect;
+};
+
 /* In a mount namespace of the caller's own (its mounts are changed): every mount private, so
- * that nothing mounted on the machine later reaches a sandbox, nor the other way; /sys
- * read-only; a /dev of a few device nodes, read-only, with /dev/pts and /dev/shm empty for the
- * sandbox's own. Returns 0, or -errno with e->what naming the step. */
-int rd_view_session(struct rd_view_error *e);
+ * that nothing mounted on the machine later reaches a sandbox, nor the other way; every mount
+ * read-only but the writable roots of paths (each bound on itself, found without following a
+ * symlink on the way: one that has a symlink is left read-only) and in them the protected paths
+ * read-only again; /sys read-only; a /dev of a few device nodes, read-only, a tmpfs of the
+ * session's own on /dev/shm, and /dev/pts empty for each sandbox's own. paths NULL: nothing made
+ * read-only but /sys and /dev. Returns 0, or -errno with e->what naming the step. */
+int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths);
 
 /* In a sandbox's own mount namespace, a copy of the session's view, after its fresh /proc is
  * mounted: with root_ids (the sandbox's uid 0 is the machine's root, whom the kernel lets
- * write its knobs by uid alone), /proc's knobs read-only; its own devpts instance on /dev/pts
- * and tmpfs on /dev/shm. Returns 0, or -errno with e->what naming the step. A devpts instance
+ * write its knobs by uid alone), /proc's knobs read-only; its own devpts instance on
+ * /dev/pts. Returns 0, or -errno with e->what naming the step. A devpts instance
  * that cannot be mounted is not an error here: e->pts_err says why, for a command that needs a
  * terminal. */
 int rd_view_sandbox(struct rd_view_error *e, bool root_ids);

@@ -16,7 +16,35 @@
 
 /* Its namespaces made, the zygote waits for its maps; then it makes the view and says how that
  * went (launch_internal.h). */
-static int zygote_setup(struct rd_zygote *z, bool full_ids, struct rd_error *err)
+/* The zygote_view message for ids and paths, into *out (malloc'd); its length, or -EMSGSIZE
+ * if too large, -ENOMEM. */
+static long view_msg(char ids, const struct rd_view_paths *paths, char **out)
+{
+	struct zygote_view v = {.ids = (uint32_t)ids,
+	                        .n_write = paths ? (uint32_t)paths->n_write : 0,
+	                        .n_protect = paths ? (uint32_t)paths->n_protect : 0};
+	size_t n = sizeof(v);
+	for (size_t i = 0; i < v.n_write; i++)
+		n += strlen(paths->write[i]) + 1;
+	for (size_t i = 0; i < v.n_protect; i++)
+		n += strlen(paths->protect[i]) + 1;
+	if (n > ZYGOTE_MAX_MSG)
+		return -EMSGSIZE;
+	char *buf = malloc(n), *p = buf + sizeof(v);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, &v, sizeof(v));
+	for (size_t i = 0; i < v.n_write + v.n_protect; i++) {
+		const char *s = i < v.n_write ? paths->write[i] : paths->protect[i - v.n_write];
+		memcpy(p, s, strlen(s) + 1);
+		p += strlen(s) + 1;
+	}
+	*out = buf;
+	return (long)n;
+}
+
+static int zygote_setup(struct rd_zygote *z, bool full_ids, const struct rd_view_paths *paths,
+                        struct rd_error *err)
 {
 	struct zygote_reply r;
 	ssize_t n;
@@ -37,7 +65,13 @@ static int zygote_setup(struct rd_zygote *z, bool full_ids, struct rd_error *err
 		return rd_error_set(err, e, "writing runnerd-zygote's uid/gid map: %s",
 		                    strerror(e));
 	char ids = full_ids || geteuid() == 0 ? ZYGOTE_ROOT_IDS : ZYGOTE_OWN_IDS;
-	if (send(z->fd, &ids, 1, MSG_NOSIGNAL) != 1)
+	_cleanup_free_ char *msg = NULL;
+	long len = view_msg(ids, paths, &msg);
+	if (len < 0)
+		return rd_error_set(err, (int)-len,
+		                    "runnerd-zygote: the writable and protected paths: %s",
+		                    strerror((int)-len));
+	if (send(z->fd, msg, (size_t)len, MSG_NOSIGNAL) != len)
 		return rd_error_set(err, errno, "runnerd-zygote: %s", strerror(errno));
 	struct setup_msg m;
 	do
@@ -54,10 +88,12 @@ static int zygote_setup(struct rd_zygote *z, bool full_ids, struct rd_error *err
 	return 0;
 }
 
-int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids, struct rd_error *err)
+int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids,
+                    const struct rd_view_paths *paths, struct rd_error *err)
 {
 	int sv[2];
 	*z = RD_ZYGOTE_NONE;
+	z->view = paths;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return rd_error_set(err, errno, "socketpair: %s", strerror(errno));
 	/* A zygote that stops answering (stopped, say) must not hang runnerd's loop. */
@@ -95,7 +131,7 @@ int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids, struct rd_er
 	close(sv[1]);
 	z->pid = pid;
 	z->fd = sv[0];
-	int r = zygote_setup(z, full_ids, err);
+	int r = zygote_setup(z, full_ids, paths, err);
 	if (r < 0)
 		rd_zygote_lost(z);
 	return r;

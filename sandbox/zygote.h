@@ -12,6 +12,7 @@
 #define RD_ZYGOTE_H
 
 #include "lib/error.h"
+#include "sandbox/view.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,6 +26,9 @@ struct rd_zygote {
 	 * preset is not sent again. */
 	char *last;
 	size_t last_len;
+	/* The session's writable roots and protected paths (the caller's memory): the zygote
+	 * makes them once; a sandbox runnerd clones itself (no zygote, or lost) makes them too. */
+	const struct rd_view_paths *view;
 };
 
 #define RD_ZYGOTE_NONE ((struct rd_zygote){.pid = -1, .fd = -1})
@@ -32,10 +36,11 @@ struct rd_zygote {
 /* Start the zygote: fork, and exec the program exe_fd (runnerd-zygote) with its end of the
  * socket at fd 3, no other fd and an empty environment. It makes a user namespace (whose maps
  * runnerd writes: every id to itself with full_ids, else runnerd's uid and gid alone) and a
- * mount namespace with the session's part of the commands' view (sandbox/view.h), every
- * sandbox's starting point. It is not dumpable, dies with runnerd (PDEATHSIG) and does nothing
- * but answer runnerd's requests. */
-int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids, struct rd_error *err) _wur_;
+ * mount namespace with the session's part of the commands' view (sandbox/view.h: writable
+ * only in paths' writable roots), every sandbox's starting point. It is not dumpable, dies with
+ * runnerd (PDEATHSIG) and does nothing but answer runnerd's requests. */
+int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids,
+                    const struct rd_view_paths *paths, struct rd_error *err) _wur_;
 
 /* The zygote is gone (runnerd reaped it, or a request failed): close runnerd's end, kill it if
  * it still runs (runnerd's loop reaps it), and mark it lost. */

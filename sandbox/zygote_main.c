@@ -78,9 +78,30 @@ static unsigned session_setup(int sock)
 	}
 	/* Dumpable until then: runnerd, without privilege, may open our maps only so. */
 	reply(sock, 0, 0, -1);
-	char ids;
-	if (read(sock, &ids, 1) != 1 || (ids != ZYGOTE_ROOT_IDS && ids != ZYGOTE_OWN_IDS))
+	/* The ids, and the writable roots and protected paths, each ending in a NUL. */
+	char *buf = malloc(ZYGOTE_MAX_MSG);
+	ssize_t n = buf ? read(sock, buf, ZYGOTE_MAX_MSG) : -1;
+	struct zygote_view v;
+	if (n < (ssize_t)sizeof(v))
 		_exit(1);
+	memcpy(&v, buf, sizeof(v));
+	char ids = (char)v.ids;
+	char **list = calloc((size_t)v.n_write + v.n_protect + 1, sizeof(char *));
+	if (!list || (ids != ZYGOTE_ROOT_IDS && ids != ZYGOTE_OWN_IDS) ||
+	    v.n_write + (size_t)v.n_protect > ZYGOTE_MAX_MSG)
+		_exit(1);
+	char *s = buf + sizeof(v), *end = buf + n;
+	for (size_t i = 0; i < (size_t)v.n_write + v.n_protect; i++) {
+		char *nul = s < end ? memchr(s, '\0', (size_t)(end - s)) : NULL;
+		if (!nul)
+			_exit(1);
+		list[i] = s;
+		s = nul + 1;
+	}
+	struct rd_view_paths paths = {.write = list,
+	                              .n_write = v.n_write,
+	                              .protect = list + v.n_write,
+	                              .n_protect = v.n_protect};
 	/* Not dumpable: no other process of the user reads or traces it. */
 	struct setup_msg m = {.stage = STAGE_SETUP};
 	struct rd_view_error e;
@@ -88,7 +109,7 @@ static unsigned session_setup(int sock)
 	int r = 0;
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		r = -errno, what = "making it non-dumpable";
-	else if ((r = rd_view_session(&e)) < 0)
+	else if ((r = rd_view_session(&e, &paths)) < 0)
 		what = e.what;
 	if (r < 0) {
 		m.err = -r;
@@ -96,6 +117,8 @@ static unsigned session_setup(int sock)
 	}
 	if (send(sock, &m, sizeof(m), MSG_NOSIGNAL) != sizeof(m) || r < 0)
 		_exit(1);
+	free(list);
+	free(buf);
 	return ids == ZYGOTE_ROOT_IDS ? RD_ROOT_IDS : 0;
 }
 
@@ -156,7 +179,7 @@ int main(void)
 		if (pid == 0) {
 			prctl(PR_SET_NAME, "runnerd", 0, 0, 0);
 			rd_reaper_main(fds[RD_REAPER_GO], fds[RD_REAPER_PLAN], fds[RD_REAPER_ERR],
-			               fds[RD_REAPER_STATUS], pre, inherited);
+			               fds[RD_REAPER_STATUS], pre, inherited, NULL);
 		}
 		int e = errno;
 		for (int i = 0; i < RD_REAPER_NFDS; i++)

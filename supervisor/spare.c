@@ -24,11 +24,13 @@ void sup_spare_setup(struct sup *u)
 	struct rd_error err = {0};
 	sp->spare = RD_SANDBOX_NONE;
 	sp->zygote = RD_ZYGOTE_NONE;
+	sp->zygote.view = &u->s->view;
 	/* Last, while runnerd's memory is as small as it will be. Without it, runnerd forks each
 	 * sandbox itself, as it does once the zygote is lost. */
 	if (u->s->zygote_fd < 0) {
 		sp->warned_zygote = true; /* said at startup */
-	} else if (rd_zygote_start(&sp->zygote, u->s->zygote_fd, u->full_ids, &err) < 0) {
+	} else if (rd_zygote_start(&sp->zygote, u->s->zygote_fd, u->full_ids, &u->s->view, &err) <
+	           0) {
 		fprintf(stderr, "runnerd: %s; runnerd forks each sandbox itself\n", err.msg);
 		sp->warned_zygote = true;
 	} else {

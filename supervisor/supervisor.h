@@ -7,6 +7,7 @@
 #include "policy/config.h"
 #include "policy/envpolicy.h"
 #include "sandbox/cmdfilter.h"
+#include "sandbox/view.h"
 #include "supervisor/audit.h"
 
 #include <signal.h>
@@ -30,6 +31,8 @@ struct rd_session {
 	/* The agent's environment as runnerd started it: what a command that a rule grants a
 	 * secret gets of rd_grant_pinned_names. */
 	char *const *agent_env;
+	/* Where commands may write, and what stays read-only there (sandbox/view.h). */
+	struct rd_view_paths view;
 	sigset_t orig_mask; /* what runnerd's own mask was before it blocked its signals */
 	int agent_signal;   /* set by rd_supervise: the signal that killed the agent, or 0 */
 	char session[33];

@@ -113,7 +113,7 @@ def test_view(tmp):
     check("view: the command's user namespace is not its caller's (%s)" % got["userns"],
           got["userns"] != os.readlink("/proc/self/ns/user"))
     want = {"null", "zero", "full", "random", "urandom", "ptmx", "fd", "stdin", "stdout",
-            "stderr", "pts", "shm"} | ({"tty"} if os.path.exists("/dev/tty") else set())
+            "stderr", "pts", "shm", ".empty"} | ({"tty"} if os.path.exists("/dev/tty") else set())
     check("view: /dev holds only the sandbox's own", set(got["dev"]) == want,
           "extra %s, missing %s" % (sorted(set(got["dev"]) - want),
                                     sorted(want - set(got["dev"]))))
@@ -253,9 +253,105 @@ def test_cwd_hidden(tmp):
     check("cwd: the refusal is audited, with its reason", len(why) >= 2, repr(lines)[-600:])
 
 
+def wheel(path):
+    """A wheel of a one-module package, made by hand (no network, no build backend)."""
+    import base64
+    import hashlib
+    import zipfile
+    files = {"rdprobe/__init__.py": b"VALUE = 42\n",
+             "rdprobe-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: rdprobe\n"
+                                              b"Version: 1.0\n",
+             "rdprobe-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: runnerd-test\n"
+                                           b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = ""
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+        record += "%s,sha256=%s,%d\n" % (name, digest.decode(), len(data))
+    record += "rdprobe-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+        z.writestr("rdprobe-1.0.dist-info/RECORD", record)
+
+
+def test_writes(tmp):
+    """Writes are confined: the home (~/.bashrc, ~/.claude/settings.json, where a command
+    would plant code or point the agent at its own listener), the system, and the project's
+    .git/hooks are read-only (EROFS); the project, /tmp and the caches are not, so that git
+    commit, npm install of a local package, pip install of a local wheel into a venv in the
+    project, and cargo build (if present) work. The agent (bash) is started in the project."""
+    os.chmod(tmp, 0o755)
+    ws = os.path.join(tmp, "project")
+    os.makedirs(os.path.join(ws, "pkg"))
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    with open(os.path.join(ws, "package.json"), "w") as f:
+        f.write('{"name": "project", "version": "1.0.0"}\n')
+    with open(os.path.join(ws, "pkg", "package.json"), "w") as f:
+        f.write('{"name": "localpkg", "version": "1.0.0", "main": "index.js"}\n')
+    with open(os.path.join(ws, "pkg", "index.js"), "w") as f:
+        f.write("module.exports = 42;\n")
+    wheel(os.path.join(ws, "rdprobe-1.0-py3-none-any.whl"))
+    for root, dirs, files in os.walk(tmp):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o666)
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    probe = os.path.join(tmp, "probe.py")
+    text = ("import os, sys\n"
+             "for p in sys.argv[1:]:\n"
+             "    try:\n"
+             "        os.makedirs(os.path.dirname(p), exist_ok=True)\n"
+             "        os.close(os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))\n"
+             "        print(p + '=written')\n"
+             "    except OSError as e:\n"
+             "        print(p + '=' + os.strerror(e.errno))\n")
+    with open(probe, "w") as f:
+        f.write(text)
+    os.chmod(probe, 0o644)
+    targets = [os.path.join(home, ".bashrc"), os.path.join(home, ".claude", "settings.json"),
+               os.path.join(ws, ".git", "hooks", "pre-push"), "/etc/runnerd-probe",
+               os.path.join(ws, "ok"), os.path.join(tmp, "ok")]
+    existed = {t: os.path.exists(t) for t in targets}
+    py = common.PY
+    steps = [
+        "%s %s %s" % (py, probe, " ".join(targets)),
+        "git -c user.name=t -c user.email=t@x commit -q --allow-empty -m m && echo git=ok",
+        "npm install --no-audit --no-fund --offline ./pkg >/dev/null 2>&1 && "
+        "node -e 'process.exit(require(\"localpkg\") === 42 ? 0 : 1)' && echo npm=ok",
+        "%s -m venv .venv && .venv/bin/pip install -q --no-index rdprobe-1.0-py3-none-any.whl "
+        "&& .venv/bin/python -c 'import rdprobe' && echo pip=ok" % py,
+    ]
+    cargo = shutil.which("cargo")
+    if cargo:
+        steps.append("cargo new -q --vcs none hello && (cd hello && cargo build -q --offline) "
+                     "&& ./hello/target/debug/hello >/dev/null && echo cargo=ok")
+    env = common.base_env()
+    if cargo:
+        env["PATH"] = os.path.dirname(cargo) + ":" + env["PATH"]
+    try:
+        out = subprocess.run(runnerd_cmd("generic", ["bash", "-c", "; ".join(steps)]), env=env,
+                             cwd=ws, capture_output=True, text=True, timeout=300)
+    finally:
+        for t in targets:
+            if not existed[t] and os.path.exists(t) and not t.startswith(tmp):
+                os.unlink(t)  # the build before let it through
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    erofs = os.strerror(30)
+    for t in targets[:4]:
+        check("writes: %s is read-only (EROFS)" % t.replace(home, "~").replace(ws, "$PROJECT"),
+              got.get(t) == erofs, "%r %s" % (got.get(t), out.stderr[-300:]))
+    for t in targets[4:]:
+        check("writes: %s is writable" % t.replace(ws, "$PROJECT").replace(tmp, "$TMP"),
+              got.get(t) == "written", repr(got.get(t)))
+    for tool in ["git", "npm", "pip"] + (["cargo"] if cargo else []):
+        check("writes: %s works in the project" % tool, got.get(tool) == "ok",
+              out.stdout[-400:] + out.stderr[-600:])
+
+
 def main():
     common.require_runnerd()
-    return common.run_tests((test_view, test_stores, test_cwd_hidden), "rd-view-")
+    return common.run_tests((test_view, test_stores, test_cwd_hidden, test_writes), "rd-view-")
 
 
 if __name__ == "__main__":
