@@ -279,6 +279,11 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	rd_strv_free(&all_protect);
 	if (r < 0)
 		return rd_error_set(err, ENOMEM, "out of memory");
+	if (!write->n)
+		fprintf(stderr,
+		        "runnerd: %s sets no sandbox.write (nor the profile commands.write): "
+		        "commands can write nowhere\n",
+		        cfg->path);
 	size_t home_len = strlen(pw->pw_dir);
 	for (size_t i = 0; i < write->n; i++) {
 		const char *p = write->v[i];

@@ -349,9 +349,67 @@ def test_writes(tmp):
               out.stdout[-400:] + out.stderr[-600:])
 
 
+# Root-level services that would do anything a command asks, as root: their sockets are masked
+# (a read-only mount does not stop a connect()).
+ROOT_SOCKETS = ["/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
+                "/run/systemd/private", "/run/dbus/system_bus_socket"]
+
+
+def test_root_sockets(tmp):
+    """A command cannot connect to the root-level deputies' sockets. As root, the test listens
+    at each path that is free (and removes it after); a path the machine has is checked as it
+    is."""
+    import socket
+    made, dirs = [], []
+    try:
+        for path in ROOT_SOCKETS:
+            if os.path.exists(path) or os.geteuid() != 0:
+                continue
+            if not os.path.isdir(os.path.dirname(path)):
+                os.mkdir(os.path.dirname(path), 0o755)
+                dirs.append(os.path.dirname(path))
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(path)
+            s.listen(8)
+            made.append((path, s))
+        paths = [p for p in ROOT_SOCKETS if os.path.exists(p)]
+        if not paths:
+            # Unprivileged, on a machine that runs none of these services: nothing to reach.
+            print("n/a  root sockets: none exists, and only root can make them")
+            return
+        probe = ("import socket, sys\n"
+                 "for p in sys.argv[1:]:\n"
+                 "    s = socket.socket(socket.AF_UNIX)\n"
+                 "    try:\n"
+                 "        s.connect(p)\n"
+                 "        print(p + '=connected')\n"
+                 "    except OSError as e:\n"
+                 "        print(p + '=' + type(e).__name__)\n")
+        probe_file = os.path.join(tmp, "connect.py")
+        with open(probe_file, "w") as f:
+            f.write(probe)
+        os.chmod(tmp, 0o755)
+        os.chmod(probe_file, 0o644)
+        # The probe is a command: the agent (bash) runs it.
+        cmd = "%s %s %s; true" % (common.PY, probe_file, " ".join(paths))
+        out = subprocess.run(runnerd_cmd("generic", ["bash", "-c", cmd]),
+                             env=common.base_env(), capture_output=True, text=True, timeout=60)
+    finally:
+        for path, s in made:
+            s.close()
+            os.unlink(path)
+        for d in reversed(dirs):
+            os.rmdir(d)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    for p in paths:
+        check("root sockets: %s is out of reach (%s)" % (p, got.get(p)),
+              got.get(p) not in (None, "connected"), out.stdout + out.stderr[-300:])
+
+
 def main():
     common.require_runnerd()
-    return common.run_tests((test_view, test_stores, test_cwd_hidden, test_writes), "rd-view-")
+    return common.run_tests((test_view, test_stores, test_cwd_hidden, test_writes,
+                             test_root_sockets), "rd-view-")
 
 
 if __name__ == "__main__":
