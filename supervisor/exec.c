@@ -173,6 +173,25 @@ static json_t *rule_json(const struct rd_rule *rule)
 	return rule ? json_integer((json_int_t)rule->index) : json_null();
 }
 
+static bool under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0' || n == 1);
+}
+
+/* The writable root that path (resolved) lies in, where commands can write (not under a
+ * protected path); NULL if none, or if path is NULL. */
+static const char *writable_root(const struct rd_view_paths *v, const char *path)
+{
+	for (size_t i = 0; path && i < v->n_protect; i++)
+		if (under(path, v->protect[i]))
+			return NULL;
+	for (size_t i = 0; path && i < v->n_write; i++)
+		if (under(path, v->write[i]))
+			return v->write[i];
+	return NULL;
+}
+
 /* Phase 2: the first rule that matches (else commands.default), the command's env, and the
  * audit line, written before anything runs. */
 static enum outcome phase_decide(struct sup *u, struct exec *x)
@@ -189,6 +208,13 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	/* A rule that grants a secret: the program gets it, not what the caller would have it
 	 * run, nor a configuration the caller chose (docs/configuration.md, "Grants"). */
 	if (rule && rule->grants_secret) {
+		const char *root = writable_root(&u->s->view, q->tg.resolved);
+		if (root)
+			return refuse(x, EACCES,
+			              "commands.rules[%zu] grants a secret to %s, which lies where "
+			              "commands can write (%s): a command could have put it there; "
+			              "grant a program outside the writable roots",
+			              rule->index, q->tg.resolved, root);
 		const char *why = rd_grant_argv_refused(q->tg.resolved, q->strs.argv, q->strs.argc);
 		if (why)
 			return refuse(x, EACCES,

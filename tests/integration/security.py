@@ -136,6 +136,10 @@ def test_grants(tmp):
     fake = os.path.join(evil, os.path.basename(git))
     with open(fake, "w") as f:
         f.write("#!/bin/sh\necho \"fake=[$GH_TOKEN]\"\n")
+    planted = os.path.join(evil, "rdgh")
+    with open(planted, "w") as f:
+        f.write("#!/bin/sh\necho \"planted=[$GH_TOKEN]\"\n")
+    os.chmod(planted, 0o755)
     with open(os.path.join(evil, ".gitconfig"), "w") as f:
         f.write("[alias]\n\tleak = !echo home=[$GH_TOKEN]\n")
     for p in (fake, evil, os.path.join(evil, ".gitconfig")):
@@ -148,7 +152,10 @@ def test_grants(tmp):
         # "/usr/*/git", as the documented examples write them.
         "rules": [{"match": {"path": "/%s/*/%s" % (git.split("/")[1], os.path.basename(git))},
                    "action": "allow", "env_allow": ["GH_TOKEN"]},
-                  {"match": {"path": make}, "action": "allow", "env_allow": ["GH_TOKEN"]}]},
+                  {"match": {"path": make}, "action": "allow", "env_allow": ["GH_TOKEN"]},
+                  # As the documented example "*/gh" does: any file of that name.
+                  {"match": {"path": "*/rdgh"}, "action": "allow",
+                   "env_allow": ["GH_TOKEN"]}]},
         agent_env_allow=["GH_TOKEN"])
     dotdot = os.path.dirname(git) + "/.." * git.count("/") + evil + "/" + os.path.basename(git)
     script = "; ".join([
@@ -161,6 +168,7 @@ def test_grants(tmp):
         "git -C %s config --get core.bare | grep -q true && git -C %s --version >/dev/null &&"
         " echo granted_runs=yes" % (repo, repo),
         "sh -c 'echo sh=[$GH_TOKEN]'",
+        "PATH=%s:$PATH rdgh; echo \"planted_rc=$?\"" % evil,
     ])
     env = base_env()
     env["GH_TOKEN"] = token
@@ -181,9 +189,11 @@ def test_grants(tmp):
           out.stdout + out.stderr[-400:])
     check("grants: a program no rule grants gets no token", got.get("sh") == "[]",
           repr(got.get("sh")))
+    check("grants: a program where commands can write (a planted rdgh matching \"*/rdgh\") "
+          "is refused (126)", got.get("planted_rc") == "126", repr(got))
     why = [json.loads(l).get("reason", "") for l in open(audit)] if os.path.exists(audit) else []
     check("grants: the refusals are audited with their reason",
-          sum("grants a secret" in w for w in why) >= 2, repr(why))
+          sum("grants a secret" in w for w in why) >= 3, repr(why))
 
 
 def test_audit_log(tmp):
