@@ -2,6 +2,7 @@
  * runnerd), its preset checked, the plan handed over, the command's exec waited for. */
 #include "lib/fdpass.h"
 #include "lib/syscalls.h"
+#include "sandbox/dircache.h"
 #include "sandbox/launch_internal.h"
 
 #include <fcntl.h>
@@ -266,45 +267,46 @@ static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
 	/* Most masked paths are missing, in directories that are missing too (the stores of the
 	 * agents one does not use): a missing directory, looked up once, answers for every path
 	 * in it. */
-	enum { N_DIRS = 32 };
-	struct {
-		const char *dir; /* a mask's path; its first len bytes name the directory */
-		size_t len;
-		bool missing;
-	} dirs[N_DIRS];
-	size_t n_dirs = 0;
+	__attribute__((cleanup(rd_dircache_close))) struct rd_dircache dirs = {0};
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 	                       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	for (size_t i = 0; i < pre->n_masks; i++) {
 		struct preset_seen then;
 		memcpy(&then, buf + sizeof(count) + sizeof(then) * i, sizeof(then));
 		const char *rel = pre->masks[i] + strspn(pre->masks[i], "/");
-		const char *slash = strrchr(rel, '/');
-		size_t dlen = slash ? (size_t)(slash - rel) : 0;
-		int known = -1; /* 1: in a missing directory, 0: its directory is there */
-		for (size_t k = 0; dlen && k < n_dirs && known < 0; k++) {
-			size_t l = dirs[k].len;
-			if (dirs[k].missing && l <= dlen && strncmp(dirs[k].dir, rel, l) == 0 &&
-			    rel[l] == '/')
-				known = 1;
-			else if (!dirs[k].missing && l == dlen && strncmp(dirs[k].dir, rel, l) == 0)
-				known = 0;
-		}
-		if (known < 0 && then.absent && dlen && dlen < 4096 && n_dirs < N_DIRS) {
+		size_t dlen = rd_dircache_dirlen(rel);
+		int dir_fd = -1;
+		int known = rd_dircache_get(&dirs, rel, &dir_fd); /* 1: in a missing directory */
+		if (known < 0 && dlen && dlen < 4096) {
 			char dir[4096];
 			memcpy(dir, rel, dlen);
 			dir[dlen] = '\0';
-			_cleanup_close_ int d = rd_openat2(root, dir, &how);
+			int d = rd_openat2(root, dir, &how);
 			known = d < 0 && errno == ENOENT;
-			dirs[n_dirs++] = (typeof(dirs[0])){rel, dlen, known == 1};
+			if (rd_dircache_put(&dirs, rel, known == 1, d))
+				dir_fd = d;
+			else if (d >= 0)
+				close(d);
 		}
 		if (known == 1) {
 			if (!then.absent)
 				return RD_PRESET_STALE;
 			continue;
 		}
-		_cleanup_close_ int fd = rd_openat2(root, *rel ? rel : ".", &how);
+		/* From its directory, looked up once: one component, unless it is a symlink,
+		 * which is followed from the root (RESOLVE_IN_ROOT), as the command would. */
+		_cleanup_close_ int fd = -1;
 		struct stat st;
+		bool link = false;
+		if (dir_fd >= 0) {
+			fd = openat(dir_fd, rel + dlen + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			link = fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode);
+		}
+		if (dir_fd < 0 || link) {
+			if (fd >= 0)
+				close(fd);
+			fd = rd_openat2(root, *rel ? rel : ".", &how);
+		}
 		if (fd < 0) {
 			if (!then.absent || (errno != ENOENT && errno != ENOTDIR))
 				return RD_PRESET_STALE;

@@ -5,6 +5,7 @@
 #include "lib/raw_syscall.h"
 #include "lib/stub_proto.h"
 #include "lib/syscalls.h"
+#include "sandbox/dircache.h"
 #include "sandbox/launch_internal.h"
 #include "sandbox/view.h"
 
@@ -388,8 +389,15 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 	struct stat empty;
 	if (n_masks && stat(RD_VIEW_EMPTY_DIR, &empty) < 0)
 		fail(err_fd, STAGE_SETUP, RD_VIEW_EMPTY_DIR, errno);
+	struct rd_dircache dirs = {0};
 	for (size_t i = 0; i < n_masks; i++) {
 		const char *path = masks[i];
+		/* In a directory that is missing: nothing there to hide (dircache.h). */
+		if (rd_dircache_get(&dirs, path, NULL) == 1) {
+			if (seen)
+				seen[i].absent = 1;
+			continue;
+		}
 		/* The very file at the path, not where a symlink there leads: a command may plant
 		 * one at a masked path that did not exist when the session started (one that did
 		 * is masked where it led then, runnerd's pin). A symlink, a path that cannot be
@@ -401,6 +409,18 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 		if (fd < 0 && errno != ENOENT && errno != ENOTDIR && errno != ELOOP &&
 		    errno != EACCES)
 			fail(err_fd, STAGE_SETUP, path, errno);
+		if (fd < 0 && errno == ENOENT && rd_dircache_get(&dirs, path, NULL) < 0) {
+			size_t dlen = rd_dircache_dirlen(path);
+			char dir[4096];
+			if (dlen && dlen < sizeof(dir)) {
+				memcpy(dir, path, dlen);
+				dir[dlen] = '\0';
+				int d = open(dir, O_PATH | O_CLOEXEC);
+				rd_dircache_put(&dirs, path, d < 0 && errno == ENOENT, -1);
+				if (d >= 0)
+					close(d);
+			}
+		}
 		if (fd < 0 || fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
 			if (fd >= 0)
 				close(fd);

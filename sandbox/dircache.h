@@ -1,0 +1,72 @@
+/* Which directories of a list of paths are missing: most masked paths are missing, in
+ * directories that are missing too (the stores of the agents one does not use), and one
+ * lookup of such a directory answers for every path in it. The directories are the paths'
+ * own strings (dir names the first len bytes of one), so the cache lives no longer than the
+ * list. Header-only: the reaper (in the static zygote too) and runnerd's check of a spare
+ * both use it. */
+#ifndef RD_SANDBOX_DIRCACHE_H
+#define RD_SANDBOX_DIRCACHE_H
+
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RD_DIRCACHE_N 32
+
+struct rd_dircache {
+	struct {
+		const char *dir;
+		size_t len;
+		bool missing;
+		int fd; /* the directory, O_PATH, if the caller keeps it (else -1) */
+	} d[RD_DIRCACHE_N];
+	size_t n;
+};
+
+/* The length of path's directory (0: it has none in the string). */
+static inline size_t rd_dircache_dirlen(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? (size_t)(slash - path) : 0;
+}
+
+/* 1: path lies in a directory known to be missing; 0: its own directory is known to be
+ * there (*fd: that directory's fd, or -1); -1: not known. */
+static inline int rd_dircache_get(const struct rd_dircache *c, const char *path, int *fd)
+{
+	size_t dlen = rd_dircache_dirlen(path);
+	for (size_t k = 0; dlen && k < c->n; k++) {
+		size_t l = c->d[k].len;
+		if (c->d[k].missing && l <= dlen && strncmp(c->d[k].dir, path, l) == 0 &&
+		    path[l] == '/')
+			return 1;
+		if (!c->d[k].missing && l == dlen && strncmp(c->d[k].dir, path, l) == 0) {
+			if (fd)
+				*fd = c->d[k].fd;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Record whether path's directory is missing, and if not, its fd (kept by the cache, or -1),
+ * when there is room; returns false (and fd is the caller's still) when there is none. */
+static inline bool rd_dircache_put(struct rd_dircache *c, const char *path, bool missing, int fd)
+{
+	size_t dlen = rd_dircache_dirlen(path);
+	if (!dlen || c->n >= RD_DIRCACHE_N)
+		return false;
+	c->d[c->n++] = (typeof(c->d[0])){path, dlen, missing, fd};
+	return true;
+}
+
+/* Close the fds the cache keeps. */
+static inline void rd_dircache_close(struct rd_dircache *c)
+{
+	for (size_t k = 0; k < c->n; k++)
+		if (c->d[k].fd >= 0)
+			close(c->d[k].fd);
+	c->n = 0;
+}
+
+#endif
