@@ -108,6 +108,11 @@ int rd_sandbox_spare_begin(struct rd_zygote *z, bool full_ids,
 	out->plan_fd = pl[0];
 	out->preset = preset;
 	out->full_ids = full_ids;
+	/* Before the request: a change the reaper may not see makes a new generation. */
+	if (preset && rd_mask_watch_on(preset->watch)) {
+		out->watched = true;
+		out->watch_gen = rd_mask_watch_gen(preset->watch);
+	}
 
 	/* The zygote clones the reaper, so runnerd's own memory is neither copied nor
 	 * write-protected. runnerd clones it itself without a zygote (or once it is lost), or for a
@@ -264,6 +269,11 @@ static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
 	memcpy(&count, buf, sizeof(count));
 	if ((size_t)n != want || count != pre->n_masks)
 		return RD_PRESET_BROKEN;
+	/* Nothing changed at a masked path since the spare was asked for: it found them as they
+	 * are (maskwatch.h). */
+	if (sb->watched && rd_mask_watch_on(pre->watch) &&
+	    rd_mask_watch_gen(pre->watch) == sb->watch_gen)
+		return RD_PRESET_USED;
 	/* Most masked paths are missing, in directories that are missing too (the stores of the
 	 * agents one does not use): a missing directory, looked up once, answers for every path
 	 * in it. */

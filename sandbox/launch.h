@@ -6,6 +6,7 @@
 #define RD_LAUNCH_H
 
 #include "lib/error.h"
+#include "sandbox/maskwatch.h"
 #include "sandbox/plan.h"
 #include "sandbox/zygote.h"
 
@@ -56,6 +57,9 @@ struct rd_sandbox_preset {
 	const struct sock_filter *filter; /* NULL: none */
 	unsigned short filter_len;
 	bool net_none;
+	/* What changes at the masked paths; NULL (or off): each is looked up again when the
+	 * spare is used. */
+	struct rd_mask_watch *watch;
 };
 
 /* What became of a spare's preset when its plan came. */
@@ -79,7 +83,10 @@ struct rd_sandbox {
 	enum rd_preset_use preset_use; /* set by rd_sandbox_start */
 	/* Asked of the zygote, not answered yet: reaper is -1 until rd_sandbox_spare_finish. */
 	bool pending;
-	bool userns;   /* runnerd cloned it, in a user namespace whose maps it writes */
+	bool userns; /* runnerd cloned it, in a user namespace whose maps it writes */
+	/* The preset's watch generation when the spare was asked for (watched: there was one) */
+	bool watched;
+	uint64_t watch_gen;
 	bool full_ids; /* those maps are every id to itself (else runnerd's alone) */
 	int go_fd;     /* a byte here starts the reaper, once runnerd has written its maps */
 };
@@ -95,6 +102,8 @@ struct rd_sandbox {
 	                     .pending = false,                                                     \
 	                     .userns = false,                                                      \
 	                     .full_ids = false,                                                    \
+	                     .watched = false,                                                     \
+	                     .watch_gen = 0,                                                       \
 	                     .go_fd = -1})
 
 /* Can runnerd map every id of a sandbox to itself: has it CAP_SETUID and CAP_SETGID (root,

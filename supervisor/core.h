@@ -212,6 +212,8 @@ struct spares {
 	struct rd_strv preset_masks;
 	char *preset_home;
 	bool preset_off, preset_unfit;
+	/* What changes at the preset's masked paths (sandbox/maskwatch.h). */
+	struct rd_mask_watch watch;
 };
 
 struct masks {

@@ -24,6 +24,7 @@ void sup_spare_setup(struct sup *u)
 	struct rd_error err = {0};
 	sp->spare = RD_SANDBOX_NONE;
 	sp->zygote = RD_ZYGOTE_NONE;
+	sp->watch = RD_MASK_WATCH_NONE;
 	sp->zygote.view = &u->s->view;
 	/* Last, while runnerd's memory is as small as it will be. Without it, runnerd forks each
 	 * sandbox itself, as it does once the zygote is lost. */
@@ -71,6 +72,7 @@ static const struct rd_sandbox_preset *spare_preset(struct sup *u)
 		return NULL;
 	if (sp->preset_home && strcmp(sp->preset_home, home) == 0)
 		return sp->preset_unfit ? NULL : &sp->preset;
+	rd_mask_watch_free(&sp->watch);
 	rd_strv_free(&sp->preset_masks);
 	free(sp->preset_home);
 	sp->preset_home = NULL;
@@ -84,6 +86,9 @@ static const struct rd_sandbox_preset *spare_preset(struct sup *u)
 	    .n_masks = sp->preset_masks.n,
 	    .net_none = rd_box_is(&box, RD_BOX_NETWORK, RD_NET_NONE),
 	};
+	/* Without inotify (or its limits reached), every masked path is looked up at each use. */
+	if (rd_mask_watch_init(&sp->watch, sp->preset_masks.v, sp->preset_masks.n) == 0)
+		sp->preset.watch = &sp->watch;
 	if (!rd_box_is(&box, RD_BOX_SECCOMP, RD_SECCOMP_NONE)) {
 		sp->preset.filter = u->s->cmd_filter.insns;
 		sp->preset.filter_len = u->s->cmd_filter.len;
@@ -227,5 +232,6 @@ void sup_spare_teardown(struct sup *u)
 	rd_sandbox_close(&sp->spare);
 	rd_zygote_stop(&sp->zygote);
 	free(sp->preset_home);
+	rd_mask_watch_free(&sp->watch);
 	rd_strv_free(&sp->preset_masks);
 }

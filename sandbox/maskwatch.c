@@ -1,0 +1,138 @@
+#include "sandbox/maskwatch.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+struct rd_watched {
+	int wd;
+	char *path;
+};
+
+#define EVENTS                                                                                     \
+	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |     \
+	 IN_ONLYDIR)
+
+/* Watch the directory path; 1 if it is not there (nor anything under it), 0, or -errno. */
+static int add_dir(struct rd_mask_watch *w, const char *path)
+{
+	int wd = inotify_add_watch(w->fd, path, EVENTS);
+	if (wd < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 1 : -errno;
+	for (size_t i = 0; i < w->n_dirs; i++)
+		if (w->dirs[i].wd == wd)
+			return 0;
+	if (w->n_dirs == w->cap_dirs) {
+		size_t cap = w->cap_dirs ? 2 * w->cap_dirs : 16;
+		struct rd_watched *d = realloc(w->dirs, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		w->dirs = d;
+		w->cap_dirs = cap;
+	}
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	w->dirs[w->n_dirs++] = (struct rd_watched){wd, copy};
+	return 0;
+}
+
+/* Every directory on the way to every masked path, as far as they exist. */
+static int arm(struct rd_mask_watch *w)
+{
+	char buf[PATH_MAX];
+	for (size_t i = 0; i < w->n_masks; i++) {
+		size_t n = strlen(w->masks[i]);
+		if (w->masks[i][0] != '/' || n >= sizeof(buf))
+			continue;
+		memcpy(buf, w->masks[i], n + 1);
+		for (size_t at = 0; at < n; at++) {
+			if (buf[at] != '/')
+				continue;
+			buf[at] = '\0';
+			int r = add_dir(w, at ? buf : "/");
+			buf[at] = '/';
+			if (r < 0)
+				return r;
+			if (r > 0)
+				break;
+		}
+	}
+	w->rearm = false;
+	return 0;
+}
+
+int rd_mask_watch_init(struct rd_mask_watch *w, char *const *masks, size_t n_masks)
+{
+	*w = RD_MASK_WATCH_NONE;
+	w->masks = masks;
+	w->n_masks = n_masks;
+	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	int r = w->fd < 0 ? -errno : arm(w);
+	if (r < 0)
+		rd_mask_watch_free(w);
+	return r;
+}
+
+/* Is the name in the directory watched as wd a masked path, or on the way to one? */
+static bool relevant(const struct rd_mask_watch *w, int wd, const char *name)
+{
+	const char *dir = NULL;
+	for (size_t i = 0; i < w->n_dirs && !dir; i++)
+		if (w->dirs[i].wd == wd)
+			dir = w->dirs[i].path;
+	if (!dir)
+		return true; /* a watch we do not know: say it changed */
+	size_t dl = strcmp(dir, "/") == 0 ? 0 : strlen(dir), nl = strlen(name);
+	for (size_t i = 0; i < w->n_masks; i++) {
+		const char *m = w->masks[i];
+		if (strncmp(m, dir, dl) == 0 && m[dl] == '/' &&
+		    strncmp(m + dl + 1, name, nl) == 0 &&
+		    (m[dl + 1 + nl] == '\0' || m[dl + 1 + nl] == '/'))
+			return true;
+	}
+	return false;
+}
+
+uint64_t rd_mask_watch_gen(struct rd_mask_watch *w)
+{
+	if (w->fd < 0)
+		return w->gen;
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	for (;;) {
+		ssize_t n = read(w->fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *e = (const void *)p;
+			p += sizeof(*e) + e->len;
+			bool self = e->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED |
+			                       IN_UNMOUNT | IN_Q_OVERFLOW);
+			if (self || (e->len && relevant(w, e->wd, e->name))) {
+				w->gen++;
+				w->rearm = true;
+			}
+		}
+	}
+	/* Watches that cannot be placed again: the paths are looked up at every exec. */
+	if (w->rearm && arm(w) < 0) {
+		rd_mask_watch_free(w);
+		w->gen++;
+	}
+	return w->gen;
+}
+
+void rd_mask_watch_free(struct rd_mask_watch *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	for (size_t i = 0; i < w->n_dirs; i++)
+		free(w->dirs[i].path);
+	free(w->dirs);
+	uint64_t gen = w->gen;
+	*w = RD_MASK_WATCH_NONE;
+	w->gen = gen;
+}
