@@ -147,37 +147,7 @@ static bool listed(const struct rd_strv *l, const char *s)
 	return false;
 }
 
-static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const char *home, uid_t uid)
-{
-	char *full = NULL;
-	_cleanup_free_ char *p = expand_uid(path, uid);
-	if (!p)
-		return -ENOMEM;
-	if (strncmp(p, "~/", 2) == 0) {
-		if (asprintf(&full, "%s/%s", home, p + 2) < 0)
-			return -ENOMEM;
-	} else {
-		full = steal_pointer(&p);
-	}
-	if (listed(out, full)) {
-		free(full);
-		return 0;
-	}
-	if (out->n + 1 >= *cap) {
-		size_t nc = *cap ? 2 * *cap : 16;
-		char **nv = realloc(out->v, nc * sizeof(*nv));
-		if (!nv) {
-			free(full);
-			return -ENOMEM;
-		}
-		out->v = nv;
-		*cap = nc;
-	}
-	out->v[out->n++] = full;
-	out->v[out->n] = NULL;
-	return 0;
-}
-
+/* Append s (taken: freed on failure) to l, NULL-terminated. Returns 0 or -ENOMEM. */
 static int strv_push(struct rd_strv *l, size_t *cap, char *s)
 {
 	if (!s)
@@ -195,6 +165,25 @@ static int strv_push(struct rd_strv *l, size_t *cap, char *s)
 	l->v[l->n++] = s;
 	l->v[l->n] = NULL;
 	return 0;
+}
+
+static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const char *home, uid_t uid)
+{
+	char *full = NULL;
+	_cleanup_free_ char *p = expand_uid(path, uid);
+	if (!p)
+		return -ENOMEM;
+	if (strncmp(p, "~/", 2) == 0) {
+		if (asprintf(&full, "%s/%s", home, p + 2) < 0)
+			return -ENOMEM;
+	} else {
+		full = steal_pointer(&p);
+	}
+	if (listed(out, full)) {
+		free(full);
+		return 0;
+	}
+	return strv_push(out, cap, full);
 }
 
 static const char *env_value(char *const *env, const char *name, size_t len)
