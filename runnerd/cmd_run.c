@@ -265,6 +265,20 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	/* Each sandbox copies every mount of the view: a writable root inside another, or a
 	 * protected path outside every writable root (read-only already), would be a mount for
 	 * nothing. */
+	/* "/" writable is no sandbox: a {workspace} of "/" (runnerd started there, as in many
+	 * containers) is left read-only instead. */
+	for (size_t i = 0; i < all_write.n; i++)
+		if (strcmp(all_write.v[i], "/") == 0) {
+			fprintf(
+			    stderr,
+			    "runnerd: write \"/\" (a {workspace} of \"/\"?) would make the whole "
+			    "machine writable to commands: left read-only; start runnerd in the "
+			    "project, or name it in \"write\"\n");
+			free(all_write.v[i]);
+			all_write.v[i] = all_write.v[--all_write.n];
+			all_write.v[all_write.n] = NULL;
+			break; /* listed once */
+		}
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < all_write.n; i++) {
 		struct rd_strv others = {all_write.v, i};

@@ -181,7 +181,7 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 	close_but(from, ALL_FDS, src + n, 3);
 	/* The caller's cwd by its path, looked up in the sandbox's own mounts: entered by the fd
 	 * alone, from runnerd's mount namespace, the kernel would report it "(unreachable)" (musl's
-	 * getcwd fails). By the fd only when the directory was removed (no path leads to it). A
+	 * getcwd fails). A directory that was removed (no path leads to it) is an empty one. A
 	 * directory that is still there but that its path does not lead to in the sandbox is
 	 * hidden from the command (under a mask, in the machine's /dev, on a file system mounted
 	 * after the session started): its fd would open it to the command through ".". */
@@ -195,8 +195,11 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 			     "the caller's cwd is hidden in the sandbox (under a mask, in the "
 			     "machine's /dev, or mounted after the session started)",
 			     EACCES);
-		if (fchdir(cwd) < 0)
-			fail(err_fd, STAGE_SETUP, "entering the caller's cwd", errno);
+		/* Removed: an empty directory of the sandbox's own stands for it. Its fd is of
+		 * runnerd's mount namespace, whose ".." leads to the machine's mounts, unmasked
+		 * and writable. */
+		if (chdir(RD_VIEW_EMPTY_DIR) < 0)
+			fail(err_fd, STAGE_SETUP, "entering the caller's cwd (removed)", errno);
 	}
 	if (p->h.pgrp_mode == RD_PGRP_SESSION && setsid() < 0)
 		fail(err_fd, STAGE_SETUP, "setsid", errno);

@@ -5,9 +5,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -160,6 +163,56 @@ static int writable_tree(const char *path)
 	return r;
 }
 
+static bool under(const char *path, const char *root, size_t n)
+{
+	return strncmp(path, root, n) == 0 && path[n] == '/';
+}
+
+/* A protected path, read-only, and every directory between its writable root and it bound on
+ * itself, so that none can be renamed or removed (a mount point cannot): else renaming .git
+ * away and making a new one would leave .git/hooks read-only where no one looks. No symlink
+ * there (a command could have planted one to turn the protection elsewhere): -ELOOP. A path
+ * that is not there: nothing to protect. pinned (n_pinned) remembers the directories bound. */
+static int protect(const struct rd_view_paths *v, const char *path, char **pinned, size_t *n_pinned,
+                   size_t max_pinned)
+{
+	size_t root = 0;
+	for (size_t i = 0; i < v->n_write; i++) {
+		size_t n = strlen(v->write[i]);
+		if (n > root && under(path, v->write[i], n))
+			root = n;
+	}
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+	if (!root || len >= sizeof(buf))
+		return 0;
+	memcpy(buf, path, len + 1);
+	struct stat st;
+	for (size_t at = root + 1; at <= len; at++) {
+		if (buf[at] != '/' && buf[at] != '\0')
+			continue;
+		char c = buf[at];
+		buf[at] = '\0';
+		if (lstat(buf, &st) < 0)
+			return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+		if (S_ISLNK(st.st_mode))
+			return -ELOOP;
+		if (c == '\0')
+			return readonly_tree(buf);
+		bool done = false;
+		for (size_t k = 0; k < *n_pinned && !done; k++)
+			done = strcmp(pinned[k], buf) == 0;
+		if (!done) {
+			if (mount(buf, buf, NULL, MS_BIND | MS_REC, NULL) < 0)
+				return -errno;
+			if (*n_pinned < max_pinned && (pinned[*n_pinned] = strdup(buf)))
+				(*n_pinned)++;
+		}
+		buf[at] = c;
+	}
+	return 0;
+}
+
 int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 {
 	*e = (struct rd_view_error){0};
@@ -172,9 +225,13 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 		for (size_t i = 0; r == 0 && i < paths->n_write; i++)
 			if ((r = writable_tree(paths->write[i])) < 0)
 				e->what = paths->write[i];
+		char *pinned[64];
+		size_t n_pinned = 0;
 		for (size_t i = 0; r == 0 && i < paths->n_protect; i++)
-			if ((r = readonly_tree(paths->protect[i])) < 0)
+			if ((r = protect(paths, paths->protect[i], pinned, &n_pinned, 64)) < 0)
 				e->what = paths->protect[i];
+		for (size_t k = 0; k < n_pinned; k++)
+			free(pinned[k]);
 		if (r < 0)
 			return r;
 	}

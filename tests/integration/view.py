@@ -326,6 +326,10 @@ def test_writes(tmp):
     if cargo:
         steps.append("cargo new -q --vcs none hello && (cd hello && cargo build -q --offline) "
                      "&& ./hello/target/debug/hello >/dev/null && echo cargo=ok")
+    # Last: .git renamed away and made anew, with a hook of the command's (a protected path
+    # moves with its parent unless the parent cannot move).
+    steps.append("sh -c 'mv .git .moved && mkdir -p .git/hooks && echo x > .git/hooks/pre-commit"
+                 " && echo planted=yes' 2>/dev/null; true")
     env = common.base_env()
     if cargo:
         env["PATH"] = os.path.dirname(cargo) + ":" + env["PATH"]
@@ -344,6 +348,9 @@ def test_writes(tmp):
     for t in targets[4:]:
         check("writes: %s is writable" % t.replace(ws, "$PROJECT").replace(tmp, "$TMP"),
               got.get(t) == "written", repr(got.get(t)))
+    check("writes: .git cannot be renamed away to plant a hook in a new one",
+          got.get("planted") is None and os.path.isdir(os.path.join(ws, ".git", "objects")),
+          repr(got.get("planted")))
     for tool in ["git", "npm", "pip"] + (["cargo"] if cargo else []):
         check("writes: %s works in the project" % tool, got.get(tool) == "ok",
               out.stdout[-400:] + out.stderr[-600:])
