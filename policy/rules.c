@@ -67,40 +67,74 @@ void rd_profile_mark_grants(const struct rd_env_config *env, struct rd_profile *
 }
 
 const struct rd_strv rd_grant_pinned_names = {
-    .v = (char *[]){"HOME", "XDG_*", "GIT_*", "MAKEFLAGS", "MFLAGS", "PAGER", "EDITOR", "VISUAL",
-                    "SHELL", NULL},
-    .n = 9,
+    .v = (char *[]){"PATH", "HOME", "XDG_*", "GIT_*", "MAKEFLAGS", "MFLAGS", "PAGER", "EDITOR",
+                    "VISUAL", "SHELL", NULL},
+    .n = 10,
 };
 
-/* git's options that run another program, or read another configuration: before the
- * subcommand (-c, --config-env, --exec-path), or anywhere after it. */
+/* git's options that run another program, or read another configuration or repository, as
+ * git parses them: a long option by any unambiguous prefix of at least its first letters
+ * ("--upload-p" is --upload-pack). */
+static bool long_opt(const char *a, const char *opt, size_t min)
+{
+	size_t n = strcspn(a, "=");
+	return n >= min && n <= strlen(opt) && strncmp(a, opt, n) == 0;
+}
+
 const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_t argc)
 {
 	if (!resolved || strcmp(base(resolved), "git") != 0)
 		return NULL;
-	static const char *const anywhere[] = {"--receive-pack", "--upload-pack", "--exec",
-	                                       "--template",     "--config-env",  "--exec-path"};
+	/* Each with the shortest prefix git takes for it (a shorter one is refused too). */
+	static const struct {
+		const char *opt;
+		size_t min;
+	} anywhere[] = {
+	    {"--receive-pack", 4}, {"--upload-pack", 4}, {"--exec", 4},
+	    {"--template", 4},     {"--config-env", 4},  {"--exec-path", 4},
+	    {"--extcmd", 4},       {"--git-dir", 4},     {"--work-tree", 4},
+	    {"--namespace", 4},    {"--tree-filter", 4}, {"--index-filter", 4},
+	    {"--smtp-server", 4},
+	};
+	/* Subcommands that run a command they are given. */
+	static const char *const runs[] = {"filter-branch", "submodule", "bisect",
+	                                   "difftool",      "mergetool", "send-email"};
+	/* Short options that name a program, by subcommand. */
+	static const struct {
+		const char *sub, *opt;
+	} shorts[] = {{"clone", "-u"}, {"ls-remote", "-u"}, {"rebase", "-x"}, {"difftool", "-x"}};
 	const char *sub = NULL;
 	for (size_t i = 1; i < argc && argv[i]; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0)
 			break;
-		if (!sub && (strcmp(a, "-c") == 0 || strncmp(a, "-c", 2) == 0))
-			return "git -c (a configuration value can name a program to run)";
-		for (size_t k = 0; k < ARRAY_SIZE(anywhere); k++) {
-			size_t n = strlen(anywhere[k]);
-			if (strncmp(a, anywhere[k], n) == 0 && (a[n] == '\0' || a[n] == '='))
-				return "git's options that name a program or configuration to use "
-				       "(--receive-pack, --upload-pack, --exec, --template, "
-				       "--config-env, --exec-path)";
-		}
-		if (sub && strcmp(sub, "clone") == 0 && strncmp(a, "-u", 2) == 0)
-			return "git clone -u (the program to run as upload-pack)";
-		if (!sub && a[0] != '-')
+		if (!sub && (strncmp(a, "-c", 2) == 0 || strcmp(a, "-C") == 0))
+			return "git -c and -C (a configuration value can name a program to run; "
+			       "another "
+			       "directory, another repository's configuration)";
+		if (strncmp(a, "--", 2) == 0)
+			for (size_t k = 0; k < ARRAY_SIZE(anywhere); k++)
+				if (long_opt(a, anywhere[k].opt, anywhere[k].min))
+					return "git's options that name a program, a configuration "
+					       "or "
+					       "another repository (--receive-pack, --upload-pack, "
+					       "--exec, "
+					       "--template, --config-env, --exec-path, --git-dir, "
+					       "--work-tree, --extcmd, …, or a prefix of one)";
+		for (size_t k = 0; sub && k < ARRAY_SIZE(shorts); k++)
+			if (strcmp(sub, shorts[k].sub) == 0 && strncmp(a, shorts[k].opt, 2) == 0)
+				return "git's short options that name a program to run (clone -u, "
+				       "ls-remote -u, rebase -x, difftool -x)";
+		if (!sub && a[0] != '-') {
 			sub = a;
-		else if (!sub && (strcmp(a, "-C") == 0 || strcmp(a, "--git-dir") == 0 ||
-		                  strcmp(a, "--work-tree") == 0 || strcmp(a, "--namespace") == 0))
-			i++; /* its value */
+			for (size_t k = 0; k < ARRAY_SIZE(runs); k++)
+				if (strcmp(sub, runs[k]) == 0)
+					return "git's subcommands that run a command they are "
+					       "given "
+					       "(filter-branch, submodule, bisect, difftool, "
+					       "mergetool, "
+					       "send-email)";
+		}
 	}
 	return NULL;
 }

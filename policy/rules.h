@@ -51,14 +51,18 @@ int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *con
 void rd_profile_mark_grants(const struct rd_env_config *env, struct rd_profile *prof);
 
 /* Variables a command that a rule grants a secret gets only as the agent got them at its start
- * (or not at all): each can make the granted program run other code (HOME and XDG_* its config
- * files, GIT_* git's, MAKEFLAGS make's, PAGER, EDITOR, VISUAL, SHELL what it starts). */
+ * (or not at all): each can make the granted program run other code (PATH the programs it
+ * starts by name, HOME and XDG_* its config files, GIT_* git's, MAKEFLAGS make's, PAGER,
+ * EDITOR, VISUAL, SHELL what it starts). */
 extern const struct rd_strv rd_grant_pinned_names;
 
 /* For a command that a rule grants a secret: does argv (of the program at resolved) ask it to
- * run a program of the caller's choosing, or another configuration? For git: -c and
- * --config-env, --exec-path, --receive-pack, --upload-pack, --exec, clone's -u and
- * --template. Returns a static description of what is refused, or NULL. */
+ * run a program of the caller's choosing, or to read another configuration or repository? For
+ * git: -c and -C before the subcommand; --receive-pack, --upload-pack, --exec, --template,
+ * --config-env, --exec-path, --git-dir, --work-tree, --namespace, --extcmd, the filters,
+ * --smtp-server, or any prefix of one git takes; clone's and ls-remote's -u, rebase's and
+ * difftool's -x; the subcommands that run a command given them. Returns a static description
+ * of what is refused, or NULL. */
 const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_t argc);
 
 /* The paths masked for a command: sandbox.mask less the profile's commands.unmask, plus

@@ -445,6 +445,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	char *control_dir = NULL;
 	char **env = NULL;
 	struct rd_strv secrets = {0}, write = {0}, protect = {0};
+	char *workspace = NULL;
 	char *agent = NULL;
 	char **agent_argv = NULL;
 	int ret = 125;
@@ -467,6 +468,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	if (view_lists(&cfg, &prof, &write, &protect, &err) < 0)
 		goto fail;
 	s.view = (struct rd_view_paths){write.v, write.n, protect.v, protect.n};
+	s.workspace = workspace = getcwd(NULL, 0);
 	agent = rd_agent_which(argv[0], getenv("PATH"));
 	if (!agent) {
 		fprintf(stderr, "runnerd: %s: command not found\n", argv[0]);
@@ -600,6 +602,7 @@ out:
 	rd_strv_free(&secrets);
 	rd_strv_free(&write);
 	rd_strv_free(&protect);
+	free(workspace);
 	free(agent);
 	for (char **a = agent_argv; a && *a; a++)
 		free(*a);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct rd_watched {
@@ -12,18 +13,25 @@ struct rd_watched {
 	char *path;
 };
 
+/* IN_ATTRIB: a mode change can open a directory the spare could not search. */
 #define EVENTS                                                                                     \
-	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |     \
-	 IN_ONLYDIR)
+	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF |        \
+	 IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
 
-/* Watch the directory path; 1 if it is not there (nor anything under it), 0, or -errno. */
+/* Watch the directory path; 1 if it is not there (nor anything under it), 0, or -errno. A
+ * symlink on the way: -ELOOP, for the watch would be on where it leads, whose own ancestors
+ * no one watches (the paths are then looked up at every exec). */
 static int add_dir(struct rd_mask_watch *w, const char *path)
 {
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+		return -ELOOP;
 	int wd = inotify_add_watch(w->fd, path, EVENTS);
 	if (wd < 0)
 		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 1 : -errno;
+	/* One directory may be reached by two paths (bind mounts): each is kept. */
 	for (size_t i = 0; i < w->n_dirs; i++)
-		if (w->dirs[i].wd == wd)
+		if (w->dirs[i].wd == wd && strcmp(w->dirs[i].path, path) == 0)
 			return 0;
 	if (w->n_dirs == w->cap_dirs) {
 		size_t cap = w->cap_dirs ? 2 * w->cap_dirs : 16;
@@ -77,24 +85,27 @@ int rd_mask_watch_init(struct rd_mask_watch *w, char *const *masks, size_t n_mas
 	return r;
 }
 
-/* Is the name in the directory watched as wd a masked path, or on the way to one? */
+/* Is the name in the directory watched as wd, by any of its paths, a masked path, or on the
+ * way to one? */
 static bool relevant(const struct rd_mask_watch *w, int wd, const char *name)
 {
-	const char *dir = NULL;
-	for (size_t i = 0; i < w->n_dirs && !dir; i++)
-		if (w->dirs[i].wd == wd)
-			dir = w->dirs[i].path;
-	if (!dir)
-		return true; /* a watch we do not know: say it changed */
-	size_t dl = strcmp(dir, "/") == 0 ? 0 : strlen(dir), nl = strlen(name);
-	for (size_t i = 0; i < w->n_masks; i++) {
-		const char *m = w->masks[i];
-		if (strncmp(m, dir, dl) == 0 && m[dl] == '/' &&
-		    strncmp(m + dl + 1, name, nl) == 0 &&
-		    (m[dl + 1 + nl] == '\0' || m[dl + 1 + nl] == '/'))
-			return true;
+	bool known = false;
+	size_t nl = strlen(name);
+	for (size_t d = 0; d < w->n_dirs; d++) {
+		if (w->dirs[d].wd != wd)
+			continue;
+		known = true;
+		const char *dir = w->dirs[d].path;
+		size_t dl = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
+		for (size_t i = 0; i < w->n_masks; i++) {
+			const char *m = w->masks[i];
+			if (strncmp(m, dir, dl) == 0 && m[dl] == '/' &&
+			    strncmp(m + dl + 1, name, nl) == 0 &&
+			    (m[dl + 1 + nl] == '\0' || m[dl + 1 + nl] == '/'))
+				return true;
+		}
 	}
-	return false;
+	return !known; /* a watch we do not know: say it changed */
 }
 
 uint64_t rd_mask_watch_gen(struct rd_mask_watch *w)

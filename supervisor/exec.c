@@ -410,6 +410,18 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 		u->mk.warned = true;
 		return REFUSE;
 	}
+	/* A grant run where a command could have made the repository or configuration it reads
+	 * (a .git/config with hooks, aliases, fsmonitor in /tmp): only the workspace's are
+	 * protected. */
+	const char *cwd = q->t.cwd_path, *ws = u->s->workspace;
+	const char *at = q->rule && q->rule->grants_secret ? writable_root(&u->s->view, cwd) : NULL;
+	if (at && !(ws && under(cwd, ws)))
+		return refuse(
+		    x, EACCES,
+		    "commands.rules[%zu] grants a secret to %s, run in %s, where commands "
+		    "can write (%s): a command could have made the configuration it reads "
+		    "there; run it in the workspace %s",
+		    q->rule->index, q->tg.resolved, cwd, at, ws ? ws : "(unknown)");
 	/* Inside, the path leads to the mask, and the directory's fd would show the command what
 	 * the mask hides. */
 	const char *over = sup_masks_covering(&q->masks, q->t.cwd_path);

@@ -31,8 +31,10 @@ struct rd_session {
 	/* The agent's environment as runnerd started it: what a command that a rule grants a
 	 * secret gets of rd_grant_pinned_names. */
 	char *const *agent_env;
-	/* Where commands may write, and what stays read-only there (sandbox/view.h). */
+	/* Where commands may write, and what stays read-only there (sandbox/view.h); and the
+	 * workspace, the directory runnerd started in (NULL: unknown). */
 	struct rd_view_paths view;
+	const char *workspace;
 	sigset_t orig_mask; /* what runnerd's own mask was before it blocked its signals */
 	int agent_signal;   /* set by rd_supervise: the signal that killed the agent, or 0 */
 	char session[33];

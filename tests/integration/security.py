@@ -144,6 +144,24 @@ def test_grants(tmp):
         f.write("[alias]\n\tleak = !echo home=[$GH_TOKEN]\n")
     for p in (fake, evil, os.path.join(evil, ".gitconfig")):
         os.chmod(p, 0o755)
+    # A directory of its own: evil holds a fake git, which PATH would find first.
+    bin_dir = os.path.join(tmp, "bin")
+    os.makedirs(bin_dir)
+    os.chmod(bin_dir, 0o755)
+    sub_cmd = os.path.join(bin_dir, "git-rdx")
+    with open(sub_cmd, "w") as f:
+        f.write("#!/bin/sh\necho \"subcmd=[$GH_TOKEN]\"\n")
+    os.chmod(sub_cmd, 0o755)
+    made = os.path.join(tmp, "made")
+    subprocess.run(["git", "init", "-q", made], check=True)
+    with open(os.path.join(made, ".git", "config"), "a") as f:
+        f.write("[alias]\n\tleak2 = !echo repo=[$GH_TOKEN]\n")
+    for root, dirs, files in os.walk(made):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o644)
+    os.chmod(made, 0o755)
     repo = os.path.join(tmp, "repo.git")
     subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
     os.chmod(repo, 0o755)
@@ -165,10 +183,11 @@ def test_grants(tmp):
         "git -c alias.leak='!echo dashc=[$GH_TOKEN]' leak; echo \"dashc_rc=$?\"",
         "HOME=%s git leak; echo \"home_rc=$?\"" % evil,
         "MAKEFLAGS='--eval=$(info make=[$(GH_TOKEN)])' make -s -f /dev/null 2>/dev/null; true",
-        "git -C %s config --get core.bare | grep -q true && git -C %s --version >/dev/null &&"
-        " echo granted_runs=yes" % (repo, repo),
+        "git --version >/dev/null && echo granted_runs=yes",
         "sh -c 'echo sh=[$GH_TOKEN]'",
         "PATH=%s:$PATH rdgh; echo \"planted_rc=$?\"" % evil,
+        "PATH=%s:$PATH git rdx; true" % bin_dir,
+        "(cd %s && git leak2; echo \"made_rc=$?\")" % made,
     ])
     env = base_env()
     env["GH_TOKEN"] = token
@@ -189,6 +208,10 @@ def test_grants(tmp):
           out.stdout + out.stderr[-400:])
     check("grants: a program no rule grants gets no token", got.get("sh") == "[]",
           repr(got.get("sh")))
+    check("grants: the caller's PATH does not reach the granted program (git rdx)",
+          got.get("subcmd") in (None, "[]"), repr(got.get("subcmd")))
+    check("grants: a granted program run in a repository a command could make is refused",
+          got.get("made_rc") == "126" and "repo" not in got, repr(got))
     check("grants: a program where commands can write (a planted rdgh matching \"*/rdgh\") "
           "is refused (126)", got.get("planted_rc") == "126", repr(got))
     why = [json.loads(l).get("reason", "") for l in open(audit)] if os.path.exists(audit) else []

@@ -234,7 +234,17 @@ static void test_grants(void **state)
 		bool refused;
 	} rows[] = {
 	    {V("git", "push"), false},
-	    {V("git", "-C", "/x", "push", "-u", "origin", "main"), false},
+	    {V("git", "push", "-u", "origin", "main"), false},
+	    {V("git", "-C", "/tmp/evil", "status"), true},
+	    {V("git", "--git-dir=/tmp/evil/.git", "log"), true},
+	    {V("git", "fetch", "--upload-p=sh", "."), true},
+	    {V("git", "push", "--exe=sh"), true},
+	    {V("git", "push", "--receive", "sh"), true},
+	    {V("git", "ls-remote", "-u", "sh", "."), true},
+	    {V("git", "rebase", "-x", "sh", "main"), true},
+	    {V("git", "submodule", "foreach", "sh"), true},
+	    {V("git", "fetch", "-u", "origin"), false},
+	    {V("git", "push", "--force-with-lease"), false},
 	    {V("git", "commit", "-c", "HEAD"), false},
 	    {V("git", "-c", "core.pager=sh", "log"), true},
 	    {V("git", "-ccore.pager=sh", "log"), true},
