@@ -2,6 +2,7 @@
 #ifndef RD_STRV_H
 #define RD_STRV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct rd_strv {
@@ -10,5 +11,19 @@ struct rd_strv {
 };
 
 void rd_strv_free(struct rd_strv *s);
+
+/* Append str, taken (freed if it cannot be: str NULL is taken as out of memory). Returns 0 or
+ * -ENOMEM. */
+int rd_strv_take(struct rd_strv *s, char *str);
+
+/* Append a copy of str. Returns 0 or -ENOMEM. */
+int rd_strv_add(struct rd_strv *s, const char *str);
+
+/* Is the absolute path root itself, or under it ("/" holds every one)? */
+bool rd_path_within(const char *path, const char *root);
+
+/* The first of the paths in l that path is within (rd_path_within); NULL if none, or if path
+ * is NULL. */
+const char *rd_strv_within(const struct rd_strv *l, const char *path);
 
 #endif

@@ -181,27 +181,7 @@ static bool listed(const struct rd_strv *l, const char *s)
 	return false;
 }
 
-/* Append s (taken: freed on failure) to l, NULL-terminated. Returns 0 or -ENOMEM. */
-static int strv_push(struct rd_strv *l, size_t *cap, char *s)
-{
-	if (!s)
-		return -ENOMEM;
-	if (l->n + 1 >= *cap) {
-		size_t nc = *cap ? 2 * *cap : 8;
-		char **nv = realloc(l->v, nc * sizeof(*nv));
-		if (!nv) {
-			free(s);
-			return -ENOMEM;
-		}
-		l->v = nv;
-		*cap = nc;
-	}
-	l->v[l->n++] = s;
-	l->v[l->n] = NULL;
-	return 0;
-}
-
-static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const char *home, uid_t uid)
+static int add_mask(struct rd_strv *out, const char *path, const char *home, uid_t uid)
 {
 	char *full = NULL;
 	_cleanup_free_ char *p = expand_uid(path, uid);
@@ -217,7 +197,7 @@ static int add_mask(struct rd_strv *out, size_t *cap, const char *path, const ch
 		free(full);
 		return 0;
 	}
-	return strv_push(out, cap, full);
+	return rd_strv_take(out, full);
 }
 
 static const char *env_value(char *const *env, const char *name, size_t len)
@@ -270,21 +250,20 @@ static char *normal_path(const char *path, size_t len, const char *rest)
 }
 
 static int expand_list(struct rd_strv *list, char *const *env, const char *cwd,
-                       struct rd_strv *notes, size_t *notes_cap)
+                       struct rd_strv *notes)
 {
 	struct rd_strv out = {0};
-	size_t cap = 0;
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < list->n; i++) {
 		const char *pat = list->v[i];
 		size_t var = rd_mask_var_len(pat);
 		if (!var && strncmp(pat, "{workspace}", 11) == 0) {
 			char *path = normal_path(cwd, strlen(cwd), pat + 11);
-			r = strv_push(&out, &cap, path && *path ? path : (free(path), strdup("/")));
+			r = rd_strv_take(&out, path && *path ? path : (free(path), strdup("/")));
 			continue;
 		}
 		if (!var) {
-			r = strv_push(&out, &cap, strdup(pat));
+			r = rd_strv_take(&out, strdup(pat));
 			continue;
 		}
 		const char *val = env_value(env, pat + 2, var - 3);
@@ -303,7 +282,7 @@ static int expand_list(struct rd_strv *list, char *const *env, const char *cwd,
 			if (n && !path)
 				r = -ENOMEM;
 			else if (path && !rd_glob_check(path, RD_MASK_PATH))
-				r = strv_push(&out, &cap, path);
+				r = rd_strv_take(&out, path);
 			else if (path) {
 				char *note = NULL;
 				if (asprintf(
@@ -313,7 +292,7 @@ static int expand_list(struct rd_strv *list, char *const *env, const char *cwd,
 				        pat, (int)(var - 3), pat + 2, (int)n, e, path) < 0)
 					note = NULL;
 				free(path);
-				r = strv_push(notes, notes_cap, note);
+				r = rd_strv_take(notes, note);
 			}
 			e += n + (e[n] == ':');
 		}
@@ -330,40 +309,62 @@ static int expand_list(struct rd_strv *list, char *const *env, const char *cwd,
 int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *const *env,
                        const char *cwd, struct rd_strv *notes)
 {
-	size_t notes_cap = 0;
 	*notes = (struct rd_strv){0};
 	static const enum rd_box_id keys[] = {RD_BOX_MASK, RD_BOX_UNMASK, RD_BOX_WRITE,
 	                                      RD_BOX_PROTECT};
 	int r = 0;
 	for (size_t k = 0; r == 0 && k < ARRAY_SIZE(keys); k++) {
-		r = expand_list(&cfg->box.list[keys[k]], env, cwd, notes, &notes_cap);
+		r = expand_list(&cfg->box.list[keys[k]], env, cwd, notes);
 		if (r == 0)
-			r = expand_list(&prof->commands_box.list[keys[k]], env, cwd, notes,
-			                &notes_cap);
+			r = expand_list(&prof->commands_box.list[keys[k]], env, cwd, notes);
 	}
 	for (size_t i = 0; r == 0 && i < prof->n_rules; i++)
-		r = expand_list(&prof->rules[i].box.list[RD_BOX_MASK], env, cwd, notes, &notes_cap);
+		r = expand_list(&prof->rules[i].box.list[RD_BOX_MASK], env, cwd, notes);
 	return r;
 }
 
 int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, const char *home,
-                  uid_t uid, struct rd_strv *write, struct rd_strv *protect)
+                  uid_t uid, struct rd_strv *write, struct rd_strv *protect, struct rd_strv *notes)
 {
-	struct rd_strv *out[] = {write, protect};
+	struct rd_strv all[2] = {{0}, {0}};
 	enum rd_box_id keys[] = {RD_BOX_WRITE, RD_BOX_PROTECT};
 	int r = 0;
+	*write = *protect = *notes = (struct rd_strv){0};
 	for (size_t k = 0; k < 2; k++) {
-		size_t cap = 0;
-		*out[k] = (struct rd_strv){0};
 		const struct rd_strv *lists[] = {&cfg->box.list[keys[k]],
 		                                 &prof->commands_box.list[keys[k]]};
 		for (size_t l = 0; l < 2; l++)
 			for (size_t i = 0; r == 0 && i < lists[l]->n; i++)
-				r = add_mask(out[k], &cap, lists[l]->v[i], home, uid);
+				r = add_mask(&all[k], lists[l]->v[i], home, uid);
 	}
+	/* "/" writable is no sandbox: a {workspace} of "/" (runnerd started there, as in many
+	 * containers) is left read-only instead. */
+	if (r == 0 && listed(&all[0], "/"))
+		r = rd_strv_add(notes,
+		                "write \"/\" (a {workspace} of \"/\"?) would make the whole "
+		                "machine writable to commands: left read-only; start runnerd "
+		                "in the project, or name it in \"write\"");
+	/* Each sandbox copies every mount of the view: a writable root inside another, or a
+	 * protected path outside every writable root (read-only already), would be a mount for
+	 * nothing. */
+	for (size_t i = 0; r == 0 && i < all[0].n; i++) {
+		const char *p = all[0].v[i];
+		bool inside = strcmp(p, "/") == 0;
+		for (size_t k = 0; k < all[0].n && !inside; k++)
+			inside = k != i && strcmp(all[0].v[k], "/") != 0 &&
+			         rd_path_within(p, all[0].v[k]);
+		if (!inside)
+			r = rd_strv_add(write, p);
+	}
+	for (size_t i = 0; r == 0 && i < all[1].n; i++)
+		if (rd_strv_within(write, all[1].v[i]))
+			r = rd_strv_add(protect, all[1].v[i]);
+	rd_strv_free(&all[0]);
+	rd_strv_free(&all[1]);
 	if (r < 0) {
 		rd_strv_free(write);
 		rd_strv_free(protect);
+		rd_strv_free(notes);
 	}
 	return r;
 }
@@ -371,7 +372,6 @@ int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, co
 int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
                  const struct rd_rule *rule, const char *home, uid_t uid, struct rd_strv *out)
 {
-	size_t cap = 0;
 	int r = 0;
 	memset(out, 0, sizeof(*out));
 	const struct rd_strv *global = &cfg->box.list[RD_BOX_MASK];
@@ -380,10 +380,10 @@ int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
 	                                rule ? &rule->box.list[RD_BOX_MASK] : NULL};
 	for (size_t i = 0; r == 0 && i < global->n; i++)
 		if (!listed(unmask, global->v[i]))
-			r = add_mask(out, &cap, global->v[i], home, uid);
+			r = add_mask(out, global->v[i], home, uid);
 	for (size_t l = 0; l < ARRAY_SIZE(more); l++)
 		for (size_t i = 0; r == 0 && more[l] && i < more[l]->n; i++)
-			r = add_mask(out, &cap, more[l]->v[i], home, uid);
+			r = add_mask(out, more[l]->v[i], home, uid);
 	if (r < 0)
 		rd_strv_free(out);
 	return r;

@@ -31,9 +31,11 @@ const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct 
 
 /* The commands' writable roots (sandbox.write, then commands.write) and the paths that stay
  * read-only inside them (sandbox.protect, commands.protect), with "~/" replaced by home and
- * "{uid}" by uid, each once (after rd_mask_expand_env). Returns 0 or -ENOMEM. */
+ * "{uid}" by uid, each once (after rd_mask_expand_env). Left out, as mounts for nothing: a
+ * root inside another, a protected path outside every root; and "/" as a root, with a line in
+ * notes saying so. Returns 0 or -ENOMEM. */
 int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, const char *home,
-                  uid_t uid, struct rd_strv *write, struct rd_strv *protect);
+                  uid_t uid, struct rd_strv *write, struct rd_strv *protect, struct rd_strv *notes);
 
 /* Every path of cfg and prof (sandbox.mask, commands.mask and unmask, each rule's mask, and
  * the write and protect lists) that starts with "{workspace}" has cwd in its place; every one

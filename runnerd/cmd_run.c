@@ -207,29 +207,6 @@ static int mkdir_p(const char *path, mode_t mode)
 	}
 }
 
-static bool under_any(const struct rd_strv *roots, const char *path)
-{
-	for (size_t i = 0; path && i < roots->n; i++) {
-		size_t n = strlen(roots->v[i]);
-		if (strncmp(path, roots->v[i], n) == 0 &&
-		    (path[n] == '/' || path[n] == '\0' || strcmp(roots->v[i], "/") == 0))
-			return true;
-	}
-	return false;
-}
-
-static int strv_add(struct rd_strv *l, const char *s)
-{
-	char **v = realloc(l->v, (l->n + 2) * sizeof(char *));
-	if (!v)
-		return -ENOMEM;
-	l->v = v;
-	if (!(v[l->n] = strdup(s)))
-		return -ENOMEM;
-	v[++l->n] = NULL;
-	return 0;
-}
-
 /* Should the missing writable root p (under home) be made, as its tool would make it: one in
  * a tool's directory that exists (~/.cargo/registry where ~/.cargo is), or the caches almost
  * every tool uses (~/.cache, the XDG cache directory, and ~/.npm). A tool the user never ran
@@ -259,40 +236,12 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		                    "uid %u has no home directory in the password database, so "
 		                    "\"~/\" paths of write and protect mean nothing",
 		                    (unsigned)getuid());
-	struct rd_strv all_write = {0}, all_protect = {0};
-	if (rd_view_lists(cfg, prof, pw->pw_dir, getuid(), &all_write, &all_protect) < 0)
+	struct rd_strv notes = {0};
+	if (rd_view_lists(cfg, prof, pw->pw_dir, getuid(), write, protect, &notes) < 0)
 		return rd_error_set(err, ENOMEM, "out of memory");
-	/* Each sandbox copies every mount of the view: a writable root inside another, or a
-	 * protected path outside every writable root (read-only already), would be a mount for
-	 * nothing. */
-	/* "/" writable is no sandbox: a {workspace} of "/" (runnerd started there, as in many
-	 * containers) is left read-only instead. */
-	for (size_t i = 0; i < all_write.n; i++)
-		if (strcmp(all_write.v[i], "/") == 0) {
-			fprintf(
-			    stderr,
-			    "runnerd: write \"/\" (a {workspace} of \"/\"?) would make the whole "
-			    "machine writable to commands: left read-only; start runnerd in the "
-			    "project, or name it in \"write\"\n");
-			free(all_write.v[i]);
-			all_write.v[i] = all_write.v[--all_write.n];
-			all_write.v[all_write.n] = NULL;
-			break; /* listed once */
-		}
-	int r = 0;
-	for (size_t i = 0; r == 0 && i < all_write.n; i++) {
-		struct rd_strv others = {all_write.v, i};
-		struct rd_strv after = {all_write.v + i + 1, all_write.n - i - 1};
-		if (!under_any(&others, all_write.v[i]) && !under_any(&after, all_write.v[i]))
-			r = strv_add(write, all_write.v[i]);
-	}
-	for (size_t i = 0; r == 0 && i < all_protect.n; i++)
-		if (under_any(write, all_protect.v[i]))
-			r = strv_add(protect, all_protect.v[i]);
-	rd_strv_free(&all_write);
-	rd_strv_free(&all_protect);
-	if (r < 0)
-		return rd_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < notes.n; i++)
+		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
+	rd_strv_free(&notes);
 	if (!write->n)
 		fprintf(stderr,
 		        "runnerd: %s sets no sandbox.write (nor the profile commands.write): "
@@ -319,7 +268,7 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	for (size_t i = 0; i < protect->n; i++) {
 		const char *p = protect->v[i];
 		size_t n = strlen(p);
-		if (n > 11 && strcmp(p + n - 11, "/.git/hooks") == 0 && under_any(write, p)) {
+		if (n > 11 && strcmp(p + n - 11, "/.git/hooks") == 0 && rd_strv_within(write, p)) {
 			_cleanup_free_ char *git = strndup(p, n - 6);
 			struct stat st;
 			if (git && stat(git, &st) == 0 && S_ISDIR(st.st_mode))
@@ -336,9 +285,8 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		struct stat st;
 		if (real && stat(real, &st) == 0 && !S_ISDIR(st.st_mode))
 			*strrchr(real, '/') = '\0';
-		struct rd_strv have = {protect->v, protect->n};
-		if (real && *real && under_any(write, real) && !under_any(&have, real) &&
-		    strv_add(protect, real) < 0)
+		if (real && *real && rd_strv_within(write, real) &&
+		    !rd_strv_within(protect, real) && rd_strv_add(protect, real) < 0)
 			return rd_error_set(err, ENOMEM, "out of memory");
 	}
 	return 0;

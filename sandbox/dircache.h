@@ -9,7 +9,6 @@
 
 #include <stdbool.h>
 #include <string.h>
-#include <unistd.h>
 
 #define RD_DIRCACHE_N 32
 
@@ -18,7 +17,6 @@ struct rd_dircache {
 		const char *dir;
 		size_t len;
 		bool missing;
-		int fd; /* the directory, O_PATH, if the caller keeps it (else -1) */
 	} d[RD_DIRCACHE_N];
 	size_t n;
 };
@@ -31,8 +29,8 @@ static inline size_t rd_dircache_dirlen(const char *path)
 }
 
 /* 1: path lies in a directory known to be missing; 0: its own directory is known to be
- * there (*fd: that directory's fd, or -1); -1: not known. */
-static inline int rd_dircache_get(const struct rd_dircache *c, const char *path, int *fd)
+ * there; -1: not known. */
+static inline int rd_dircache_get(const struct rd_dircache *c, const char *path)
 {
 	size_t dlen = rd_dircache_dirlen(path);
 	for (size_t k = 0; dlen && k < c->n; k++) {
@@ -40,33 +38,19 @@ static inline int rd_dircache_get(const struct rd_dircache *c, const char *path,
 		if (c->d[k].missing && l <= dlen && strncmp(c->d[k].dir, path, l) == 0 &&
 		    path[l] == '/')
 			return 1;
-		if (!c->d[k].missing && l == dlen && strncmp(c->d[k].dir, path, l) == 0) {
-			if (fd)
-				*fd = c->d[k].fd;
+		if (!c->d[k].missing && l == dlen && strncmp(c->d[k].dir, path, l) == 0)
 			return 0;
-		}
 	}
 	return -1;
 }
 
-/* Record whether path's directory is missing, and if not, its fd (kept by the cache, or -1),
- * when there is room; returns false (and fd is the caller's still) when there is none. */
-static inline bool rd_dircache_put(struct rd_dircache *c, const char *path, bool missing, int fd)
+/* Record whether path's directory is missing (when there is room). No fd is kept: the check
+ * runs while runnerd holds a caller's fds, near its limit maybe. */
+static inline void rd_dircache_put(struct rd_dircache *c, const char *path, bool missing)
 {
 	size_t dlen = rd_dircache_dirlen(path);
-	if (!dlen || c->n >= RD_DIRCACHE_N)
-		return false;
-	c->d[c->n++] = (typeof(c->d[0])){path, dlen, missing, fd};
-	return true;
-}
-
-/* Close the fds the cache keeps. */
-static inline void rd_dircache_close(struct rd_dircache *c)
-{
-	for (size_t k = 0; k < c->n; k++)
-		if (c->d[k].fd >= 0)
-			close(c->d[k].fd);
-	c->n = 0;
+	if (dlen && c->n < RD_DIRCACHE_N)
+		c->d[c->n++] = (typeof(c->d[0])){path, dlen, missing};
 }
 
 #endif

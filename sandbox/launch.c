@@ -142,7 +142,7 @@ int rd_sandbox_spare_begin(struct rd_zygote *z, bool full_ids,
 		pid = rd_clone3(&ca, sizeof(ca));
 		if (pid == 0)
 			rd_reaper_main(go[0], pl[1], ep[1], sp[1], preset,
-			               full_ids || geteuid() == 0 ? RD_ROOT_IDS : 0, z->view);
+			               rd_root_ids(full_ids) ? RD_ROOT_IDS : 0, z->view);
 		if (pid < 0)
 			r = rd_error_set(err, errno,
 			                 "clone3 (new user, pid, mount and IPC namespaces): %s",
@@ -277,7 +277,7 @@ static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
 	/* Most masked paths are missing, in directories that are missing too (the stores of the
 	 * agents one does not use): a missing directory, looked up once, answers for every path
 	 * in it. */
-	__attribute__((cleanup(rd_dircache_close))) struct rd_dircache dirs = {0};
+	struct rd_dircache dirs = {0};
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 	                       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	for (size_t i = 0; i < pre->n_masks; i++) {
@@ -285,38 +285,22 @@ static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
 		memcpy(&then, buf + sizeof(count) + sizeof(then) * i, sizeof(then));
 		const char *rel = pre->masks[i] + strspn(pre->masks[i], "/");
 		size_t dlen = rd_dircache_dirlen(rel);
-		int dir_fd = -1;
-		int known = rd_dircache_get(&dirs, rel, &dir_fd); /* 1: in a missing directory */
-		if (known < 0 && dlen && dlen < 4096) {
+		int known = rd_dircache_get(&dirs, rel); /* 1: in a missing directory */
+		if (known < 0 && then.absent && dlen && dlen < 4096) {
 			char dir[4096];
 			memcpy(dir, rel, dlen);
 			dir[dlen] = '\0';
-			int d = rd_openat2(root, dir, &how);
+			_cleanup_close_ int d = rd_openat2(root, dir, &how);
 			known = d < 0 && errno == ENOENT;
-			if (rd_dircache_put(&dirs, rel, known == 1, d))
-				dir_fd = d;
-			else if (d >= 0)
-				close(d);
+			rd_dircache_put(&dirs, rel, known == 1);
 		}
 		if (known == 1) {
 			if (!then.absent)
 				return RD_PRESET_STALE;
 			continue;
 		}
-		/* From its directory, looked up once: one component, unless it is a symlink,
-		 * which is followed from the root (RESOLVE_IN_ROOT), as the command would. */
-		_cleanup_close_ int fd = -1;
+		_cleanup_close_ int fd = rd_openat2(root, *rel ? rel : ".", &how);
 		struct stat st;
-		bool link = false;
-		if (dir_fd >= 0) {
-			fd = openat(dir_fd, rel + dlen + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-			link = fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode);
-		}
-		if (dir_fd < 0 || link) {
-			if (fd >= 0)
-				close(fd);
-			fd = rd_openat2(root, *rel ? rel : ".", &how);
-		}
 		if (fd < 0) {
 			if (!then.absent || (errno != ENOENT && errno != ENOTDIR))
 				return RD_PRESET_STALE;

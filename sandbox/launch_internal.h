@@ -9,6 +9,7 @@
 #include <linux/filter.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 enum { STAGE_SETUP = 1, STAGE_EXEC = 2 };
 
@@ -54,6 +55,13 @@ enum {
 	RD_INHERIT_VIEW = 4,         /* the session's part of the view (sandbox/view.h) */
 	RD_ROOT_IDS = 8,             /* uid 0 of the sandbox is the machine's root */
 };
+
+/* Is uid 0 of a sandbox the machine's root: every id mapped to itself (full_ids), or runnerd's
+ * own, when it is root? */
+static inline bool rd_root_ids(bool full_ids)
+{
+	return full_ids || geteuid() == 0;
+}
 
 /* The maps of pid's new user namespace, written from its parent namespace: every id to itself
  * (full: runnerd has CAP_SETUID and CAP_SETGID), else runnerd's uid and gid alone, with

@@ -396,7 +396,7 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 	for (size_t i = 0; i < n_masks; i++) {
 		const char *path = masks[i];
 		/* In a directory that is missing: nothing there to hide (dircache.h). */
-		if (rd_dircache_get(&dirs, path, NULL) == 1) {
+		if (rd_dircache_get(&dirs, path) == 1) {
 			if (seen)
 				seen[i].absent = 1;
 			continue;
@@ -412,14 +412,14 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 		if (fd < 0 && errno != ENOENT && errno != ENOTDIR && errno != ELOOP &&
 		    errno != EACCES)
 			fail(err_fd, STAGE_SETUP, path, errno);
-		if (fd < 0 && errno == ENOENT && rd_dircache_get(&dirs, path, NULL) < 0) {
+		if (fd < 0 && errno == ENOENT && rd_dircache_get(&dirs, path) < 0) {
 			size_t dlen = rd_dircache_dirlen(path);
 			char dir[4096];
 			if (dlen && dlen < sizeof(dir)) {
 				memcpy(dir, path, dlen);
 				dir[dlen] = '\0';
 				int d = open(dir, O_PATH | O_CLOEXEC);
-				rd_dircache_put(&dirs, path, d < 0 && errno == ENOENT, -1);
+				rd_dircache_put(&dirs, path, d < 0 && errno == ENOENT);
 				if (d >= 0)
 					close(d);
 			}

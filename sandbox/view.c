@@ -2,6 +2,7 @@
  * session's part made once by the zygote, the sandbox's part by each sandbox's pid 1 (view.h).
  * See docs/architecture.md, "The command's view". */
 #include "sandbox/view.h"
+#include "lib/strv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -163,11 +164,6 @@ static int writable_tree(const char *path)
 	return r;
 }
 
-static bool under(const char *path, const char *root, size_t n)
-{
-	return strncmp(path, root, n) == 0 && path[n] == '/';
-}
-
 /* A protected path, read-only, and every directory between its writable root and it bound on
  * itself, so that none can be renamed or removed (a mount point cannot): else renaming .git
  * away and making a new one would leave .git/hooks read-only where no one looks. No symlink
@@ -177,15 +173,19 @@ static int protect(const struct rd_view_paths *v, const char *path, char **pinne
                    size_t max_pinned)
 {
 	size_t root = 0;
+	bool found = false;
 	for (size_t i = 0; i < v->n_write; i++) {
 		size_t n = strlen(v->write[i]);
-		if (n > root && under(path, v->write[i], n))
-			root = n;
+		if (n >= root && rd_path_within(path, v->write[i]))
+			root = n, found = true;
 	}
 	char buf[PATH_MAX];
 	size_t len = strlen(path);
-	if (!root || len >= sizeof(buf))
+	if (!found || len >= sizeof(buf))
 		return 0;
+	/* A writable root protected as a whole: read-only again, all of it. */
+	if (root == len)
+		return readonly_tree(path);
 	memcpy(buf, path, len + 1);
 	struct stat st;
 	for (size_t at = root + 1; at <= len; at++) {
@@ -219,27 +219,29 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 	e->what = "making every mount private";
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
-	if (paths) {
-		e->what = "making every mount read-only";
-		int r = set_readonly("/", AT_RECURSIVE);
-		for (size_t i = 0; r == 0 && i < paths->n_write; i++)
-			if ((r = writable_tree(paths->write[i])) < 0)
-				e->what = paths->write[i];
-		char *pinned[64];
-		size_t n_pinned = 0;
-		for (size_t i = 0; r == 0 && i < paths->n_protect; i++)
-			if ((r = protect(paths, paths->protect[i], pinned, &n_pinned, 64)) < 0)
-				e->what = paths->protect[i];
-		for (size_t k = 0; k < n_pinned; k++)
-			free(pinned[k]);
-		if (r < 0)
-			return r;
-	}
-	/* sysfs: written, its files set the machine's devices, power, kernel parameters. A
-	 * mount's root in every namespace that has it, so made read-only where it is, with what
-	 * is mounted under it (a bind would leave the writable tree under it, copied into every
-	 * sandbox). */
-	int r = set_readonly("/sys", AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	/* No lists: nowhere writable. */
+	static const struct rd_view_paths none;
+	if (!paths)
+		paths = &none;
+	e->what = "making every mount read-only";
+	int r = set_readonly("/", AT_RECURSIVE);
+	for (size_t i = 0; r == 0 && i < paths->n_write; i++)
+		if ((r = writable_tree(paths->write[i])) < 0)
+			e->what = paths->write[i];
+	char *pinned[64];
+	size_t n_pinned = 0;
+	for (size_t i = 0; r == 0 && i < paths->n_protect; i++)
+		if ((r = protect(paths, paths->protect[i], pinned, &n_pinned, 64)) < 0)
+			e->what = paths->protect[i];
+	for (size_t k = 0; k < n_pinned; k++)
+		free(pinned[k]);
+	if (r < 0)
+		return r;
+	/* sysfs: written, its files set the machine's devices, power, kernel parameters: read-only
+	 * whatever the writable roots say. A mount's root in every namespace that has it, so made
+	 * read-only where it is, with what is mounted under it (a bind would leave the writable
+	 * tree under it, copied into every sandbox). */
+	r = set_readonly("/sys", AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
 	if (r == -EINVAL || r == -ENOENT)
 		r = readonly_tree("/sys");
 	if (r < 0) {

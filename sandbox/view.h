@@ -31,8 +31,9 @@ struct rd_view_paths {
  * read-only but the writable roots of paths (each bound on itself, found without following a
  * symlink on the way: one that has a symlink is left read-only) and in them the protected paths
  * read-only again; /sys read-only; a /dev of a few device nodes, read-only, a tmpfs of the
- * session's own on /dev/shm, and /dev/pts empty for each sandbox's own. paths NULL: nothing made
- * read-only but /sys and /dev. Returns 0, or -errno with e->what naming the step. */
+ * session's own on /dev/shm, and /dev/pts empty for each sandbox's own. paths NULL: nowhere
+ * writable. A writable root that is itself protected is read-only. Returns 0, or -errno with
+ * e->what naming the step. */
 int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths);
 
 /* In a sandbox's own mount namespace, a copy of the session's view, after its fresh /proc is

@@ -14,8 +14,6 @@
 /* How long runnerd waits for an answer before it gives the zygote up. */
 #define ZYGOTE_TIMEOUT_S 2
 
-/* Its namespaces made, the zygote waits for its maps; then it makes the view and says how that
- * went (launch_internal.h). */
 /* The zygote_view message for ids and paths, into *out (malloc'd); its length, or -EMSGSIZE
  * if too large, -ENOMEM. */
 static long view_msg(char ids, const struct rd_view_paths *paths, char **out)
@@ -43,6 +41,8 @@ static long view_msg(char ids, const struct rd_view_paths *paths, char **out)
 	return (long)n;
 }
 
+/* Its namespaces made, the zygote waits for its maps; then it makes the view and says how that
+ * went (launch_internal.h). */
 static int zygote_setup(struct rd_zygote *z, bool full_ids, const struct rd_view_paths *paths,
                         struct rd_error *err)
 {
@@ -64,7 +64,7 @@ static int zygote_setup(struct rd_zygote *z, bool full_ids, const struct rd_view
 	if (e)
 		return rd_error_set(err, e, "writing runnerd-zygote's uid/gid map: %s",
 		                    strerror(e));
-	char ids = full_ids || geteuid() == 0 ? ZYGOTE_ROOT_IDS : ZYGOTE_OWN_IDS;
+	char ids = rd_root_ids(full_ids) ? ZYGOTE_ROOT_IDS : ZYGOTE_OWN_IDS;
 	_cleanup_free_ char *msg = NULL;
 	long len = view_msg(ids, paths, &msg);
 	if (len < 0)

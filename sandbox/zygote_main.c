@@ -29,25 +29,32 @@ struct kept_preset {
 
 /* The preset of a request of n bytes in buf, checked (the message is runnerd's own, but a
  * count that does not add up stops here). Returns 0, or -1 if it does not add up. */
+/* n strings, each ending in a NUL, from s up to end: a NULL-terminated array of pointers into
+ * them (malloc'd), or NULL if they do not add up. */
+static char **split(char *s, char *end, size_t n)
+{
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; v && i < n; i++) {
+		char *nul = s < end ? memchr(s, '\0', (size_t)(end - s)) : NULL;
+		if (!nul) {
+			free(v);
+			return NULL;
+		}
+		v[i] = s;
+		s = nul + 1;
+	}
+	return v;
+}
+
 static int parse_preset(char *buf, size_t n, struct kept_preset *out)
 {
 	const struct zygote_req *q = (const void *)buf;
 	size_t flen = sizeof(struct sock_filter) * (size_t)q->filter_len;
 	if (q->n_masks > PRESET_MAX_MASKS || q->filter_len > BPF_MAXINSNS || sizeof(*q) + flen > n)
 		return -1;
-	char **masks = calloc(q->n_masks + 1, sizeof(char *));
+	char **masks = split(buf + sizeof(*q) + flen, buf + n, q->n_masks);
 	if (!masks)
 		return -1;
-	char *s = buf + sizeof(*q) + flen, *end = buf + n;
-	for (uint32_t i = 0; i < q->n_masks; i++) {
-		char *nul = s < end ? memchr(s, '\0', (size_t)(end - s)) : NULL;
-		if (!nul) {
-			free(masks);
-			return -1;
-		}
-		masks[i] = s;
-		s = nul + 1;
-	}
 	*out = (struct kept_preset){
 	    .buf = buf,
 	    .masks = masks,
@@ -86,18 +93,11 @@ static unsigned session_setup(int sock)
 		_exit(1);
 	memcpy(&v, buf, sizeof(v));
 	char ids = (char)v.ids;
-	char **list = calloc((size_t)v.n_write + v.n_protect + 1, sizeof(char *));
-	if (!list || (ids != ZYGOTE_ROOT_IDS && ids != ZYGOTE_OWN_IDS) ||
-	    v.n_write + (size_t)v.n_protect > ZYGOTE_MAX_MSG)
+	char **list = v.n_write + (size_t)v.n_protect <= ZYGOTE_MAX_MSG
+	                  ? split(buf + sizeof(v), buf + n, (size_t)v.n_write + v.n_protect)
+	                  : NULL;
+	if (!list || (ids != ZYGOTE_ROOT_IDS && ids != ZYGOTE_OWN_IDS))
 		_exit(1);
-	char *s = buf + sizeof(v), *end = buf + n;
-	for (size_t i = 0; i < (size_t)v.n_write + v.n_protect; i++) {
-		char *nul = s < end ? memchr(s, '\0', (size_t)(end - s)) : NULL;
-		if (!nul)
-			_exit(1);
-		list[i] = s;
-		s = nul + 1;
-	}
 	struct rd_view_paths paths = {.write = list,
 	                              .n_write = v.n_write,
 	                              .protect = list + v.n_write,

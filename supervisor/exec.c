@@ -173,21 +173,15 @@ static json_t *rule_json(const struct rd_rule *rule)
 	return rule ? json_integer((json_int_t)rule->index) : json_null();
 }
 
-static bool under(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0' || n == 1);
-}
-
 /* The writable root that path (resolved) lies in, where commands can write (not under a
  * protected path); NULL if none, or if path is NULL. */
 static const char *writable_root(const struct rd_view_paths *v, const char *path)
 {
 	for (size_t i = 0; path && i < v->n_protect; i++)
-		if (under(path, v->protect[i]))
+		if (rd_path_within(path, v->protect[i]))
 			return NULL;
 	for (size_t i = 0; path && i < v->n_write; i++)
-		if (under(path, v->write[i]))
+		if (rd_path_within(path, v->write[i]))
 			return v->write[i];
 	return NULL;
 }
@@ -415,7 +409,7 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 	 * protected. */
 	const char *cwd = q->t.cwd_path, *ws = u->s->workspace;
 	const char *at = q->rule && q->rule->grants_secret ? writable_root(&u->s->view, cwd) : NULL;
-	if (at && !(ws && under(cwd, ws)))
+	if (at && !(ws && rd_path_within(cwd, ws)))
 		return refuse(
 		    x, EACCES,
 		    "commands.rules[%zu] grants a secret to %s, run in %s, where commands "
@@ -424,7 +418,7 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 		    q->rule->index, q->tg.resolved, cwd, at, ws ? ws : "(unknown)");
 	/* Inside, the path leads to the mask, and the directory's fd would show the command what
 	 * the mask hides. */
-	const char *over = sup_masks_covering(&q->masks, q->t.cwd_path);
+	const char *over = rd_strv_within(&q->masks, q->t.cwd_path);
 	if (over)
 		return refuse(x, EACCES,
 		              "the caller's working directory %s is hidden from commands (the mask "

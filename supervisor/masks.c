@@ -132,16 +132,6 @@ const char *sup_masks_tampered(struct sup *u, const struct rd_strv *masks)
 	return NULL;
 }
 
-const char *sup_masks_covering(const struct rd_strv *masks, const char *path)
-{
-	for (size_t i = 0; path && i < masks->n; i++) {
-		size_t n = strlen(masks->v[i]);
-		if (strncmp(path, masks->v[i], n) == 0 && (path[n] == '\0' || path[n] == '/'))
-			return masks->v[i];
-	}
-	return NULL;
-}
-
 void sup_masks_free(struct sup *u)
 {
 	for (size_t i = 0; i < u->mk.n_pins; i++) {

@@ -20,9 +20,6 @@ void sup_masks_pin(struct sup *u);
 /* The first pinned path of masks that is no longer what it was, or NULL. */
 const char *sup_masks_tampered(struct sup *u, const struct rd_strv *masks);
 
-/* The mask in masks that path (absolute) is, or is under; NULL if none. */
-const char *sup_masks_covering(const struct rd_strv *masks, const char *path);
-
 void sup_masks_free(struct sup *u);
 
 #endif

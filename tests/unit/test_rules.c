@@ -269,6 +269,36 @@ static void test_grants(void **state)
 	assert_null(rd_grant_argv_refused("/usr/bin/gh", V("gh", "-c", "x"), 3));
 }
 
+/* The writable roots and protected paths as the view gets them: "~/" and "{uid}" expanded,
+ * "/" left out with a note, a root inside another left out, a protected path outside every
+ * root left out (read-only already), one that is a root itself kept. */
+static void test_view_lists(void **state)
+{
+	(void)state;
+	struct rd_config cfg = {0};
+	struct rd_profile p = {0};
+	cfg.box.list[RD_BOX_WRITE] =
+	    (struct rd_strv){V("/", "/tmp", "/tmp/ws", "~/.cache", "/run/{uid}"), 5};
+	cfg.box.list[RD_BOX_PROTECT] =
+	    (struct rd_strv){V("/tmp/ws/.git/hooks", "~/.bashrc", "~/.cache", "/etc"), 4};
+	p.commands_box.list[RD_BOX_WRITE] = (struct rd_strv){V("~/.cache/x", "/srv"), 2};
+	struct rd_strv write, protect, notes;
+	assert_int_equal(rd_view_lists(&cfg, &p, "/home/dev", 1000, &write, &protect, &notes), 0);
+	const char *want_w[] = {"/tmp", "/home/dev/.cache", "/run/1000", "/srv"};
+	assert_int_equal(write.n, ARRAY_SIZE(want_w));
+	for (size_t i = 0; i < ARRAY_SIZE(want_w); i++)
+		assert_string_equal(write.v[i], want_w[i]);
+	const char *want_p[] = {"/tmp/ws/.git/hooks", "/home/dev/.cache"};
+	assert_int_equal(protect.n, ARRAY_SIZE(want_p));
+	for (size_t i = 0; i < ARRAY_SIZE(want_p); i++)
+		assert_string_equal(protect.v[i], want_p[i]);
+	assert_int_equal(notes.n, 1);
+	assert_non_null(strstr(notes.v[0], "\"/\""));
+	rd_strv_free(&write);
+	rd_strv_free(&protect);
+	rd_strv_free(&notes);
+}
+
 static void test_mask_path_check(void **state)
 {
 	(void)state;
@@ -332,8 +362,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_paths),           cmocka_unit_test(test_args),
 	    cmocka_unit_test(test_masks),           cmocka_unit_test(test_mask_env),
-	    cmocka_unit_test(test_mask_path_check), cmocka_unit_test(test_grants),
-	    cmocka_unit_test(test_box_merge),
+	    cmocka_unit_test(test_mask_path_check), cmocka_unit_test(test_view_lists),
+	    cmocka_unit_test(test_grants),          cmocka_unit_test(test_box_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
