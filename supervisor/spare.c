@@ -38,6 +38,12 @@ void sup_spare_setup(struct sup *u)
 		sp->zygote_src = (struct src){.type = SRC_ZYGOTE};
 		sup_watch(u, sp->zygote.fd, &sp->zygote_src);
 	}
+	/* Started once, never again (a lost zygote is not restarted): its file is not kept open,
+	 * one fd more for the callers' under a low RLIMIT_NOFILE. */
+	if (u->s->zygote_fd >= 0) {
+		close(u->s->zygote_fd);
+		u->s->zygote_fd = -1;
+	}
 }
 
 long sup_spare_wait_ms(const struct sup *u)

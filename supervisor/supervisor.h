@@ -21,8 +21,9 @@ struct rd_session {
 	const struct rd_profile *prof;
 	struct rd_audit *audit;
 	int verbose;
-	int stub_fd;              /* O_RDONLY of runnerd-stub, injected into every caller */
-	int zygote_fd;            /* O_RDONLY of runnerd-zygote; -1: runnerd forks sandboxes */
+	int stub_fd;   /* O_RDONLY of runnerd-stub, injected into every caller */
+	int zygote_fd; /* O_RDONLY of runnerd-zygote until it is started; -1: runnerd forks
+	                * sandboxes */
 	struct rd_bpf cmd_filter; /* the commands' seccomp profile ("default") */
 	struct rd_agent agent;
 	/* The variables stripped as secrets at the agent's start ("NAME=value"): a command's
