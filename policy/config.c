@@ -4,6 +4,7 @@
 #include "policy/jsonpos.h"
 #include "policy/rules.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -557,11 +558,60 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 	return 0;
 }
 
+/* A pin: the SHA-256 of a program, as sha256sum prints it; one string, or an array of them
+ * (a program pinned to more than one version). */
+static int get_pins(struct ctx *c, json_t *obj, const char *ptr, struct rd_strv *out)
+{
+	char vp[512], ep[512], name[512];
+	json_t *v = member(c, obj, ptr, "sha256", false);
+	if (!v)
+		return 0;
+	sub(vp, sizeof(vp), ptr, "sha256");
+	if (!json_is_string(v) && !json_is_array(v)) {
+		wrong_type(c, vp, v, "a string or an array of strings");
+		return -EINVAL;
+	}
+	size_t n = json_is_array(v) ? json_array_size(v) : 1;
+	if (json_is_array(v) && !n) {
+		ctx_err(c, vp, false,
+		        "\"%s\" is empty: give the program's SHA-256, as sha256sum prints it",
+		        show(vp, name, sizeof(name)));
+		return -EINVAL;
+	}
+	out->v = calloc(n + 1, sizeof(*out->v));
+	if (!out->v)
+		return rd_error_set(c->err, ENOMEM, "out of memory");
+	int r = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
+		if (json_is_array(v))
+			sub_index(ep, sizeof(ep), vp, i);
+		else
+			snprintf(ep, sizeof(ep), "%s", vp);
+		const char *s = json_is_string(e) ? json_string_value(e) : NULL;
+		if (!s || strlen(s) != 64 || strspn(s, "0123456789abcdefABCDEF") != 64) {
+			ctx_err(
+			    c, ep, false,
+			    "\"%s\" must be a SHA-256 in hex, 64 digits, as sha256sum prints it",
+			    show(ep, name, sizeof(name)));
+			r = -EINVAL;
+			continue;
+		}
+		char *hex = strdup(s);
+		if (!hex)
+			return rd_error_set(c->err, ENOMEM, "out of memory");
+		for (char *h = hex; *h; h++)
+			*h = (char)tolower((unsigned char)*h);
+		out->v[out->n++] = hex;
+	}
+	return r;
+}
+
 static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, struct rd_rule *r)
 {
-	static const char *const rule_keys[] = {"match",       "action",        "env_allow",
-	                                        "env_deny",    "max_keys",      "max_bytes",
-	                                        "description", "ask_timeout_s", NULL};
+	static const char *const rule_keys[] = {
+	    "match",     "action",      "env_allow",     "env_deny", "max_keys",
+	    "max_bytes", "description", "ask_timeout_s", "sha256",   NULL};
 	static const char *const match_keys[] = {"path", "args", NULL};
 	char mp[512], name[512];
 
@@ -594,6 +644,13 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 	(void)get_strv(c, rj, rp, "env_deny", false, RD_GLOB_ENV_NAME, &r->env_deny);
 	(void)get_size(c, rj, rp, "max_keys", 1, &r->max_keys);
 	(void)get_size(c, rj, rp, "max_bytes", 1, &r->max_bytes);
+	(void)get_pins(c, rj, rp, &r->sha256);
+	if (r->sha256.n && !r->match_path) {
+		char vp[512];
+		sub(vp, sizeof(vp), rp, "sha256");
+		ctx_err(c, vp, false, "\"%s\" pins a program: the rule needs a \"match\" \"path\"",
+		        show(vp, name, sizeof(name)));
+	}
 	get_box(c, rj, rp, RD_IN_RULE, &r->box);
 	(void)get_string(c, rj, rp, "description", false, &r->description);
 	if (json_object_get(rj, "ask_timeout_s") && r->action != RD_ACTION_ASK) {

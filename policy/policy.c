@@ -9,6 +9,7 @@ void rd_rule_free(struct rd_rule *r)
 	rd_strv_free(&r->match_args);
 	rd_strv_free(&r->env_allow);
 	rd_strv_free(&r->env_deny);
+	rd_strv_free(&r->sha256);
 	rd_box_free(&r->box);
 	free(r->description);
 	memset(r, 0, sizeof(*r));

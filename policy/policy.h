@@ -45,6 +45,9 @@ struct rd_rule {
 	 * (rd_profile_mark_grants). Such a rule matches the resolved path alone, and its
 	 * command's environment and argv are held tighter (docs/configuration.md, "Grants"). */
 	bool grants_secret;
+	/* "sha256": the program's contents pinned, lowercase hex; empty = not pinned. A pinned
+	 * rule runs the very bytes that were hashed (docs/configuration.md, "Grants"). */
+	struct rd_strv sha256;
 };
 
 struct rd_profile {

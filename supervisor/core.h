@@ -248,6 +248,21 @@ struct control {
 	unsigned long n_refused_total;
 };
 
+/* Programs pinned by a rule's "sha256" and found to match: a sealed copy of each, run in its
+ * place, kept while the file stays as it was (supervisor/grant.c). */
+#define RD_PINNED_KEEP 8
+struct pinned {
+	struct pinned_file {
+		dev_t dev;
+		ino_t ino;
+		off_t size;
+		struct timespec mtime, ctime;
+		int memfd; /* -1: the slot is free */
+		char hex[65];
+	} f[RD_PINNED_KEEP];
+	unsigned next; /* the slot to reuse when all are taken */
+};
+
 struct prompt {
 	int fd; /* /dev/tty with --prompt, else -1 */
 	struct src src;
@@ -280,6 +295,7 @@ struct sup {
 	struct src signal_src;
 	struct spares sp;
 	struct masks mk;
+	struct pinned pin;
 	struct approvals ap;
 	struct control ctl;
 	struct prompt tty;

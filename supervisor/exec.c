@@ -8,6 +8,7 @@
 #include "policy/rules.h"
 #include "supervisor/approvals.h"
 #include "supervisor/command.h"
+#include "supervisor/grant.h"
 #include "supervisor/handoff.h"
 #include "supervisor/masks.h"
 #include "supervisor/spare.h"
@@ -201,14 +202,23 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 		return refuse(x, -r, "%s", err.msg);
 	/* A rule that grants a secret: the program gets it, not what the caller would have it
 	 * run, nor a configuration the caller chose (docs/configuration.md, "Grants"). */
+	const char *root = rule && rule->grants_secret && !rule->sha256.n
+	                       ? writable_root(&u->s->view, q->tg.resolved)
+	                       : NULL;
+	if (root)
+		return refuse(
+		    x, EACCES,
+		    "commands.rules[%zu] grants a secret to %s, which lies where commands "
+		    "can write (%s): a command could have put it there; grant a program "
+		    "outside the writable roots, or pin it by sha256",
+		    rule->index, q->tg.resolved, root);
+	/* The file itself: one the agent could have replaced is refused, a pinned one runs as
+	 * the bytes that matched the pin. */
+	char why_file[sizeof(x->why)];
+	r = sup_grant_target(u, q, why_file, sizeof(why_file));
+	if (r)
+		return refuse(x, r, "%s", why_file);
 	if (rule && rule->grants_secret) {
-		const char *root = writable_root(&u->s->view, q->tg.resolved);
-		if (root)
-			return refuse(x, EACCES,
-			              "commands.rules[%zu] grants a secret to %s, which lies where "
-			              "commands can write (%s): a command could have put it there; "
-			              "grant a program outside the writable roots",
-			              rule->index, q->tg.resolved, root);
 		const char *why = rd_grant_argv_refused(q->tg.resolved, q->strs.argv, q->strs.argc);
 		if (why)
 			return refuse(x, EACCES,

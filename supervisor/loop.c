@@ -7,6 +7,7 @@
 #include "supervisor/control.h"
 #include "supervisor/core.h"
 #include "supervisor/exec.h"
+#include "supervisor/grant.h"
 #include "supervisor/handoff.h"
 #include "supervisor/masks.h"
 #include "supervisor/prompt.h"
@@ -163,6 +164,8 @@ static int setup(struct sup *u, struct rd_session *s)
 	u->sp.spare = RD_SANDBOX_NONE;
 	u->sp.zygote = RD_ZYGOTE_NONE;
 	u->ctl.fd = u->ctl.timer = u->tty.fd = -1;
+	for (size_t i = 0; i < RD_PINNED_KEEP; i++)
+		u->pin.f[i].memfd = -1;
 	sync_wakeups(u);
 	u->full_ids = rd_sandbox_can_map_all_ids();
 	struct stat st;
@@ -302,5 +305,6 @@ int rd_supervise(struct rd_session *s)
 	rd_audit(s->audit, "session_end", f);
 	free(u.notif);
 	sup_masks_free(&u);
+	sup_grants_free(&u);
 	return code;
 }

@@ -165,15 +165,37 @@ def test_grants(tmp):
     repo = os.path.join(tmp, "repo.git")
     subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
     os.chmod(repo, 0o755)
+    # Programs of the agent's own user, where commands cannot write (protected) but the agent
+    # can: a copy of printenv under four names.
+    own = os.path.join(tmp, "own")
+    os.makedirs(own)
+    os.chmod(own, 0o755)
+    printenv = os.path.realpath(shutil.which("printenv"))
+    for n in ("rdown", "rdpin", "rdbadpin", "rdchanged"):
+        shutil.copy(printenv, os.path.join(own, n))
+    with open(os.path.join(own, "rdscript"), "w") as f:
+        f.write("#!/bin/sh\necho \"script=[$GH_TOKEN]\"\n")
+    os.chmod(os.path.join(own, "rdscript"), 0o755)
+    pin = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+    grant = {"action": "allow", "env_allow": ["GH_TOKEN"]}
+    # As root, every file is the agent's to replace: the system's git and make run pinned.
+    sys_pin = lambda p: {"sha256": pin(p)} if os.geteuid() == 0 else {}
     prof = write_profile(tmp, "grants", {
-        "default": "allow", "env_allow": [],
+        "default": "allow", "env_allow": [], "protect": [own],
         # "/usr/*/git", as the documented examples write them.
-        "rules": [{"match": {"path": "/%s/*/%s" % (git.split("/")[1], os.path.basename(git))},
-                   "action": "allow", "env_allow": ["GH_TOKEN"]},
-                  {"match": {"path": make}, "action": "allow", "env_allow": ["GH_TOKEN"]},
+        "rules": [dict(grant, match={"path": "/%s/*/%s" % (git.split("/")[1],
+                                                           os.path.basename(git))},
+                       **sys_pin(git)),
+                  dict(grant, match={"path": make}, **sys_pin(make)),
                   # As the documented example "*/gh" does: any file of that name.
-                  {"match": {"path": "*/rdgh"}, "action": "allow",
-                   "env_allow": ["GH_TOKEN"]}]},
+                  dict(grant, match={"path": "*/rdgh"}),
+                  dict(grant, match={"path": own + "/rdown"}),
+                  dict(grant, match={"path": own + "/rdpin"}, sha256=pin(own + "/rdpin")),
+                  dict(grant, match={"path": own + "/rdbadpin"}, sha256="0" * 64),
+                  dict(grant, match={"path": own + "/rdchanged"},
+                       sha256=[pin(own + "/rdchanged")]),
+                  dict(grant, match={"path": own + "/rdscript"},
+                       sha256=pin(own + "/rdscript"))]},
         agent_env_allow=["GH_TOKEN"])
     dotdot = os.path.dirname(git) + "/.." * git.count("/") + evil + "/" + os.path.basename(git)
     script = "; ".join([
@@ -188,6 +210,13 @@ def test_grants(tmp):
         "PATH=%s:$PATH rdgh; echo \"planted_rc=$?\"" % evil,
         "PATH=%s:$PATH git rdx; true" % bin_dir,
         "(cd %s && git leak2; echo \"made_rc=$?\")" % made,
+        "%s/rdown GH_TOKEN; echo \"own_rc=$?\"" % own,
+        # The agent compares: the pinned program got the token, and printed it to the agent.
+        "[ \"$(%s/rdpin GH_TOKEN)\" = \"$GH_TOKEN\" ] && echo pinned_runs=yes" % own,
+        "%s/rdbadpin GH_TOKEN; echo \"badpin_rc=$?\"" % own,
+        # The agent (not a command: a redirection of its own shell) changes a pinned file.
+        "printf x >> %s/rdchanged; %s/rdchanged GH_TOKEN; echo \"changed_rc=$?\"" % (own, own),
+        "%s/rdscript; echo \"script_rc=$?\"" % own,
     ])
     env = base_env()
     env["GH_TOKEN"] = token
@@ -214,9 +243,25 @@ def test_grants(tmp):
           got.get("made_rc") == "126" and "repo" not in got, repr(got))
     check("grants: a program where commands can write (a planted rdgh matching \"*/rdgh\") "
           "is refused (126)", got.get("planted_rc") == "126", repr(got))
+    check("grants: a program the agent's user could replace (its own file, protected from "
+          "commands) is refused (126)", got.get("own_rc") == "126", repr(got))
+    check("grants: a program pinned by sha256 runs and gets its secret",
+          got.get("pinned_runs") == "yes", repr(got) + out.stderr[-400:])
+    check("grants: a program whose sha256 is not the pinned one is refused (126)",
+          got.get("badpin_rc") == "126", repr(got))
+    check("grants: a pinned program changed after it was pinned is refused (126)",
+          got.get("changed_rc") == "126", repr(got))
+    check("grants: a pinned script is refused (126): its interpreter reads it by path",
+          got.get("script_rc") == "126" and "script" not in got, repr(got))
     why = [json.loads(l).get("reason", "") for l in open(audit)] if os.path.exists(audit) else []
     check("grants: the refusals are audited with their reason",
           sum("grants a secret" in w for w in why) >= 3, repr(why))
+    check("grants: the refusal of a replaceable program gives the pin to paste",
+          any("rdown" in w and '"sha256": "%s"' % pin(own + "/rdown") in w for w in why),
+          repr([w for w in why if "rdown" in w]))
+    check("grants: the refusal of a changed pinned program names its new sha256",
+          any("rdchanged" in w and pin(own + "/rdchanged") in w for w in why),
+          repr([w for w in why if "rdchanged" in w]))
 
 
 def test_audit_log(tmp):
@@ -277,7 +322,18 @@ def test_rules(tmp):
     log = os.path.join(tmp, "audit.jsonl")
     env = base_env()
     env["RD_SECRET_TOKEN"] = "tok-" + CANARY
-    p = subprocess.run(runnerd_cmd("rules", [sys.executable, agent, tmp],
+    prof = "rules"
+    if os.geteuid() == 0:
+        # A root agent could replace /usr/bin/printenv: its grant holds only pinned.
+        cfg_dir = os.path.dirname(common.itest_config("RUNNERD_ITEST_CONFIG"))
+        with open(os.path.join(cfg_dir, "profiles", "rules.json")) as f:
+            spec = json.load(f)
+        exe = os.path.realpath(shutil.which("printenv"))
+        spec["commands"]["rules"][0]["sha256"] = hashlib.sha256(open(exe, "rb").read()).hexdigest()
+        prof = os.path.join(tmp, "rules.json")
+        with open(prof, "w") as f:
+            json.dump(spec, f)
+    p = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, tmp],
                                    config=common.itest_config("RUNNERD_ITEST_CONFIG"),
                                    audit=log), env=env, capture_output=True, text=True,
                        timeout=60)

@@ -128,6 +128,11 @@ static void test_valid_full_profile(void **state)
 	assert_int_equal(r->col, 7);
 
 	assert_int_equal(p.rules[1].action, RD_ACTION_ASK);
+	/* A pin as sha256sum prints it, in either case: kept in lowercase. */
+	assert_int_equal(p.rules[1].sha256.n, 1);
+	assert_string_equal(p.rules[1].sha256.v[0],
+	                    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	assert_int_equal(p.rules[0].sha256.n, 0);
 	/* No ask_timeout_s given: the loader puts the default in, once for every reader. */
 	assert_int_equal(p.rules[1].ask_timeout_s, RD_ASK_TIMEOUT_DEFAULT_S);
 	assert_int_equal(p.rules[0].ask_timeout_s, 0);

@@ -1,0 +1,286 @@
+/* A rule that grants a secret gives it to a program: that must be the program the operator
+ * meant, not one the agent's user put there since. The agent itself runs outside the sandbox,
+ * with the user's rights, and a prompt-injected agent can write any file its user can: so a
+ * granted program must lie where that user cannot write (the file, and every directory above
+ * it), or the rule pins its contents by SHA-256. A pinned program runs from a sealed copy of
+ * the bytes that were hashed, so that the file cannot change between the check and the exec. */
+#include "supervisor/grant.h"
+#include "lib/sha256.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+
+/* Does runnerd (and with it the agent it started) hold a capability that overrides file
+ * permissions? Then every file is the agent's to replace. */
+static const char *overriding_cap(void)
+{
+	static const struct {
+		cap_value_t cap;
+		const char *name;
+	} caps[] = {{CAP_DAC_OVERRIDE, "CAP_DAC_OVERRIDE"},
+	            {CAP_FOWNER, "CAP_FOWNER"},
+	            {CAP_CHOWN, "CAP_CHOWN"}};
+	cap_t c = cap_get_proc();
+	const char *held = c ? NULL : "(its capabilities cannot be read)";
+	for (size_t i = 0; c && !held && i < ARRAY_SIZE(caps); i++) {
+		cap_flag_value_t e = CAP_CLEAR, p = CAP_CLEAR;
+		if (cap_get_flag(c, caps[i].cap, CAP_EFFECTIVE, &e) < 0 ||
+		    cap_get_flag(c, caps[i].cap, CAP_PERMITTED, &p) < 0 || e == CAP_SET ||
+		    p == CAP_SET)
+			held = caps[i].name;
+	}
+	cap_free(c);
+	return held;
+}
+
+/* Can this user replace what path names, given st (its lstat) and, for a directory, the
+ * entry below it on the way to the program (child)? */
+static bool replaceable(const char *path, const struct stat *st, const struct stat *child)
+{
+	if (st->st_uid == geteuid())
+		return true; /* its owner may chmod it */
+	if (faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) != 0)
+		return false;
+	/* A sticky directory (/tmp) lets others only add names, not take or swap one they do
+	 * not own. */
+	return !(child && S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX) &&
+	         child->st_uid != geteuid());
+}
+
+/* The first of path and the directories above it that the agent's user can replace, into
+ * why; 0, -EAGAIN if path is not the file the decision was made on, or another -errno. */
+static int check_replaceable(const char *path, dev_t dev, ino_t ino, char *why, size_t n)
+{
+	const char *cap = overriding_cap();
+	if (cap) {
+		snprintf(why, n, "runnerd and the agent hold %s: every file is theirs to replace",
+		         cap);
+		return 1;
+	}
+	char p[PATH_MAX];
+	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p) || p[0] != '/')
+		return -ENAMETOOLONG;
+	struct stat st, child;
+	bool first = true;
+	for (;;) {
+		if (lstat(p, &st) < 0)
+			return -errno;
+		if (first && (st.st_dev != dev || st.st_ino != ino))
+			return -EAGAIN;
+		if (!first && !S_ISDIR(st.st_mode))
+			return -EAGAIN; /* a symlink now, where the resolved path had a directory */
+		if (replaceable(p, &st, first ? NULL : &child)) {
+			snprintf(why, n, "%s %s is %s", first ? "the file" : "the directory", p,
+			         st.st_uid == geteuid() ? "the agent's user's own"
+			                                : "writable by the agent's user");
+			return 1;
+		}
+		if (strcmp(p, "/") == 0)
+			return 0;
+		char *slash = strrchr(p, '/');
+		if (slash == p)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		child = st;
+		first = false;
+	}
+}
+
+/* A sealed copy of fd's file and its SHA-256, into memfd and hex. 0 or -errno. */
+static int seal_copy(int fd, off_t size, int *memfd, char hex[65])
+{
+	int m = memfd_create("runnerd-pinned", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (m < 0 && errno == EINVAL)
+		m = memfd_create("runnerd-pinned", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m < 0)
+		return -errno;
+	int r = 0;
+	off_t off = 0;
+	while (!r && off < size) {
+		ssize_t k = sendfile(m, fd, &off, (size_t)(size - off));
+		if (k < 0 && errno != EINTR)
+			r = -errno;
+		else if (k == 0)
+			r = -EAGAIN; /* it shrank meanwhile */
+	}
+	struct stat st;
+	if (!r && (fstat(m, &st) < 0 || st.st_size != size))
+		r = -EAGAIN;
+	if (!r &&
+	    fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		r = -errno;
+	if (!r) {
+		/* Hashed after the seals: these bytes, and no others, are what runs. */
+		void *map = size ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, m, 0) : NULL;
+		if (size && map == MAP_FAILED) {
+			r = -errno;
+		} else {
+			rd_sha256_hex(map ? map : "", (size_t)size, hex);
+			if (map)
+				munmap(map, (size_t)size);
+		}
+	}
+	if (r < 0) {
+		close(m);
+		return r;
+	}
+	*memfd = m;
+	return 0;
+}
+
+static bool same_file(const struct pinned_file *f, const struct stat *st)
+{
+	return f->memfd >= 0 && f->dev == st->st_dev && f->ino == st->st_ino &&
+	       f->size == st->st_size && f->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       f->mtime.tv_nsec == st->st_mtim.tv_nsec && f->ctime.tv_sec == st->st_ctim.tv_sec &&
+	       f->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* The sealed copy of the program q names, made or kept: its slot, or NULL with -errno in *e. */
+static struct pinned_file *pinned_copy(struct sup *u, struct req *q, int *e)
+{
+	int fd = open(q->tg.resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	struct stat st;
+	*e = 0;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		*e = -errno;
+	else if (st.st_dev != q->tg.dev || st.st_ino != q->tg.ino || !S_ISREG(st.st_mode))
+		*e = -EAGAIN;
+	struct pinned_file *f = NULL;
+	for (size_t i = 0; !*e && !f && i < RD_PINNED_KEEP; i++)
+		if (same_file(&u->pin.f[i], &st))
+			f = &u->pin.f[i];
+	if (!*e && !f) {
+		int m = -1;
+		char hex[65];
+		*e = seal_copy(fd, st.st_size, &m, hex);
+		if (!*e) {
+			f = &u->pin.f[u->pin.next++ % RD_PINNED_KEEP];
+			if (f->memfd >= 0)
+				close(f->memfd);
+			*f = (struct pinned_file){.dev = st.st_dev,
+			                          .ino = st.st_ino,
+			                          .size = st.st_size,
+			                          .mtime = st.st_mtim,
+			                          .ctime = st.st_ctim,
+			                          .memfd = m};
+			memcpy(f->hex, hex, sizeof(hex));
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return f;
+}
+
+/* The target becomes the sealed copy: exec'd by fd, whatever the caller's path named. */
+static int run_copy(struct req *q, const struct pinned_file *f)
+{
+	struct stat st;
+	int fd = fcntl(f->memfd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = -errno;
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	if (q->tg.own_fd >= 0)
+		close(q->tg.own_fd);
+	q->tg.own_fd = q->tg.exec_fd = fd;
+	q->tg.exec_fd_is_target = false;
+	q->tg.caller_fd = -1;
+	q->tg.exec_path = "";
+	q->tg.exec_flags = AT_EMPTY_PATH;
+	q->tg.dev = st.st_dev;
+	q->tg.ino = st.st_ino;
+	return 0;
+}
+
+static int pinned(struct sup *u, struct req *q, char *why, size_t n)
+{
+	const struct rd_rule *r = q->rule;
+	int e;
+	struct pinned_file *f = pinned_copy(u, q, &e);
+	if (!f) {
+		snprintf(why, n, "commands.rules[%zu] pins %s by sha256, which cannot be read: %s",
+		         r->index, q->tg.resolved,
+		         e == -EAGAIN ? "it changed while it was read" : strerror(-e));
+		return e == -EAGAIN ? EAGAIN : EACCES;
+	}
+	bool match = false;
+	for (size_t i = 0; !match && i < r->sha256.n; i++)
+		match = strcmp(r->sha256.v[i], f->hex) == 0;
+	if (!match) {
+		snprintf(why, n,
+		         "commands.rules[%zu] pins %s by sha256, and its sha256 is now %s: if this "
+		         "is the program you meant (an update), pin that",
+		         r->index, q->tg.resolved, f->hex);
+		return EACCES;
+	}
+	char head[2] = {0, 0};
+	if (pread(f->memfd, head, sizeof(head), 0) == 2 && head[0] == '#' && head[1] == '!') {
+		snprintf(why, n,
+		         "commands.rules[%zu] pins %s by sha256, and it is a script (#!): a pin "
+		         "holds for a compiled program; its interpreter reads the script by path",
+		         r->index, q->tg.resolved);
+		return EACCES;
+	}
+	e = run_copy(q, f);
+	if (e < 0) {
+		snprintf(why, n, "commands.rules[%zu]: the sealed copy of %s: %s", r->index,
+		         q->tg.resolved, strerror(-e));
+		return EPERM;
+	}
+	return 0;
+}
+
+int sup_grant_target(struct sup *u, struct req *q, char *why, size_t n)
+{
+	const struct rd_rule *r = q->rule;
+	if (!r || !q->tg.resolved)
+		return 0;
+	if (r->sha256.n)
+		return pinned(u, q, why, n);
+	if (!r->grants_secret)
+		return 0;
+	char how[PATH_MAX + 128];
+	int w = check_replaceable(q->tg.resolved, q->tg.dev, q->tg.ino, how, sizeof(how));
+	if (w == 0)
+		return 0;
+	if (w < 0) {
+		snprintf(why, n,
+		         "commands.rules[%zu] grants a secret to %s, whose directories cannot be "
+		         "checked: %s",
+		         r->index, q->tg.resolved,
+		         w == -EAGAIN ? "it changed while it was checked" : strerror(-w));
+		return w == -EAGAIN ? EAGAIN : EACCES;
+	}
+	/* The fix, ready to paste: the pin of the file as it is now. */
+	int e;
+	struct pinned_file *f = pinned_copy(u, q, &e);
+	snprintf(why, n,
+	         "commands.rules[%zu] grants a secret to %s, which the agent could have replaced "
+	         "(%s): install it where the agent's user cannot write, or pin it in the rule: "
+	         "\"sha256\": \"%s\"",
+	         r->index, q->tg.resolved, how, f ? f->hex : "(sha256sum of the file)");
+	return EACCES;
+}
+
+void sup_grants_free(struct sup *u)
+{
+	for (size_t i = 0; i < RD_PINNED_KEEP; i++)
+		if (u->pin.f[i].memfd >= 0)
+			close(u->pin.f[i].memfd);
+}
