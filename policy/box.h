@@ -49,9 +49,8 @@ struct rd_box_key {
 #define RD_BOX_KEYS(X)                                                                             \
 	X(MASK, .name = "mask", .type = RD_BOX_PATHS, .where = RD_IN_ALL)                          \
 	X(UNMASK, .name = "unmask", .type = RD_BOX_PATHS, .where = RD_IN_COMMANDS)                 \
-	X(WRITE, .name = "write", .type = RD_BOX_PATHS, .where = RD_IN_SANDBOX | RD_IN_COMMANDS)   \
-	X(PROTECT, .name = "protect", .type = RD_BOX_PATHS,                                        \
-	  .where = RD_IN_SANDBOX | RD_IN_COMMANDS)                                                 \
+	X(WRITE, .name = "write", .type = RD_BOX_PATHS, .where = RD_IN_ALL)                        \
+	X(PROTECT, .name = "protect", .type = RD_BOX_PATHS, .where = RD_IN_ALL)                    \
 	X(SECCOMP, .name = "seccomp", .type = RD_BOX_WORD, .where = RD_IN_ALL,                     \
 	  .words = {"default", "none"}, .dflt = RD_SECCOMP_DEFAULT)                                \
 	X(NETWORK, .name = "network", .type = RD_BOX_WORD, .where = RD_IN_ALL,                     \

@@ -318,8 +318,10 @@ int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *con
 		if (r == 0)
 			r = expand_list(&prof->commands_box.list[keys[k]], env, cwd, notes);
 	}
+	static const enum rd_box_id rule_keys[] = {RD_BOX_MASK, RD_BOX_WRITE, RD_BOX_PROTECT};
 	for (size_t i = 0; r == 0 && i < prof->n_rules; i++)
-		r = expand_list(&prof->rules[i].box.list[RD_BOX_MASK], env, cwd, notes);
+		for (size_t k = 0; r == 0 && k < ARRAY_SIZE(rule_keys); k++)
+			r = expand_list(&prof->rules[i].box.list[rule_keys[k]], env, cwd, notes);
 	return r;
 }
 
@@ -386,6 +388,42 @@ int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
 			r = add_mask(out, more[l]->v[i], home, uid);
 	if (r < 0)
 		rd_strv_free(out);
+	return r;
+}
+
+int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
+                       const struct rd_rule *rule, char *const *also, size_t n_also,
+                       const char *home, uid_t uid, struct rd_strv *write, struct rd_strv *protect)
+{
+	*write = *protect = (struct rd_strv){0};
+	int r = 0;
+	for (size_t i = 0; r == 0 && rule && i < rule->box.list[RD_BOX_WRITE].n; i++)
+		r = add_mask(write, rule->box.list[RD_BOX_WRITE].v[i], home, uid);
+	for (size_t i = 0; r == 0 && rule && i < rule->box.list[RD_BOX_PROTECT].n; i++)
+		r = add_mask(protect, rule->box.list[RD_BOX_PROTECT].v[i], home, uid);
+	/* The other levels' protected paths hold in the rule's roots too: also those that lie
+	 * outside every root of the session (left out of its view as mounts for nothing). */
+	struct rd_strv others = {0};
+	const struct rd_strv *levels[] = {&cfg->box.list[RD_BOX_PROTECT],
+	                                  &prof->commands_box.list[RD_BOX_PROTECT]};
+	for (size_t l = 0; write->n && l < ARRAY_SIZE(levels); l++)
+		for (size_t i = 0; r == 0 && i < levels[l]->n; i++)
+			r = add_mask(&others, levels[l]->v[i], home, uid);
+	for (size_t i = 0; r == 0 && write->n && i < n_also; i++)
+		r = add_mask(&others, also[i], home, uid);
+	for (size_t i = 0; r == 0 && i < others.n; i++) {
+		const char *p = others.v[i];
+		bool in = false;
+		for (size_t k = 0; !in && k < write->n; k++)
+			in = rd_path_within(p, write->v[k]) || rd_path_within(write->v[k], p);
+		if (in && !listed(protect, p))
+			r = rd_strv_add(protect, p);
+	}
+	rd_strv_free(&others);
+	if (r < 0) {
+		rd_strv_free(write);
+		rd_strv_free(protect);
+	}
 	return r;
 }
 

@@ -37,6 +37,14 @@ const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct 
 int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, const char *home,
                   uid_t uid, struct rd_strv *write, struct rd_strv *protect, struct rd_strv *notes);
 
+/* A rule's own "write" and "protect", with "~/" and "{uid}" made for home and uid: what its
+ * sandboxes change of the session's view (sandbox/view.h, rd_view_rule). With writable roots,
+ * the protected paths of cfg, prof's commands and also (n_also, the session's view) that lie in
+ * them or hold one are added to protect. 0 or -ENOMEM. */
+int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
+                       const struct rd_rule *rule, char *const *also, size_t n_also,
+                       const char *home, uid_t uid, struct rd_strv *write, struct rd_strv *protect);
+
 /* Every path of cfg and prof (sandbox.mask, commands.mask and unmask, each rule's mask, and
  * the write and protect lists) that starts with "{workspace}" has cwd in its place; every one
  * that starts with "${NAME}" becomes one path for each of the ':'-separated paths in the

@@ -41,7 +41,7 @@ struct preset_seen {
 
 /* pid 1 of a sandbox (reaper.c), from the child of the clone. */
 /* view: the session's writable roots and protected paths, for a reaper that makes the
- * session's part of the view itself (without RD_INHERIT_VIEW). */
+ * session's part of the view itself (without RD_INHERIT_VIEW), and for a rule's own over them. */
 _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
                               const struct rd_sandbox_preset *preset, unsigned inherited,
                               const struct rd_view_paths *view);

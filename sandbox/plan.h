@@ -71,7 +71,7 @@ struct rd_plan_head {
 	/* Every sandbox key, merged (policy/box.h): network, rlimit caps, ... */
 	struct rd_box_opts box;
 	/* The lengths of the arrays of struct rd_launch_plan, set by whoever builds it. */
-	uint32_t argc, envc, n_masks, n_fds, n_groups, filter_len;
+	uint32_t argc, envc, n_masks, n_fds, n_groups, filter_len, n_write, n_protect;
 };
 
 struct rd_launch_plan {
@@ -86,6 +86,10 @@ struct rd_launch_plan {
 	/* Absolute paths the command must not see: an empty read-only tmpfs goes over a
 	 * directory, /dev/null over anything else; a path that does not exist is fine. */
 	char *const *masks;
+	/* A rule's own writable roots and protected paths, over the session's (sandbox/view.h,
+	 * rd_view_rule); absolute. */
+	char *const *write;
+	char *const *protect;
 	const struct rd_fd_map *fds; /* the caller's fds the command keeps, h.n_fds of them */
 	const gid_t *groups;         /* the caller's supplementary groups, h.n_groups */
 	/* The command's seccomp filter (BPF), loaded after no_new_privs, just before its exec;
@@ -107,7 +111,9 @@ struct rd_launch_plan {
 #define RD_PLAN_STRINGS(X)                                                                         \
 	X(argv, argc)                                                                              \
 	X(envp, envc)                                                                              \
-	X(masks, n_masks)
+	X(masks, n_masks)                                                                          \
+	X(write, n_write)                                                                          \
+	X(protect, n_protect)
 
 /* A plan as iovecs over its own memory and p's: valid as long as p is. */
 struct rd_plan_blob {

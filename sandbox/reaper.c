@@ -525,6 +525,9 @@ static bool same_strings(char *const *a, char *const *b, size_t n)
 bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p)
 {
 	bool net_none = rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE);
+	/* A rule's own view goes in before the masks, which a spare has placed already. */
+	if (p->h.n_write || p->h.n_protect)
+		return false;
 	if (net_none != pre->net_none || p->h.n_masks != pre->n_masks ||
 	    !same_strings(p->masks, pre->masks, p->h.n_masks))
 		return false;
@@ -796,6 +799,16 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 		plan.filter = NULL;
 	}
 	const struct rd_launch_plan *p = &plan;
+	/* A rule's own writable roots and protected paths, before the masks: a root made writable
+	 * with what is mounted under it would take a mask's read-only flag with it. */
+	if (p->h.n_write || p->h.n_protect) {
+		struct rd_view_paths rule = {.write = p->write,
+		                             .n_write = p->h.n_write,
+		                             .protect = p->protect,
+		                             .n_protect = p->h.n_protect};
+		if ((r = rd_view_rule(&view, paths, &rule)) < 0)
+			fail(err_fd, STAGE_SETUP, view.what, -r);
+	}
 	apply_masks(p->masks, p->h.n_masks, err_fd, NULL);
 	if (!preset && rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE))
 		no_network(err_fd);

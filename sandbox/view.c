@@ -251,6 +251,49 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 	return make_dev(e);
 }
 
+int rd_view_rule(struct rd_view_error *e, const struct rd_view_paths *session,
+                 const struct rd_view_paths *rule)
+{
+	static const struct rd_view_paths none;
+	*e = (struct rd_view_error){0};
+	if (!session)
+		session = &none;
+	/* Every root, the session's and the rule's, for the protected paths to find theirs. */
+	size_t n_all = session->n_write + rule->n_write;
+	char **all = calloc(n_all + 1, sizeof(*all));
+	if (!all) {
+		e->what = "a rule's writable roots";
+		return -ENOMEM;
+	}
+	memcpy(all, session->write, session->n_write * sizeof(*all));
+	memcpy(all + session->n_write, rule->write, rule->n_write * sizeof(*all));
+	struct rd_view_paths v = {
+	    .write = all, .n_write = n_all, .protect = rule->protect, .n_protect = rule->n_protect};
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < rule->n_write; i++) {
+		const char *p = rule->write[i];
+		/* Protected as a whole (runnerd adds the other levels' protected paths to the
+		 * rule's): read-only. Inside a writable root of the session's already: nothing to
+		 * do. */
+		bool skip = false;
+		for (size_t k = 0; !skip && k < rule->n_protect; k++)
+			skip = rd_path_within(p, rule->protect[k]);
+		for (size_t k = 0; !skip && k < session->n_write; k++)
+			skip = rd_path_within(p, session->write[k]);
+		if (!skip && (r = writable_tree(p)) < 0)
+			e->what = p;
+	}
+	char *pinned[64];
+	size_t n_pinned = 0;
+	for (size_t i = 0; r == 0 && i < rule->n_protect; i++)
+		if ((r = protect(&v, rule->protect[i], pinned, &n_pinned, 64)) < 0)
+			e->what = rule->protect[i];
+	for (size_t k = 0; k < n_pinned; k++)
+		free(pinned[k]);
+	free(all);
+	return r;
+}
+
 int rd_view_sandbox(struct rd_view_error *e, bool root_ids)
 {
 	*e = (struct rd_view_error){0};

@@ -36,6 +36,14 @@ struct rd_view_paths {
  * e->what naming the step. */
 int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths);
 
+/* In a sandbox's own mount namespace, a copy of the session's view (session: its lists), before
+ * any mask: a rule's own writable roots made so (except one that a protected path of the rule
+ * covers, or that lies in a session's root already), and its protected paths read-only, as
+ * rd_view_session does them (runnerd adds the session's protected paths in the rule's roots).
+ * Returns 0, or -errno with e->what naming the path. */
+int rd_view_rule(struct rd_view_error *e, const struct rd_view_paths *session,
+                 const struct rd_view_paths *rule);
+
 /* In a sandbox's own mount namespace, a copy of the session's view, after its fresh /proc is
  * mounted: with root_ids (the sandbox's uid 0 is the machine's root, whom the kernel lets
  * write its knobs by uid alone), /proc's knobs read-only; its own devpts instance on

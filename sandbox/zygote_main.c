@@ -77,6 +77,10 @@ static void reply(int sock, long pid, int err, int pidfd)
 /* The session's namespaces (launch_internal.h): a user namespace, whose maps runnerd writes,
  * and a mount namespace with the session's part of the commands' view. Returns what every
  * reaper is to be told (RD_ROOT_IDS), or exits once runnerd knows why it could not. */
+/* The session's writable roots and protected paths, kept for each reaper: a rule's own go
+ * over them (rd_view_rule). */
+static struct rd_view_paths session_paths;
+
 static unsigned session_setup(int sock)
 {
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
@@ -98,10 +102,10 @@ static unsigned session_setup(int sock)
 	                  : NULL;
 	if (!list || (ids != ZYGOTE_ROOT_IDS && ids != ZYGOTE_OWN_IDS))
 		_exit(1);
-	struct rd_view_paths paths = {.write = list,
-	                              .n_write = v.n_write,
-	                              .protect = list + v.n_write,
-	                              .n_protect = v.n_protect};
+	session_paths = (struct rd_view_paths){.write = list,
+	                                       .n_write = v.n_write,
+	                                       .protect = list + v.n_write,
+	                                       .n_protect = v.n_protect};
 	/* Not dumpable: no other process of the user reads or traces it. */
 	struct setup_msg m = {.stage = STAGE_SETUP};
 	struct rd_view_error e;
@@ -109,7 +113,7 @@ static unsigned session_setup(int sock)
 	int r = 0;
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		r = -errno, what = "making it non-dumpable";
-	else if ((r = rd_view_session(&e, &paths)) < 0)
+	else if ((r = rd_view_session(&e, &session_paths)) < 0)
 		what = e.what;
 	if (r < 0) {
 		m.err = -r;
@@ -117,8 +121,6 @@ static unsigned session_setup(int sock)
 	}
 	if (send(sock, &m, sizeof(m), MSG_NOSIGNAL) != sizeof(m) || r < 0)
 		_exit(1);
-	free(list);
-	free(buf);
 	return ids == ZYGOTE_ROOT_IDS ? RD_ROOT_IDS : 0;
 }
 
@@ -179,7 +181,7 @@ int main(void)
 		if (pid == 0) {
 			prctl(PR_SET_NAME, "runnerd", 0, 0, 0);
 			rd_reaper_main(fds[RD_REAPER_GO], fds[RD_REAPER_PLAN], fds[RD_REAPER_ERR],
-			               fds[RD_REAPER_STATUS], pre, inherited, NULL);
+			               fds[RD_REAPER_STATUS], pre, inherited, &session_paths);
 		}
 		int e = errno;
 		for (int i = 0; i < RD_REAPER_NFDS; i++)

@@ -56,6 +56,7 @@ struct req {
 	struct rd_strings strs;
 	struct rd_env_result env;
 	struct rd_strv masks;
+	struct rd_strv write, protect; /* the rule's own, over the session's view */
 	struct rd_fd_map *map;
 	const struct rd_rule *rule;
 	struct rd_box_opts box;

@@ -347,6 +347,8 @@ static int build_plan(struct sup *u, struct req *q)
 	            .argc = (uint32_t)q->strs.argc,
 	            .envc = (uint32_t)q->env.n_env,
 	            .n_masks = (uint32_t)q->masks.n,
+	            .n_write = (uint32_t)q->write.n,
+	            .n_protect = (uint32_t)q->protect.n,
 	            .n_fds = (uint32_t)t->n_fds,
 	            .n_groups = (uint32_t)t->n_groups,
 	            .filter_len = filter ? u->s->cmd_filter.len : 0,
@@ -356,6 +358,8 @@ static int build_plan(struct sup *u, struct req *q)
 	    .argv = q->strs.argv,
 	    .envp = q->env.envp,
 	    .masks = q->masks.v,
+	    .write = q->write.v,
+	    .protect = q->protect.v,
 	    .fds = q->map,
 	    .groups = t->groups,
 	    .filter = filter ? u->s->cmd_filter.insns : NULL,
@@ -401,7 +405,10 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 		return refuse(x, EPERM,
 		              "the caller's uid has no home directory in the password database, so "
 		              "~/ masks cannot be placed");
-	if (sup_masks_for(u, q->rule, home, &q->masks) < 0)
+	if (sup_masks_for(u, q->rule, home, &q->masks) < 0 ||
+	    rd_rule_view_lists(u->s->cfg, u->s->prof, q->rule, u->s->view.protect,
+	                       u->s->view.n_protect, home, q->t.inh.uid[0], &q->write,
+	                       &q->protect) < 0)
 		return refuse(x, EPERM, "out of memory");
 	const char *moved = sup_masks_tampered(u, &q->masks);
 	if (moved) {

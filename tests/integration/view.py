@@ -356,6 +356,52 @@ def test_writes(tmp):
               out.stdout[-400:] + out.stderr[-600:])
 
 
+def test_rule_view(tmp):
+    """A rule's own "write" and "protect": tee may write a directory of the home that is
+    read-only to every other command (touch), but not a path the profile protects in it; cp
+    may not write a directory of /tmp that every other command may."""
+    os.chmod(tmp, 0o755)
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    d = os.path.join(home, ".rdtest-rule-" + os.urandom(4).hex())
+    locked = os.path.join(d, "locked")
+    prot = os.path.join(tmp, "prot")
+    os.makedirs(locked)
+    os.makedirs(prot)
+    os.chmod(prot, 0o777)
+    tee, cp = (os.path.realpath(shutil.which(n)) for n in ("tee", "cp"))
+    prof = common.write_profile(tmp, "ruleview", {
+        "default": "allow", "protect": [locked],
+        "rules": [{"match": {"path": tee}, "action": "allow", "write": [d]},
+                  {"match": {"path": cp}, "action": "allow", "protect": [prot]}]})
+    steps = [
+        "echo a | tee %s/f >/dev/null && echo tee=written" % d,
+        "touch %s/g 2>/dev/null; echo \"touch_rc=$?\"" % d,
+        "echo a | tee %s/f >/dev/null 2>&1; echo \"locked_rc=$?\"" % locked,
+        "cp /etc/hostname %s/x 2>/dev/null; echo \"cp_rc=$?\"" % prot,
+        "sh -c 'echo y > %s/y' && echo sh=written" % prot,
+    ]
+    try:
+        # Started in tmp: the workspace, not the home.
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", "; ".join(steps)]), cwd=tmp,
+                             env=common.base_env(), capture_output=True, text=True, timeout=60)
+        tee_wrote = os.path.exists(os.path.join(d, "f"))
+        touched = os.path.exists(os.path.join(d, "g"))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("rule view: a rule's \"write\" makes a directory of the home writable to it",
+          got.get("tee") == "written" and tee_wrote, repr(got) + out.stderr[-400:])
+    check("rule view: other commands still find it read-only",
+          got.get("touch_rc") not in (None, "0") and not touched, repr(got))
+    check("rule view: a path the profile protects stays read-only inside the rule's root",
+          got.get("locked_rc") not in (None, "0"), repr(got))
+    check("rule view: a rule's \"protect\" makes a writable directory read-only to it",
+          got.get("cp_rc") not in (None, "0") and not os.path.exists(os.path.join(prot, "x")),
+          repr(got))
+    check("rule view: other commands may still write there", got.get("sh") == "written",
+          repr(got) + out.stderr[-300:])
+
+
 # Root-level services that would do anything a command asks, as root: their sockets are masked
 # (a read-only mount does not stop a connect()).
 ROOT_SOCKETS = ["/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
@@ -416,7 +462,7 @@ def test_root_sockets(tmp):
 def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_cwd_hidden, test_writes,
-                             test_root_sockets), "rd-view-")
+                             test_rule_view, test_root_sockets), "rd-view-")
 
 
 if __name__ == "__main__":

@@ -299,6 +299,46 @@ static void test_view_lists(void **state)
 	rd_strv_free(&notes);
 }
 
+/* A rule's own lists: "~/" expanded; with writable roots, the protected paths of the other
+ * levels and of the session's view that lie in one of them, or hold one, join its own. */
+static void test_rule_view_lists(void **state)
+{
+	(void)state;
+	struct rd_config cfg = {0};
+	struct rd_profile p = {0};
+	struct rd_rule r = {0};
+	cfg.box.list[RD_BOX_PROTECT] = (struct rd_strv){V("~/.config/gh/hosts.yml", "/etc"), 2};
+	p.commands_box.list[RD_BOX_PROTECT] = (struct rd_strv){V("~/.config"), 1};
+	r.box.list[RD_BOX_WRITE] = (struct rd_strv){V("~/.config/gh", "/srv/x"), 2};
+	r.box.list[RD_BOX_PROTECT] = (struct rd_strv){V("/tmp/ws/Makefile"), 1};
+	char *also[] = {"/srv/x/runnerd", "/opt/y", NULL};
+	struct rd_strv write, protect;
+	assert_int_equal(
+	    rd_rule_view_lists(&cfg, &p, &r, also, 2, "/home/dev", 1000, &write, &protect), 0);
+	const char *want_w[] = {"/home/dev/.config/gh", "/srv/x"};
+	assert_int_equal(write.n, ARRAY_SIZE(want_w));
+	for (size_t i = 0; i < ARRAY_SIZE(want_w); i++)
+		assert_string_equal(write.v[i], want_w[i]);
+	const char *want_p[] = {"/tmp/ws/Makefile", "/home/dev/.config/gh/hosts.yml",
+	                        "/home/dev/.config", "/srv/x/runnerd"};
+	assert_int_equal(protect.n, ARRAY_SIZE(want_p));
+	for (size_t i = 0; i < ARRAY_SIZE(want_p); i++)
+		assert_string_equal(protect.v[i], want_p[i]);
+	rd_strv_free(&write);
+	rd_strv_free(&protect);
+	/* No roots of its own: the others' protected paths are the session's business. */
+	r.box.list[RD_BOX_WRITE] = (struct rd_strv){0};
+	assert_int_equal(
+	    rd_rule_view_lists(&cfg, &p, &r, also, 2, "/home/dev", 1000, &write, &protect), 0);
+	assert_int_equal(write.n, 0);
+	assert_int_equal(protect.n, 1);
+	rd_strv_free(&write);
+	rd_strv_free(&protect);
+	assert_int_equal(
+	    rd_rule_view_lists(&cfg, &p, NULL, also, 2, "/home/dev", 1000, &write, &protect), 0);
+	assert_int_equal(write.n + protect.n, 0);
+}
+
 static void test_mask_path_check(void **state)
 {
 	(void)state;
@@ -363,7 +403,8 @@ int main(void)
 	    cmocka_unit_test(test_paths),           cmocka_unit_test(test_args),
 	    cmocka_unit_test(test_masks),           cmocka_unit_test(test_mask_env),
 	    cmocka_unit_test(test_mask_path_check), cmocka_unit_test(test_view_lists),
-	    cmocka_unit_test(test_grants),          cmocka_unit_test(test_box_merge),
+	    cmocka_unit_test(test_rule_view_lists), cmocka_unit_test(test_grants),
+	    cmocka_unit_test(test_box_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
