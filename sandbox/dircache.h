@@ -44,6 +44,16 @@ static inline int rd_dircache_get(const struct rd_dircache *c, const char *path)
 	return -1;
 }
 
+/* Is the directory of paths[i] (its first dlen bytes) that of a later path, or above one? Only
+ * then is a lookup of it worth making: it answers for nothing else. */
+static inline bool rd_dircache_worth(char *const *paths, size_t n, size_t i, size_t dlen)
+{
+	for (size_t j = i + 1; j < n; j++)
+		if (strncmp(paths[j], paths[i], dlen) == 0 && paths[j][dlen] == '/')
+			return true;
+	return false;
+}
+
 /* Record whether path's directory is missing (when there is room). No fd is kept: the check
  * runs while runnerd holds a caller's fds, near its limit maybe. */
 static inline void rd_dircache_put(struct rd_dircache *c, const char *path, bool missing)

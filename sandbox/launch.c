@@ -286,7 +286,9 @@ static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
 		const char *rel = pre->masks[i] + strspn(pre->masks[i], "/");
 		size_t dlen = rd_dircache_dirlen(rel);
 		int known = rd_dircache_get(&dirs, rel); /* 1: in a missing directory */
-		if (known < 0 && then.absent && dlen && dlen < 4096) {
+		if (known < 0 && then.absent && dlen && dlen < 4096 &&
+		    rd_dircache_worth(pre->masks, pre->n_masks, i,
+		                      dlen + (size_t)(rel - pre->masks[i]))) {
 			char dir[4096];
 			memcpy(dir, rel, dlen);
 			dir[dlen] = '\0';

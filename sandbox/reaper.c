@@ -412,8 +412,9 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 		if (fd < 0 && errno != ENOENT && errno != ENOTDIR && errno != ELOOP &&
 		    errno != EACCES)
 			fail(err_fd, STAGE_SETUP, path, errno);
-		if (fd < 0 && errno == ENOENT && rd_dircache_get(&dirs, path) < 0) {
-			size_t dlen = rd_dircache_dirlen(path);
+		size_t dlen = rd_dircache_dirlen(path);
+		if (fd < 0 && errno == ENOENT && rd_dircache_get(&dirs, path) < 0 &&
+		    rd_dircache_worth(masks, n_masks, i, dlen)) {
 			char dir[4096];
 			if (dlen && dlen < sizeof(dir)) {
 				memcpy(dir, path, dlen);
