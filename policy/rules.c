@@ -386,6 +386,26 @@ int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
 	for (size_t l = 0; l < ARRAY_SIZE(more); l++)
 		for (size_t i = 0; r == 0 && more[l] && i < more[l]->n; i++)
 			r = add_mask(out, more[l]->v[i], home, uid);
+	/* An unmask inside a masked directory is an exception to it: "!" and the path, which
+	 * the sandbox shows through the mask (sandbox/reaper.c). */
+	struct rd_strv inside = {0};
+	for (size_t i = 0; r == 0 && i < unmask->n; i++)
+		r = add_mask(&inside, unmask->v[i], home, uid);
+	size_t n_masks = out->n;
+	for (size_t i = 0; r == 0 && i < inside.n; i++) {
+		const char *x = inside.v[i];
+		bool in = false;
+		for (size_t k = 0; !in && k < n_masks; k++)
+			in = rd_path_within(x, out->v[k]) && strcmp(x, out->v[k]) != 0;
+		char *bang = NULL;
+		if (in && asprintf(&bang, "!%s", x) < 0)
+			r = -ENOMEM;
+		else if (in && !listed(out, bang))
+			r = rd_strv_take(out, bang);
+		else
+			free(bang);
+	}
+	rd_strv_free(&inside);
 	if (r < 0)
 		rd_strv_free(out);
 	return r;

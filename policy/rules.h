@@ -78,7 +78,9 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 /* The paths masked for a command: sandbox.mask less the profile's commands.unmask, plus
  * commands.mask, plus the rule's mask, each once, with "~/" replaced by home (the caller's home
  * from the password database, never its HOME variable, which the caller sets) and every
- * "{uid}" by the caller's uid. Returns 0 or -ENOMEM; out's strings are newly allocated. */
+ * "{uid}" by the caller's uid. An unmask that lies inside a masked directory is an exception
+ * to its mask: added as "!" and the path, which the sandbox shows through the mask. Returns 0
+ * or -ENOMEM; out's strings are newly allocated. */
 int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
                  const struct rd_rule *rule, const char *home, uid_t uid, struct rd_strv *out);
 

@@ -138,7 +138,13 @@ static void print_sandbox(json_t *sb)
 	}
 	size_t i;
 	json_array_foreach(json_object_get(sb, "masks"), i, v)
-	    printf("mask: %s\n", json_string_value(v));
+	{
+		const char *m = json_string_value(v);
+		if (m[0] == '!')
+			printf("shown through its mask: %s\n", m + 1);
+		else
+			printf("mask: %s\n", m);
+	}
 	printf("mask: the control socket directories (always)\n");
 	json_t *ask = json_object_get(sb, "ask_timeout_s");
 	if (ask)

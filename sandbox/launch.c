@@ -283,6 +283,8 @@ static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
 	for (size_t i = 0; i < pre->n_masks; i++) {
 		struct preset_seen then;
 		memcpy(&then, buf + sizeof(count) + sizeof(then) * i, sizeof(then));
+		if (pre->masks[i][0] == '!')
+			continue; /* an exception, placed with its directory's mask */
 		const char *rel = pre->masks[i] + strspn(pre->masks[i], "/");
 		size_t dlen = rd_dircache_dirlen(rel);
 		int known = rd_dircache_get(&dirs, rel); /* 1: in a missing directory */

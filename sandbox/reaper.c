@@ -3,6 +3,7 @@
  * runnerd only through the fds it was given. */
 #include "lib/fdpass.h"
 #include "lib/raw_syscall.h"
+#include "lib/strv.h"
 #include "lib/stub_proto.h"
 #include "lib/syscalls.h"
 #include "sandbox/dircache.h"
@@ -13,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -380,6 +382,95 @@ static bool is_mask(const struct stat *st, const struct stat *empty)
 	return st->st_dev == empty->st_dev && st->st_ino == empty->st_ino;
 }
 
+/* The exceptions that lie in the masked directory path ("!" entries of masks, runnerd's
+ * rd_mask_list): how many. */
+static size_t exceptions_in(const char *path, char *const *masks, size_t n_masks)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < n_masks; i++)
+		n += masks[i][0] == '!' && rd_path_within(masks[i] + 1, path) &&
+		     strcmp(masks[i] + 1, path) != 0;
+	return n;
+}
+
+/* A masked directory with exceptions: a read-only tmpfs of its own over it, holding only the
+ * exceptions, each the real one bound in. An exception is taken before the mask covers it,
+ * found without a symlink on the way (a command may have planted one to show another path);
+ * one that is missing, or has a symlink, is left out. Returns the new mount's root fd, or -1
+ * with errno. dir: an O_PATH fd of the directory. */
+static int mask_with_exceptions(int dir, const char *path, char *const *masks, size_t n_masks)
+{
+	size_t plen = strlen(path);
+	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -1;
+	int mnt = -1;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "size", "64k", 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	int e = errno;
+	close(fs);
+	if (mnt < 0) {
+		errno = e;
+		return -1;
+	}
+	for (size_t i = 0; i < n_masks; i++) {
+		const char *x = masks[i] + 1;
+		if (masks[i][0] != '!' || !rd_path_within(x, path) || !x[plen])
+			continue;
+		const char *rel = x + plen + 1;
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
+		                       .resolve = RESOLVE_NO_SYMLINKS};
+		int real = (int)syscall(SYS_openat2, dir, rel, &how, sizeof(how));
+		struct stat st;
+		if (real < 0 || fstat(real, &st) < 0 || S_ISLNK(st.st_mode)) {
+			if (real >= 0)
+				close(real);
+			continue;
+		}
+		int tree = open_tree(
+		    real, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+		close(real);
+		if (tree < 0)
+			continue;
+		/* Its mount point, and the directories on the way, in the tmpfs. */
+		char buf[PATH_MAX];
+		int r = snprintf(buf, sizeof(buf), "%s", rel) < (int)sizeof(buf) ? 0 : -1;
+		for (char *c = buf; r == 0 && (c = strchr(c, '/')); c++) {
+			*c = '\0';
+			if (mkdirat(mnt, buf, 0755) < 0 && errno != EEXIST)
+				r = -1;
+			*c = '/';
+		}
+		if (r == 0) {
+			if (S_ISDIR(st.st_mode))
+				r = mkdirat(mnt, buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+			else
+				r = mknodat(mnt, buf, S_IFREG | 0644, 0) < 0 && errno != EEXIST ? -1
+				                                                                : 0;
+		}
+		if (r == 0)
+			r = move_mount(tree, "", mnt, buf, MOVE_MOUNT_F_EMPTY_PATH);
+		e = errno;
+		close(tree);
+		if (r < 0) {
+			close(mnt);
+			errno = e;
+			return -1;
+		}
+	}
+	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+	if (mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0 ||
+	    move_mount(mnt, "", dir, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+		e = errno;
+		close(mnt);
+		errno = e;
+		return -1;
+	}
+	return mnt;
+}
+
 /* Secret stores out of sight, in this mount namespace only. A mask that cannot be put in
  * place stops the command: it never runs with a secret it was meant not to see.
  *
@@ -395,6 +486,12 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 	struct rd_dircache dirs = {0};
 	for (size_t i = 0; i < n_masks; i++) {
 		const char *path = masks[i];
+		/* An exception: made with the mask of its directory. */
+		if (path[0] == '!') {
+			if (seen)
+				seen[i].absent = 1;
+			continue;
+		}
 		/* In a directory that is missing: nothing there to hide (dircache.h). */
 		if (rd_dircache_get(&dirs, path) == 1) {
 			if (seen)
@@ -434,10 +531,19 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 		}
 		char at[32];
 		snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
-		int r = mount(S_ISDIR(st.st_mode) ? RD_VIEW_EMPTY_DIR : "/dev/null", at, NULL,
-		              MS_BIND, NULL);
-		int e = errno;
+		int r, e, own = -1;
+		struct stat own_st;
+		if (S_ISDIR(st.st_mode) && exceptions_in(path, masks, n_masks)) {
+			own = mask_with_exceptions(fd, path, masks, n_masks);
+			r = own < 0 || fstat(own, &own_st) < 0 ? -1 : 0;
+		} else {
+			r = mount(S_ISDIR(st.st_mode) ? RD_VIEW_EMPTY_DIR : "/dev/null", at, NULL,
+			          MS_BIND, NULL);
+		}
+		e = errno;
 		close(fd);
+		if (own >= 0)
+			close(own);
 		if (r < 0 && seen && (e == ENOENT || e == ENOTDIR)) {
 			/* A spare: gone between the open and the mount, so recorded absent; if it
 			 * comes back, runnerd's check finds it and does not use this spare. */
@@ -451,7 +557,9 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 		}
 		if (!seen)
 			continue;
-		if (stat(path, &st) < 0 || !is_mask(&st, &empty)) {
+		if (stat(path, &st) < 0 ||
+		    (own < 0 ? !is_mask(&st, &empty)
+		             : st.st_dev != own_st.st_dev || st.st_ino != own_st.st_ino)) {
 			char what[96];
 			snprintf(what, sizeof(what), "%s changed while it was masked", path);
 			fail(err_fd, STAGE_SETUP, what, ESTALE);

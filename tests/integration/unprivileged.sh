@@ -22,7 +22,13 @@ fi
 home=$(getent passwd "$user" | cut -d: -f6)
 
 work=$(mktemp -d /tmp/runnerd-unpriv.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+# The user's /run/user/UID, as a login makes it, if there is none: masked as a whole, with
+# exceptions (view.py). Removed again at the end if this run made it.
+run_user=/run/user/$(id -u "$user") made_run_user=
+if [ -d /run/user ] && [ ! -e "$run_user" ]; then
+	mkdir -m 700 "$run_user" && chown "$user:" "$run_user" && made_run_user=$run_user
+fi
+trap 'rm -rf "$work"; [ -n "$made_run_user" ] && rm -rf "$made_run_user"; true' EXIT
 mkdir -p "$work/build/tests/integration" "$work/src/tests"
 cp -a "$build/bin" "$build/etc" "$work/build/"
 cp -a "$build/tests/integration/helpers" "$work/build/tests/integration/"

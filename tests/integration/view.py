@@ -222,6 +222,67 @@ def test_stores(tmp):
     check("stores: the command ran", "=[" in out.stdout, out.stdout + out.stderr)
 
 
+def test_run_user_exceptions(tmp):
+    """/run/user/UID is masked as a whole, with named exceptions: a profile's unmask of a
+    path inside it shows that path, the real one, and nothing else of the directory; an
+    exception that is a symlink (a command could plant one to show another path) is left
+    out. Before, an unmask inside a masked directory did nothing."""
+    os.chmod(tmp, 0o755)
+    uid = os.getuid()
+    run_user = "/run/user/%d" % uid
+    if not (os.path.isdir(run_user) or (uid == 0 and os.path.isdir("/run/user"))):
+        # unprivileged.sh makes it for its user, as a login would.
+        common.skip_part("run_user: no %s" % run_user)
+        return
+    planted = Planted()
+    shown_dir = os.path.join(run_user, "rdtest-shown")
+    shown_file = os.path.join(run_user, "rdtest-file")
+    hidden = os.path.join(run_user, "gnupg", "S.gpg-agent-canary")
+    link = os.path.join(run_user, "rdtest-link")
+    secret = os.path.join(tmp, "elsewhere")
+    prof = common.write_profile(tmp, "runuser", {
+        "default": "allow",
+        "unmask": ["/run/user/{uid}/rdtest-shown", "/run/user/{uid}/rdtest-file",
+                   "/run/user/{uid}/rdtest-link"]})
+    try:
+        planted.add(os.path.join(shown_dir, "f"))
+        planted.add(shown_file)
+        planted.add(hidden)
+        with open(secret, "w") as f:
+            f.write("secret " + CANARY + "\n")
+        os.chmod(secret, 0o644)
+        os.symlink(secret, link)
+        for p in planted.files:
+            os.chmod(p, 0o644)
+        for d in planted.dirs:
+            os.chmod(d, 0o755)
+        script = ("echo \"dir=[$(cat %s/f)]\"; echo \"file=[$(cat %s)]\"; "
+                  "echo \"hidden=[$(cat %s 2>&1)]\"; echo \"link=[$(cat %s 2>&1)]\"; "
+                  "echo \"ls=[$(ls -A %s | tr '\\n' ' ')]\"; "
+                  "sh -c 'echo x > %s/w' 2>/dev/null; echo \"write_rc=$?\""
+                  % (shown_dir, shown_file, hidden, link, run_user, run_user))
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), cwd=tmp,
+                             env=common.base_env(), capture_output=True, text=True, timeout=60)
+    finally:
+        if os.path.lexists(link):
+            os.unlink(link)
+        planted.remove()
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("run_user: an unmasked directory inside /run/user/UID is shown, the real one",
+          CANARY in got.get("dir", ""), repr(got) + out.stderr[-300:])
+    check("run_user: an unmasked file inside it is shown", CANARY in got.get("file", ""),
+          repr(got))
+    check("run_user: the rest stays hidden (gnupg)", "hidden" in got and
+          CANARY not in got["hidden"], repr(got.get("hidden")))
+    check("run_user: an exception that is a symlink is left out", "link" in got and
+          CANARY not in got["link"], repr(got.get("link")))
+    check("run_user: the directory shows the exceptions alone",
+          sorted(got.get("ls", "").strip("[] ").split()) == ["rdtest-file", "rdtest-shown"],
+          repr(got.get("ls")))
+    check("run_user: the masked directory is read-only", got.get("write_rc") not in (None, "0"),
+          repr(got))
+
+
 def test_cwd_hidden(tmp):
     """A caller whose working directory is at or under a masked path, or in the machine's
     /dev, is refused (EACCES for a mask), audited: before, "cd ~/.codex; cat auth.json" read
@@ -461,8 +522,8 @@ def test_root_sockets(tmp):
 
 def main():
     common.require_runnerd()
-    return common.run_tests((test_view, test_stores, test_cwd_hidden, test_writes,
-                             test_rule_view, test_root_sockets), "rd-view-")
+    return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
+                             test_writes, test_rule_view, test_root_sockets), "rd-view-")
 
 
 if __name__ == "__main__":

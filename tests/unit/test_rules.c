@@ -116,20 +116,26 @@ static void test_masks(void **state)
 	    V("~/.aws", "~/.ssh", "/etc/shadow-like", "/tmp/tmux-{uid}", "/r/{uid}/{uid}x"), 5};
 	struct rd_profile p = {0};
 	p.commands_box.list[RD_BOX_MASK] = (struct rd_strv){V("~/.config/x", "~/.aws"), 2};
-	p.commands_box.list[RD_BOX_UNMASK] = (struct rd_strv){V("~/.ssh"), 1};
+	/* ~/.ssh: an entry, kept visible; the others lie inside a masked directory (exceptions),
+	 * or in none (nothing to do), or are the masked directory itself plus a slash's worth of
+	 * nothing ("/srv/keysx" is not in "/srv/keys"). */
+	p.commands_box.list[RD_BOX_UNMASK] = (struct rd_strv){
+	    V("~/.ssh", "/r/{uid}/{uid}x/sock", "/srv/keys/pub", "/srv/keysx", "/elsewhere"), 5};
 	struct rd_rule r = {0};
 	r.box.list[RD_BOX_MASK] = (struct rd_strv){V("/srv/keys"), 1};
 	struct rd_strv out;
 	assert_int_equal(rd_mask_list(&cfg, &p, &r, "/home/dev", 1000, &out), 0);
-	const char *want[] = {"/home/dev/.aws", "/etc/shadow-like",    "/tmp/tmux-1000",
-	                      "/r/1000/1000x",  "/home/dev/.config/x", "/srv/keys"};
+	const char *want[] = {"/home/dev/.aws",      "/etc/shadow-like",    "/tmp/tmux-1000",
+	                      "/r/1000/1000x",       "/home/dev/.config/x", "/srv/keys",
+	                      "!/r/1000/1000x/sock", "!/srv/keys/pub"};
 	assert_int_equal(out.n, ARRAY_SIZE(want)); /* ~/.ssh kept visible, ~/.aws once */
 	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
 		assert_string_equal(out.v[i], want[i]);
 	assert_null(out.v[out.n]);
 	rd_strv_free(&out);
 	assert_int_equal(rd_mask_list(&cfg, &p, NULL, "/root", 0, &out), 0);
-	assert_int_equal(out.n, 5);
+	assert_int_equal(out.n, 6); /* no rule: /srv/keys, and its exception, are not there */
+	assert_string_equal(out.v[5], "!/r/0/0x/sock");
 	assert_string_equal(out.v[0], "/root/.aws");
 	assert_string_equal(out.v[2], "/tmp/tmux-0");
 	rd_strv_free(&out);
