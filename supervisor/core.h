@@ -226,7 +226,17 @@ struct masks {
 		ino_t ino;
 	} * pins;
 	size_t n_pins;
+	bool pinned; /* the pins are taken: a list made from now on is final */
 	bool warned;
+	/* The last list made, and for which rule and uid: the same every exec of a session
+	 * (the config, the profile and the pins do not change), so it is copied, not made. */
+	struct {
+		bool valid;
+		const struct rd_rule *rule;
+		uid_t uid;
+		char *home;
+		struct rd_strv list;
+	} last;
 	/* The home directory of the last caller uid seen, for "~/" in masks. */
 	uid_t home_uid;
 	char *home;

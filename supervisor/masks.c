@@ -67,12 +67,50 @@ static int resolve_pinned(struct sup *u, struct rd_strv *m)
 	return 0;
 }
 
-int sup_masks_for(struct sup *u, const struct rd_rule *rule, const char *home, struct rd_strv *out)
+static int make_list(struct sup *u, const struct rd_rule *rule, const char *home,
+                     struct rd_strv *out)
 {
 	int r = rd_mask_list(u->s->cfg, u->s->prof, rule, home, u->mk.home_uid, out);
 	if (r >= 0)
 		r = add_control_masks(u, out);
-	return r < 0 ? r : resolve_pinned(u, out);
+	if (r >= 0)
+		r = resolve_pinned(u, out);
+	if (r < 0)
+		rd_strv_free(out);
+	return r;
+}
+
+static int copy_list(const struct rd_strv *from, struct rd_strv *out)
+{
+	*out = (struct rd_strv){0};
+	if (!(out->v = calloc(from->n + 1, sizeof(*out->v))))
+		return -ENOMEM;
+	for (; out->n < from->n; out->n++)
+		if (!(out->v[out->n] = strdup(from->v[out->n]))) {
+			rd_strv_free(out);
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+/* Making the list (each masked path expanded, and looked for among those before it) took about
+ * 18 us an exec; a copy of the last one made takes 2. */
+int sup_masks_for(struct sup *u, const struct rd_rule *rule, const char *home, struct rd_strv *out)
+{
+	struct masks *m = &u->mk;
+	if (m->last.valid && m->last.rule == rule && m->last.uid == m->home_uid &&
+	    strcmp(m->last.home, home) == 0)
+		return copy_list(&m->last.list, out);
+	int r = make_list(u, rule, home, out);
+	if (r < 0 || !m->pinned)
+		return r;
+	rd_strv_free(&m->last.list);
+	free(m->last.home);
+	m->last.rule = rule;
+	m->last.uid = m->home_uid;
+	m->last.home = strdup(home);
+	m->last.valid = m->last.home && copy_list(out, &m->last.list) == 0;
+	return 0;
 }
 
 void sup_masks_pin(struct sup *u)
@@ -113,6 +151,7 @@ void sup_masks_pin(struct sup *u)
 		rd_strv_free(&list);
 	}
 	rd_strv_free(&all);
+	m->pinned = true;
 }
 
 const char *sup_masks_tampered(struct sup *u, const struct rd_strv *masks)
@@ -140,4 +179,6 @@ void sup_masks_free(struct sup *u)
 	}
 	free(u->mk.pins);
 	free(u->mk.home);
+	rd_strv_free(&u->mk.last.list);
+	free(u->mk.last.home);
 }
