@@ -325,10 +325,13 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 	/* A spare still being cloned: wait for it. If it failed (its reaper is -1 then), one is
 	 * made below, and that one's failure is what counts. */
 	struct rd_error spare_err = {0};
+	bool fit_known = sb->fit_known;
+	sb->fit_known = false;
 	if (sb->pending && rd_sandbox_spare_finish(z, sb, &spare_err) < 0)
 		sb->preset = NULL;
 	if (sb->reaper >= 0 && sb->preset) {
-		use = rd_sandbox_preset_fits(sb->preset, p) ? preset_check(sb) : RD_PRESET_UNFIT;
+		bool fits = fit_known ? sb->fit : rd_sandbox_preset_fits(sb->preset, p);
+		use = fits ? preset_check(sb) : RD_PRESET_UNFIT;
 		if (use != RD_PRESET_USED)
 			rd_sandbox_destroy(sb);
 	}

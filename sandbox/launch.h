@@ -81,6 +81,9 @@ struct rd_sandbox {
 	/* The spare's preset (the caller's memory, unchanged until the plan is sent), or NULL. */
 	const struct rd_sandbox_preset *preset;
 	enum rd_preset_use preset_use; /* set by rd_sandbox_start */
+	/* Whether the plan fits the preset, when the caller compared them already (the masks
+	 * are some 60 paths): rd_sandbox_start does not compare them again. */
+	bool fit_known, fit;
 	/* Asked of the zygote, not answered yet: reaper is -1 until rd_sandbox_spare_finish. */
 	bool pending;
 	bool userns; /* runnerd cloned it, in a user namespace whose maps it writes */
@@ -99,6 +102,8 @@ struct rd_sandbox {
 	                     .plan_fd = -1,                                                        \
 	                     .preset = NULL,                                                       \
 	                     .preset_use = RD_PRESET_NONE,                                         \
+	                     .fit_known = false,                                                   \
+	                     .fit = false,                                                         \
 	                     .pending = false,                                                     \
 	                     .userns = false,                                                      \
 	                     .full_ids = false,                                                    \

@@ -213,10 +213,15 @@ int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *p
                     struct rd_error *err)
 {
 	struct spares *sp = &u->sp;
-	if (sp->preset_home)
-		sp->preset_unfit = !rd_sandbox_preset_fits(&sp->preset, plan);
 	c->run.sb = sp->spare;
 	sp->spare = RD_SANDBOX_NONE;
+	if (sp->preset_home) {
+		bool fits = rd_sandbox_preset_fits(&sp->preset, plan);
+		sp->preset_unfit = !fits;
+		/* The same comparison, made once. */
+		c->run.sb.fit_known = c->run.sb.preset == &sp->preset;
+		c->run.sb.fit = fits;
+	}
 	int r = rd_sandbox_start(&sp->zygote, plan, &c->run.sb, err);
 	zygote_check(u);
 	if (c->run.sb.preset_use == RD_PRESET_BROKEN)
