@@ -423,6 +423,19 @@ static void get_box(struct ctx *c, json_t *obj, const char *ptr, unsigned level,
 			break;
 		case RD_BOX_PATHS:
 			(void)get_strv(c, o, op, key->name, false, RD_MASK_PATH, &b->list[k]);
+			/* A rule's sandbox is made after the view's kernel parts: its own roots
+			 * must not reach them (the session's are made before). */
+			for (size_t i = 0;
+			     k == RD_BOX_WRITE && level == RD_IN_RULE && i < b->list[k].n; i++) {
+				const char *why = rd_write_root_refused(b->list[k].v[i]);
+				char vp[512], ep[512], name[512];
+				if (!why)
+					continue;
+				sub(vp, sizeof(vp), op, key->name);
+				sub_index(ep, sizeof(ep), vp, i);
+				ctx_err(c, ep, false, "\"%s\" entry \"%s\": %s",
+				        show(vp, name, sizeof(name)), b->list[k].v[i], why);
+			}
 			break;
 		}
 	}

@@ -411,6 +411,17 @@ int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
 	return r;
 }
 
+const char *rd_write_root_refused(const char *path)
+{
+	static const char *const kernel[] = {"/proc", "/sys", "/dev"};
+	if (strcmp(path, "/") == 0)
+		return "\"/\" would make the whole machine writable";
+	for (size_t k = 0; k < ARRAY_SIZE(kernel); k++)
+		if (rd_path_within(path, kernel[k]))
+			return "the kernel's interfaces (/proc, /sys, /dev) are never writable";
+	return NULL;
+}
+
 int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
                        const struct rd_rule *rule, char *const *also, size_t n_also,
                        const char *home, uid_t uid, struct rd_strv *write, struct rd_strv *protect)
@@ -419,6 +430,17 @@ int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *pro
 	int r = 0;
 	for (size_t i = 0; r == 0 && rule && i < rule->box.list[RD_BOX_WRITE].n; i++)
 		r = add_mask(write, rule->box.list[RD_BOX_WRITE].v[i], home, uid);
+	/* Never the kernel's interfaces, nor what holds them ("/", from a {workspace} of "/"):
+	 * their read-only mounts are what keeps a root command from the machine's knobs. */
+	for (size_t i = 0; r == 0 && i < write->n;) {
+		if (rd_write_root_refused(write->v[i])) {
+			free(write->v[i]);
+			memmove(&write->v[i], &write->v[i + 1], (write->n - i) * sizeof(char *));
+			write->n--;
+		} else {
+			i++;
+		}
+	}
 	for (size_t i = 0; r == 0 && rule && i < rule->box.list[RD_BOX_PROTECT].n; i++)
 		r = add_mask(protect, rule->box.list[RD_BOX_PROTECT].v[i], home, uid);
 	/* The other levels' protected paths hold in the rule's roots too: also those that lie

@@ -37,8 +37,13 @@ const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct 
 int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, const char *home,
                   uid_t uid, struct rd_strv *write, struct rd_strv *protect, struct rd_strv *notes);
 
+/* Why path can be no writable root of a rule ("/", or at or under /proc, /sys or /dev), or
+ * NULL. */
+const char *rd_write_root_refused(const char *path);
+
 /* A rule's own "write" and "protect", with "~/" and "{uid}" made for home and uid: what its
- * sandboxes change of the session's view (sandbox/view.h, rd_view_rule). With writable roots,
+ * sandboxes change of the session's view (sandbox/view.h, rd_view_rule). Roots that
+ * rd_write_root_refused are left out (the loader refuses them as written). With writable roots,
  * the protected paths of cfg, prof's commands and also (n_also, the session's view) that lie in
  * them or hold one are added to protect. 0 or -ENOMEM. */
 int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *prof,

@@ -285,10 +285,39 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		struct stat st;
 		if (real && stat(real, &st) == 0 && !S_ISDIR(st.st_mode))
 			*strrchr(real, '/') = '\0';
-		if (real && *real && rd_strv_within(write, real) &&
-		    !rd_strv_within(protect, real) && rd_strv_add(protect, real) < 0)
+		/* Also outside the session's roots: a rule's own root may hold it. */
+		if (real && *real && !rd_strv_within(protect, real) &&
+		    rd_strv_add(protect, real) < 0)
 			return rd_error_set(err, ENOMEM, "out of memory");
 	}
+	/* A protected path that is missing, in a directory that is there, cannot be held
+	 * read-only: a command may create it (a ~/.bash_profile, an autostart entry), as runnerd
+	 * says. (A workspace's missing .git is the case docs/configuration.md names.) */
+	_cleanup_free_ char *missing = NULL;
+	size_t mlen = 0;
+	for (size_t i = 0; i < protect->n; i++) {
+		struct stat st;
+		const char *p = protect->v[i];
+		if (!rd_strv_within(write, p) || lstat(p, &st) == 0 || errno != ENOENT)
+			continue;
+		_cleanup_free_ char *dir = strdup(p);
+		if (!dir)
+			return rd_error_set(err, ENOMEM, "out of memory");
+		*strrchr(dir, '/') = '\0';
+		if (stat(*dir ? dir : "/", &st) < 0)
+			continue;
+		char *more = realloc(missing, mlen + strlen(p) + 3);
+		if (!more)
+			return rd_error_set(err, ENOMEM, "out of memory");
+		missing = more;
+		mlen += (size_t)sprintf(missing + mlen, "%s%s", mlen ? ", " : "", p);
+	}
+	if (missing)
+		fprintf(stderr,
+		        "runnerd: protected but missing, inside a writable root, so commands can "
+		        "create them: %s (create them, or start runnerd in the project rather than "
+		        "above it)\n",
+		        missing);
 	return 0;
 }
 

@@ -275,7 +275,10 @@ int rd_view_rule(struct rd_view_error *e, const struct rd_view_paths *session,
 		/* Protected as a whole (runnerd adds the other levels' protected paths to the
 		 * rule's): read-only. Inside a writable root of the session's already: nothing to
 		 * do. */
-		bool skip = false;
+		/* Nor, whatever runnerd sent, "/" or the kernel's interfaces, made read-only
+		 * before this (rd_view_sandbox): a tree made writable takes its mounts along. */
+		bool skip = strcmp(p, "/") == 0 || rd_path_within(p, "/proc") ||
+		            rd_path_within(p, "/sys") || rd_path_within(p, "/dev");
 		for (size_t k = 0; !skip && k < rule->n_protect; k++)
 			skip = rd_path_within(p, rule->protect[k]);
 		for (size_t k = 0; !skip && k < session->n_write; k++)

@@ -410,6 +410,18 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 	                       u->s->view.n_protect, home, q->t.inh.uid[0], &q->write,
 	                       &q->protect) < 0)
 		return refuse(x, EPERM, "out of memory");
+	/* A protected path missing in a rule's own root could be made there by the command. */
+	for (size_t i = 0; i < q->protect.n; i++) {
+		struct stat st;
+		const char *p = q->protect.v[i];
+		if (rd_strv_within(&q->write, p) && lstat(p, &st) < 0 && errno == ENOENT)
+			return refuse(
+			    x, EACCES,
+			    "commands.rules[%zu] makes %s writable, where the protected "
+			    "path %s is missing: the command could create it; create it, or "
+			    "narrow the rule's \"write\"",
+			    q->rule->index, rd_strv_within(&q->write, p), p);
+	}
 	const char *moved = sup_masks_tampered(u, &q->masks);
 	if (moved) {
 		refuse(x, EPERM,

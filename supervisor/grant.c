@@ -31,7 +31,9 @@ static const char *overriding_cap(void)
 		const char *name;
 	} caps[] = {{CAP_DAC_OVERRIDE, "CAP_DAC_OVERRIDE"},
 	            {CAP_FOWNER, "CAP_FOWNER"},
-	            {CAP_CHOWN, "CAP_CHOWN"}};
+	            {CAP_CHOWN, "CAP_CHOWN"},
+	            {CAP_SETUID, "CAP_SETUID"},
+	            {CAP_SYS_ADMIN, "CAP_SYS_ADMIN"}};
 	cap_t c = cap_get_proc();
 	const char *held = c ? NULL : "(its capabilities cannot be read)";
 	for (size_t i = 0; c && !held && i < ARRAY_SIZE(caps); i++) {
@@ -99,6 +101,9 @@ static int check_replaceable(const char *path, dev_t dev, ino_t ino, char *why, 
 	}
 }
 
+/* The largest program pinned: its copy is memory of runnerd's, outside every sandbox's. */
+#define PIN_MAX_BYTES (512L << 20)
+
 /* A sealed copy of fd's file and its SHA-256, into memfd and hex. 0 or -errno. */
 static int seal_copy(int fd, off_t size, int *memfd, char hex[65])
 {
@@ -152,13 +157,16 @@ static bool same_file(const struct pinned_file *f, const struct stat *st)
 /* The sealed copy of the program q names, made or kept: its slot, or NULL with -errno in *e. */
 static struct pinned_file *pinned_copy(struct sup *u, struct req *q, int *e)
 {
-	int fd = open(q->tg.resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	/* Non-blocking: a FIFO a command swapped in meanwhile must not hold runnerd. */
+	int fd = open(q->tg.resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	struct stat st;
 	*e = 0;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		*e = -errno;
 	else if (st.st_dev != q->tg.dev || st.st_ino != q->tg.ino || !S_ISREG(st.st_mode))
 		*e = -EAGAIN;
+	else if (st.st_size > PIN_MAX_BYTES)
+		*e = -EFBIG;
 	struct pinned_file *f = NULL;
 	for (size_t i = 0; !*e && !f && i < RD_PINNED_KEEP; i++)
 		if (same_file(&u->pin.f[i], &st))
@@ -216,7 +224,9 @@ static int pinned(struct sup *u, struct req *q, char *why, size_t n)
 	if (!f) {
 		snprintf(why, n, "commands.rules[%zu] pins %s by sha256, which cannot be read: %s",
 		         r->index, q->tg.resolved,
-		         e == -EAGAIN ? "it changed while it was read" : strerror(-e));
+		         e == -EAGAIN  ? "it changed while it was read"
+		         : e == -EFBIG ? "it is larger than the 512 MiB runnerd copies"
+		                       : strerror(-e));
 		return e == -EAGAIN ? EAGAIN : EACCES;
 	}
 	bool match = false;
@@ -257,8 +267,19 @@ int sup_grant_target(struct sup *u, struct req *q, char *why, size_t n)
 		return 0;
 	char how[PATH_MAX + 128];
 	int w = check_replaceable(q->tg.resolved, q->tg.dev, q->tg.ino, how, sizeof(how));
-	if (w == 0)
+	if (w == 0) {
+		/* Exec'd by the path that was checked, not the caller's: a script's interpreter
+		 * opens it again by the name it was exec'd by, which may be a symlink the agent
+		 * can turn elsewhere meanwhile. */
+		if (q->tg.own_fd >= 0)
+			close(q->tg.own_fd);
+		q->tg.own_fd = q->tg.caller_fd = -1;
+		q->tg.exec_fd = AT_FDCWD;
+		q->tg.exec_fd_is_target = false;
+		q->tg.exec_path = q->tg.resolved;
+		q->tg.exec_flags = 0;
 		return 0;
+	}
 	if (w < 0) {
 		snprintf(why, n,
 		         "commands.rules[%zu] grants a secret to %s, whose directories cannot be "
@@ -267,14 +288,16 @@ int sup_grant_target(struct sup *u, struct req *q, char *why, size_t n)
 		         w == -EAGAIN ? "it changed while it was checked" : strerror(-w));
 		return w == -EAGAIN ? EAGAIN : EACCES;
 	}
-	/* The fix, ready to paste: the pin of the file as it is now. */
+	/* The pin of the file as it is now: to compare with a trusted source's, as the agent may
+	 * have replaced it already. */
 	int e;
 	struct pinned_file *f = pinned_copy(u, q, &e);
 	snprintf(why, n,
 	         "commands.rules[%zu] grants a secret to %s, which the agent could have replaced "
-	         "(%s): install it where the agent's user cannot write, or pin it in the rule: "
-	         "\"sha256\": \"%s\"",
-	         r->index, q->tg.resolved, how, f ? f->hex : "(sha256sum of the file)");
+	         "(%s): install it where the agent's user cannot write, or pin it in the rule "
+	         "(\"sha256\"): its sha256 is now %s; pin that only if it is the one its "
+	         "publisher gives",
+	         r->index, q->tg.resolved, how, f ? f->hex : "(not read)");
 	return EACCES;
 }
 

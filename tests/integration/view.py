@@ -424,22 +424,27 @@ def test_rule_view(tmp):
     os.chmod(tmp, 0o755)
     home = pwd.getpwuid(os.getuid()).pw_dir
     d = os.path.join(home, ".rdtest-rule-" + os.urandom(4).hex())
+    d2 = d + "-2"
+    os.makedirs(d2)
     locked = os.path.join(d, "locked")
     prot = os.path.join(tmp, "prot")
     os.makedirs(locked)
     os.makedirs(prot)
     os.chmod(prot, 0o777)
-    tee, cp = (os.path.realpath(shutil.which(n)) for n in ("tee", "cp"))
+    tee, cp, dd = (os.path.realpath(shutil.which(n)) for n in ("tee", "cp", "dd"))
     prof = common.write_profile(tmp, "ruleview", {
-        "default": "allow", "protect": [locked],
+        "default": "allow", "protect": [locked, d2 + "/autostart"],
         "rules": [{"match": {"path": tee}, "action": "allow", "write": [d]},
-                  {"match": {"path": cp}, "action": "allow", "protect": [prot]}]})
+                  {"match": {"path": cp}, "action": "allow", "protect": [prot]},
+                  # A protected path missing in the rule's root: the command could make it.
+                  {"match": {"path": dd}, "action": "allow", "write": [d2]}]})
     steps = [
         "echo a | tee %s/f >/dev/null && echo tee=written" % d,
         "touch %s/g 2>/dev/null; echo \"touch_rc=$?\"" % d,
         "echo a | tee %s/f >/dev/null 2>&1; echo \"locked_rc=$?\"" % locked,
         "cp /etc/hostname %s/x 2>/dev/null; echo \"cp_rc=$?\"" % prot,
         "sh -c 'echo y > %s/y' && echo sh=written" % prot,
+        "dd if=/dev/null of=%s/autostart 2>/dev/null; echo \"dd_rc=$?\"" % d2,
     ]
     try:
         # Started in tmp: the workspace, not the home.
@@ -447,8 +452,10 @@ def test_rule_view(tmp):
                              env=common.base_env(), capture_output=True, text=True, timeout=60)
         tee_wrote = os.path.exists(os.path.join(d, "f"))
         touched = os.path.exists(os.path.join(d, "g"))
+        made = os.path.exists(os.path.join(d2, "autostart"))
     finally:
         shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(d2, ignore_errors=True)
     got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
     check("rule view: a rule's \"write\" makes a directory of the home writable to it",
           got.get("tee") == "written" and tee_wrote, repr(got) + out.stderr[-400:])
@@ -461,6 +468,8 @@ def test_rule_view(tmp):
           repr(got))
     check("rule view: other commands may still write there", got.get("sh") == "written",
           repr(got) + out.stderr[-300:])
+    check("rule view: a rule whose root holds a missing protected path is refused (126)",
+          got.get("dd_rc") == "126" and not made, repr(got))
 
 
 # Root-level services that would do anything a command asks, as root: their sockets are masked
