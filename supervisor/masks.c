@@ -55,10 +55,17 @@ static int resolve_pinned(struct sup *u, struct rd_strv *m)
 	for (size_t i = 0; i < m->n; i++)
 		for (size_t k = 0; k < u->mk.n_pins; k++) {
 			const struct pin *p = &u->mk.pins[k];
-			if (!p->real || !p->path || strcmp(p->path, m->v[i]) != 0)
+			/* An exception ("!" and a path) in such a masked directory moves with it.
+			 */
+			const char *path = m->v[i] + (m->v[i][0] == '!');
+			if (!p->real || !p->path || !rd_path_within(path, p->path) ||
+			    (path != m->v[i] && strcmp(path, p->path) == 0))
 				continue;
-			char *real = strdup(p->real);
-			if (!real)
+			if (path == m->v[i] && strcmp(path, p->path) != 0)
+				continue;
+			char *real = NULL;
+			if (asprintf(&real, "%s%s%s", path != m->v[i] ? "!" : "", p->real,
+			             path + strlen(p->path)) < 0)
 				return -ENOMEM;
 			free(m->v[i]);
 			m->v[i] = real;

@@ -240,10 +240,18 @@ def test_run_user_exceptions(tmp):
     hidden = os.path.join(run_user, "gnupg", "S.gpg-agent-canary")
     link = os.path.join(run_user, "rdtest-link")
     secret = os.path.join(tmp, "elsewhere")
+    # And a masked directory that is a symlink at the start: masked where it leads, with its
+    # exception.
+    real_dir, link_dir = os.path.join(tmp, "realdir"), os.path.join(tmp, "linkdir")
+    os.makedirs(real_dir)
+    for n in ("shown.txt", "secret.txt"):
+        with open(os.path.join(real_dir, n), "w") as f:
+            f.write("secret " + CANARY + "\n")
+    os.symlink(real_dir, link_dir)
     prof = common.write_profile(tmp, "runuser", {
-        "default": "allow",
+        "default": "allow", "mask": [link_dir],
         "unmask": ["/run/user/{uid}/rdtest-shown", "/run/user/{uid}/rdtest-file",
-                   "/run/user/{uid}/rdtest-link"]})
+                   "/run/user/{uid}/rdtest-link", link_dir + "/shown.txt"]})
     try:
         planted.add(os.path.join(shown_dir, "f"))
         planted.add(shown_file)
@@ -259,8 +267,11 @@ def test_run_user_exceptions(tmp):
         script = ("echo \"dir=[$(cat %s/f)]\"; echo \"file=[$(cat %s)]\"; "
                   "echo \"hidden=[$(cat %s 2>&1)]\"; echo \"link=[$(cat %s 2>&1)]\"; "
                   "echo \"ls=[$(ls -A %s | tr '\\n' ' ')]\"; "
-                  "sh -c 'echo x > %s/w' 2>/dev/null; echo \"write_rc=$?\""
-                  % (shown_dir, shown_file, hidden, link, run_user, run_user))
+                  "sh -c 'echo x > %s/w' 2>/dev/null; echo \"write_rc=$?\"; "
+                  "echo \"lshown=[$(cat %s/shown.txt 2>&1)]\"; "
+                  "echo \"lsecret=[$(cat %s/secret.txt 2>&1)]\""
+                  % (shown_dir, shown_file, hidden, link, run_user, run_user, link_dir,
+                     link_dir))
         out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), cwd=tmp,
                              env=common.base_env(), capture_output=True, text=True, timeout=60)
     finally:
@@ -281,6 +292,10 @@ def test_run_user_exceptions(tmp):
           repr(got.get("ls")))
     check("run_user: the masked directory is read-only", got.get("write_rc") not in (None, "0"),
           repr(got))
+    check("run_user: a masked directory that was a symlink keeps its exception",
+          CANARY in got.get("lshown", ""), repr(got.get("lshown")))
+    check("run_user: and hides the rest", "lsecret" in got and CANARY not in got["lsecret"],
+          repr(got.get("lsecret")))
 
 
 def test_cwd_hidden(tmp):
