@@ -694,7 +694,8 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 {
 	static const char *const root_keys[] = {"version", "name",     "description",
 	                                        "agent",   "commands", NULL};
-	static const char *const agent_keys[] = {"env_allow", "extra_env", NULL};
+	static const char *const agent_keys[] = {"env_allow", "extra_env", "programs",
+	                                         "interpreter_options", NULL};
 	static const char *const cmd_keys[] = {"default", "env_allow", "env_deny", "rules", NULL};
 
 	struct rd_error local = {0};
@@ -732,6 +733,23 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 			               &out->agent_env_allow);
 			(void)get_strv(&c, agent, agp, "extra_env", false, RD_GLOB_ENV_NAME,
 			               &out->agent_extra_env);
+			(void)get_strv(&c, agent, agp, "programs", false, RD_GLOB_PATH,
+			               &out->agent_programs);
+			for (size_t i = 0; i < out->agent_programs.n; i++) {
+				const char *v = out->agent_programs.v[i];
+				if (v[0] == '/' || strncmp(v, "{package}/", 10) == 0)
+					continue;
+				char vp[512], ep[512], name[512];
+				sub(vp, sizeof(vp), agp, "programs");
+				sub_index(ep, sizeof(ep), vp, i);
+				ctx_err(
+				    &c, ep, false,
+				    "\"%s\" entry \"%s\" must be an absolute path or start with "
+				    "\"{package}/\"",
+				    show(vp, name, sizeof(name)), v);
+			}
+			(void)get_strv(&c, agent, agp, "interpreter_options", false, RD_GLOB_ARG,
+			               &out->agent_interp_opts);
 		}
 		json_t *cmds = get_object(&c, root, "", "commands", true, cp, sizeof(cp));
 		if (cmds) {

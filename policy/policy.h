@@ -57,6 +57,12 @@ struct rd_profile {
 	char *description;
 	struct rd_strv agent_env_allow;
 	struct rd_strv agent_extra_env;
+	/* The agent's own programs: an exec of one from the agent's tree runs as the agent
+	 * (runnerd/agent_path.h). Paths, absolute or "{package}/..." (the npm package the agent's
+	 * launcher lies in), globs allowed; and the options its interpreter may be given before
+	 * the agent's script when the agent starts it again ("--max-old-space-size=*"). */
+	struct rd_strv agent_programs;
+	struct rd_strv agent_interp_opts;
 	enum rd_action commands_default;
 	struct rd_strv commands_env_allow;
 	struct rd_strv commands_env_deny;

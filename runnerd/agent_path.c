@@ -1,6 +1,8 @@
 #include "runnerd/agent_path.h"
 
 #include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,4 +119,105 @@ int rd_agent_resolve_env_shebang(char **path, char ***argv, const char *path_env
 		*path = resolved;
 	}
 	return 0;
+}
+
+static int add_file(struct rd_agent_files *out, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	for (size_t i = 0; i < out->n_files; i++)
+		if (out->files[i].dev == st.st_dev && out->files[i].ino == st.st_ino)
+			return 0;
+	struct rd_file_id *f = realloc(out->files, (out->n_files + 1) * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	out->files = f;
+	out->files[out->n_files++] = (struct rd_file_id){st.st_dev, st.st_ino};
+	return 1;
+}
+
+/* The interpreter of a "#!" script that the kernel runs itself (an absolute path), or NULL. */
+static char *shebang_interp(const char *path)
+{
+	char line[256];
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	bool got = fgets(line, sizeof(line), f) && line[0] == '#' && line[1] == '!';
+	fclose(f);
+	if (!got)
+		return NULL;
+	char *p = line + 2;
+	p += strspn(p, " \t");
+	size_t n = strcspn(p, " \t\n");
+	return n && p[0] == '/' ? strndup(p, n) : NULL;
+}
+
+int rd_agent_take_files(const char *launched, const char *run, const struct rd_profile *prof,
+                        struct rd_agent_files *out, struct rd_strv *notes)
+{
+	*out = (struct rd_agent_files){.interp_opts = &prof->agent_interp_opts};
+	char *script = realpath(launched, NULL);
+	if (!script)
+		return 0; /* nothing to name: the launcher's exec will say why */
+	int r = 0;
+	/* The interpreter: the one runnerd execs for an env script, or the script's own; and
+	 * the script, which it runs as the agent when given it again. */
+	char *interp = strcmp(launched, run) != 0 ? strdup(run) : shebang_interp(script);
+	struct stat st, sst;
+	if (interp && stat(interp, &st) == 0 && stat(script, &sst) == 0) {
+		out->interp = (struct rd_file_id){st.st_dev, st.st_ino};
+		out->script = (struct rd_file_id){sst.st_dev, sst.st_ino};
+	}
+	free(interp);
+	/* The package: the nearest directory above the script with a package.json. */
+	char *package = NULL;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", script);
+	char *slash;
+	while (r >= 0 && !package && (slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = '\0';
+		char pj[PATH_MAX + 16];
+		snprintf(pj, sizeof(pj), "%s/package.json", dir);
+		if (access(pj, F_OK) == 0 && !(package = strdup(dir)))
+			r = -ENOMEM;
+	}
+	for (size_t i = 0; r >= 0 && i < prof->agent_programs.n; i++) {
+		const char *e = prof->agent_programs.v[i];
+		char *path = NULL;
+		if (strncmp(e, "{package}/", 10) == 0) {
+			if (!package) {
+				char *note = NULL;
+				if (asprintf(
+				        &note,
+				        "agent.programs %s: the agent (%s) lies in no npm package "
+				        "(no package.json above it): left out",
+				        e, script) >= 0)
+					r = rd_strv_take(notes, note);
+				continue;
+			}
+			if (asprintf(&path, "%s/%s", package, e + 10) < 0)
+				r = -ENOMEM;
+		} else if (!(path = strdup(e))) {
+			r = -ENOMEM;
+		}
+		glob_t g;
+		int found = 0;
+		if (path && glob(path, GLOB_NOSORT, NULL, &g) == 0) {
+			for (size_t k = 0; r >= 0 && k < g.gl_pathc; k++)
+				if ((r = add_file(out, g.gl_pathv[k])) > 0)
+					found++;
+			globfree(&g);
+		}
+		if (r >= 0 && path && !found) {
+			char *note = NULL;
+			if (asprintf(&note, "agent.programs %s: no file at %s", e, path) >= 0)
+				r = rd_strv_take(notes, note);
+		}
+		free(path);
+	}
+	free(package);
+	free(script);
+	return r < 0 ? r : 0;
 }

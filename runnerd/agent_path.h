@@ -7,6 +7,7 @@
 #define RD_AGENT_PATH_H
 
 #include "lib/error.h"
+#include "supervisor/supervisor.h"
 
 /* Resolve name on path_env (":"-separated; an empty entry is "."), as execvp would. NULL if
  * not found. */
@@ -19,5 +20,15 @@ char *rd_agent_which(const char *name, const char *path_env);
  * the interpreter named is not on PATH. */
 int rd_agent_resolve_env_shebang(char **path, char ***argv, const char *path_env,
                                  struct rd_error *err) _wur_;
+
+/* The agent's own programs (supervisor.h, struct rd_agent_files), taken when the session
+ * starts: launched is the agent's file as found on PATH, run the path runnerd execs (its
+ * interpreter, when launched is a "#!/usr/bin/env" script). Every file that prof's
+ * agent.programs names ("{package}/..." from the nearest directory above the launcher that
+ * holds a package.json, globs expanded); for a launcher that is a script, it and the
+ * interpreter it runs in (not the launcher itself: python or bash would be every exec).
+ * A line for each entry that names no file goes to notes. 0 or -ENOMEM. */
+int rd_agent_take_files(const char *launched, const char *run, const struct rd_profile *prof,
+                        struct rd_agent_files *out, struct rd_strv *notes) _wur_;
 
 #endif

@@ -425,6 +425,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	char *workspace = NULL;
 	char *agent = NULL;
 	char **agent_argv = NULL;
+	char *launched = NULL;
 	int ret = 125;
 
 	if (argc < 1) {
@@ -456,9 +457,19 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	for (int i = 0; agent_argv && i < argc; i++)
 		if (!(agent_argv[i] = strdup(argv[i])))
 			goto out;
-	if (!agent_argv ||
+	launched = agent_argv ? strdup(agent) : NULL;
+	if (!launched ||
 	    rd_agent_resolve_env_shebang(&agent, &agent_argv, getenv("PATH"), &err) < 0)
 		goto fail;
+	/* The agent's own programs, which run as the agent when it starts them. */
+	struct rd_strv notes = {0};
+	if (rd_agent_take_files(launched, agent, &prof, &s.agent_files, &notes) < 0) {
+		rd_strv_free(&notes);
+		goto out;
+	}
+	for (size_t i = 0; i < notes.n; i++)
+		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
+	rd_strv_free(&notes);
 	char *session = s.session;
 	session_id(session);
 	if (!(env = agent_env(&cfg, &prof, session, &secrets, &err)))
@@ -584,6 +595,8 @@ out:
 	for (char **a = agent_argv; a && *a; a++)
 		free(*a);
 	free(agent_argv);
+	free(launched);
+	free(s.agent_files.files);
 	rd_bpf_free(&filter);
 	rd_bpf_free(&s.cmd_filter);
 	if (s.stub_fd >= 0)

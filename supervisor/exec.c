@@ -5,6 +5,7 @@
 #include "supervisor/exec.h"
 #include "intercept/launcher.h"
 #include "lib/stub_proto.h"
+#include "policy/glob.h"
 #include "policy/rules.h"
 #include "supervisor/approvals.h"
 #include "supervisor/command.h"
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <termios.h>
 
 enum outcome {
@@ -28,6 +30,7 @@ enum outcome {
 	ANSWER, /* answer err, nothing logged: the caller's own error (a bad pointer, E2BIG) */
 	REFUSE, /* answer err, audited ("refused") and logged: runnerd will not run it */
 	FAILED, /* the command could not start: audited (its own exec's errno, or runnerd's) */
+	AGENT,  /* one of the agent's own programs: the call goes on as the agent's (audited) */
 };
 
 struct exec {
@@ -187,10 +190,63 @@ static const char *writable_root(const struct rd_view_paths *v, const char *path
 	return NULL;
 }
 
+static bool agent_file(const struct rd_agent_files *a, dev_t dev, ino_t ino)
+{
+	for (size_t i = 0; i < a->n_files; i++)
+		if (a->files[i].dev == dev && a->files[i].ino == ino)
+			return true;
+	return false;
+}
+
+/* One of the agent's own programs (supervisor.h, rd_agent_files): the file itself, or the
+ * agent's interpreter given only the options the profile allows and then the agent's script
+ * or an agent file (the agent starting itself again, as Gemini CLI does with a larger heap). Its
+ * execs are the agent's: the call goes on with CONTINUE, which re-reads its arguments from the
+ * caller's memory, which only the agent can write (the threat model trusts it with its own memory);
+ * a sandboxed command's execs are never trapped, so none comes here. */
+static bool agent_program(struct sup *u, struct req *q)
+{
+	const struct rd_agent_files *a = &u->s->agent_files;
+	if (agent_file(a, q->tg.dev, q->tg.ino))
+		return true;
+	if (!a->interp.ino || q->tg.dev != a->interp.dev || q->tg.ino != a->interp.ino)
+		return false;
+	size_t i = 1, argc = q->strs.argc;
+	char *const *argv = q->strs.argv;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		bool ok = false;
+		for (size_t k = 0; !ok && a->interp_opts && k < a->interp_opts->n; k++)
+			ok = rd_glob_match(a->interp_opts->v[k], argv[i]);
+		if (!ok)
+			return false;
+	}
+	struct rd_error err = {0};
+	struct stat st;
+	if (i >= argc || (argv[i][0] != '/' && rd_task_cwd(&q->t, &err) < 0) ||
+	    fstatat(argv[i][0] == '/' ? AT_FDCWD : q->t.cwd_fd, argv[i], &st, 0) < 0)
+		return false;
+	return (st.st_dev == a->script.dev && st.st_ino == a->script.ino) ||
+	       agent_file(a, st.st_dev, st.st_ino);
+}
+
 /* Phase 2: the first rule that matches (else commands.default), the command's env, and the
  * audit line, written before anything runs. */
 static enum outcome phase_decide(struct sup *u, struct exec *x)
 {
+	if (agent_program(u, x->q)) {
+		struct req *q = x->q;
+		sup_log(u, "exec %llu: %s is the agent's own program: it runs as the agent",
+		        (unsigned long long)x->id, q->tg.resolved ? q->tg.resolved : q->path);
+		if (rd_audit_on(u->s->audit) &&
+		    rd_audit(u->s->audit, "exec",
+		             json_pack("{s:I, s:i, s:o, s:o, s:o, s:s}", "id", (json_int_t)x->id,
+		                       "tid", x->tid, "path", rd_json_bytes(q->path), "resolved",
+		                       rd_json_bytes(q->tg.resolved), "argv",
+		                       rd_json_strv(q->strs.argv, q->strs.argc), "action",
+		                       "agent")) < 0)
+			return refuse(x, EPERM, "the audit log cannot be written");
+		return AGENT;
+	}
 	struct req *q = x->q;
 	struct rd_error err = {0};
 	struct rd_exec_subject subject = {q->path, q->tg.resolved, q->strs.argv, q->strs.argc};
@@ -574,6 +630,11 @@ static void finish(struct sup *u, struct exec *x, enum outcome o)
 		o = GONE;
 	}
 	switch (o) {
+	case AGENT:
+		if (rd_notif_reply(u->listener, x->n->id, 0, true) < 0)
+			sup_log(u, "exec %llu: the agent's program went before its answer",
+			        (unsigned long long)x->id);
+		break;
 	case GO_ON:
 	case HANDED:
 	case GONE:

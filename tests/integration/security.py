@@ -264,6 +264,97 @@ def test_grants(tmp):
           repr([w for w in why if "rdchanged" in w]))
 
 
+def test_agent_programs(tmp):
+    """The agent is a program, not only its first process: an npm launcher (a "#!/usr/bin/env
+    node" script) that starts the package's own binary, and that starts itself again in node
+    with a larger heap, as Codex's and Gemini CLI's do. Those run as the agent, with its key;
+    what they start is still a sandboxed command; node with options the profile does not
+    allow, and other programs, are commands. The build before ran both as commands, without
+    the key (the agent never got to work)."""
+    node = shutil.which("node")
+    if not node:
+        common.skip_part("agent programs: node is needed")
+        return
+    os.chmod(tmp, 0o755)
+    pkg = os.path.join(tmp, "pkg")
+    os.makedirs(os.path.join(pkg, "bin"))
+    os.makedirs(os.path.join(pkg, "vendor"))
+    with open(os.path.join(pkg, "package.json"), "w") as f:
+        f.write('{"name": "fake-agent", "version": "1.0.0"}\n')
+    launcher = os.path.join(pkg, "bin", "agent.js")
+    with open(launcher, "w") as f:
+        f.write("""#!/usr/bin/env node
+const {spawnSync} = require('child_process');
+const path = require('path');
+const key = () => process.env.RD_AGENT_API_KEY || '';
+const run = (file, args) => spawnSync(file, args, {stdio: 'inherit'});
+if (process.argv[2] === 'relaunched') {
+  console.log('relaunched=[' + key() + ']');
+  run('/bin/sh', ['-c', 'echo "rcmd=[$RD_AGENT_API_KEY]"']);
+  process.exit(0);
+}
+console.log('agent=[' + key() + ']');
+run(path.join(__dirname, '..', 'vendor', 'agentbin'), []);
+run(process.execPath, ['--max-old-space-size=100', __filename, 'relaunched']);
+run(process.execPath, ['-e', 'console.log("eval=[" + (process.env.RD_AGENT_API_KEY || "") + "]")',
+                       __filename]);
+run('/bin/sh', ['-c', 'echo "cmd=[$RD_AGENT_API_KEY]"']);
+""")
+    vendor = os.path.join(pkg, "vendor", "agentbin")
+    with open(vendor, "w") as f:
+        f.write("#!%s\nimport os, subprocess, sys\n"
+                "print('vendor=[%%s]' %% os.environ.get('RD_AGENT_API_KEY', ''), flush=True)\n"
+                "subprocess.run(['/bin/sh', '-c', 'echo \"vcmd=[$RD_AGENT_API_KEY]\"'])\n"
+                % common.PY)
+    for p in (launcher, vendor):
+        os.chmod(p, 0o755)
+    for root, dirs, files in os.walk(pkg):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+    prof = write_profile(tmp, "agentprog", {"default": "allow"},
+                         agent_env_allow=["RD_AGENT_API_KEY"])
+    with open(prof) as f:
+        spec = json.load(f)
+    spec["agent"]["programs"] = ["{package}/vendor/agentbin"]
+    spec["agent"]["interpreter_options"] = ["--max-old-space-size=*"]
+    with open(prof, "w") as f:
+        json.dump(spec, f)
+    key = "sk-agent-" + CANARY
+    env = base_env()
+    env["RD_AGENT_API_KEY"] = key
+    env["PATH"] = os.path.dirname(node) + ":" + env.get("PATH", "/usr/bin:/bin")
+    audit = os.path.join(tmp, "audit.jsonl")
+    out = subprocess.run(runnerd_cmd(prof, [launcher], audit=audit), env=env, cwd=tmp,
+                         capture_output=True, text=True, timeout=60)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=[" in l)
+    want = "[%s]" % key
+    check("agent programs: the launcher is the agent, with its key", got.get("agent") == want,
+          repr(got) + out.stderr[-400:])
+    check("agent programs: the package's own binary runs as the agent, with its key",
+          got.get("vendor") == want, repr(got.get("vendor")))
+    check("agent programs: the agent started again in node (an allowed option) runs as the "
+          "agent", got.get("relaunched") == want, repr(got.get("relaunched")))
+    check("agent programs: what either starts is a sandboxed command, without the key",
+          got.get("vcmd") == "[]" and got.get("rcmd") == "[]", repr(got))
+    check("agent programs: node with an option the profile does not allow (-e) is a command",
+          got.get("eval") == "[]", repr(got.get("eval")))
+    check("agent programs: another program is a command", got.get("cmd") == "[]",
+          repr(got.get("cmd")))
+    events = [json.loads(l) for l in open(audit)] if os.path.exists(audit) else []
+    agents = [e for e in events if e.get("event") == "exec" and e.get("action") == "agent"]
+    check("agent programs: each agent exec is audited as the agent's (2)", len(agents) == 2,
+          repr([e.get("argv") for e in agents]))
+    # An agent that is a general program (python itself, not a script): its own file is not
+    # the agent's program, or every python the agent ran would be unsandboxed.
+    probe = "import os; print('self=[%s]' % os.environ.get('RD_AGENT_API_KEY', ''))"
+    out = subprocess.run(
+        runnerd_cmd(prof, [common.PY, "-c", "import subprocess, sys; "
+                           "subprocess.run([sys.executable, '-c', %r])" % probe]),
+        env=env, cwd=tmp, capture_output=True, text=True, timeout=60)
+    check("agent programs: an agent that is python runs python commands sandboxed",
+          "self=[]" in out.stdout, out.stdout + out.stderr[-300:])
+
+
 def test_audit_log(tmp):
     log = os.path.join(tmp, "audit.jsonl")
     noshebang = os.path.join(tmp, "noshebang")
@@ -852,7 +943,7 @@ def test_zygote_killed(tmp):
 def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
-    tests = (test_canaries, test_secret_values, test_grants, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
+    tests = (test_canaries, test_secret_values, test_grants, test_agent_programs, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks,
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
