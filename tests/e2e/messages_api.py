@@ -1,0 +1,284 @@
+"""A loopback stand-in of the Anthropic Messages API, for agent CLIs run end to end.
+
+POST /v1/messages answers as the API does: a JSON message, or with "stream": true the
+server-sent events message_start, content_block_start / content_block_delta /
+content_block_stop per block, message_delta and message_stop. The answer is scripted:
+
+- a request that offers the tool named tool_name and carries no tool_result yet: a tool_use
+  block calling that tool with {"command": command};
+- a request whose last user message carries a tool_result: a text that echoes what the tool
+  returned (so that what reached the model can also be seen in the CLI's output);
+- any other request (a title, a topic, a quota check): a short text.
+
+POST /v1/messages/count_tokens answers a token count. Any other path: 404 with the API's error
+body, logged. Set as the client's HTTPS_PROXY and HTTP_PROXY (with NO_PROXY=127.0.0.1), it
+also sees every request meant for elsewhere: recorded and refused (403). Every request to
+the API is recorded (method, path, headers, JSON body); so is the content of every
+tool_result the client sent.
+
+Python 3 standard library only. Run on its own to watch a client:
+    python3 messages_api.py [PORT] [COMMAND]
+"""
+import itertools
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+_ids = itertools.count(1)
+
+
+def _id(prefix):
+    return "%s_01e2e%020d" % (prefix, next(_ids))
+
+
+def tool_result_text(block):
+    """The text of a tool_result block: its content as a string, or its text blocks joined."""
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+def _last_user_tool_results(body):
+    msgs = body.get("messages") or []
+    for m in reversed(msgs):
+        if m.get("role") != "user":
+            continue
+        content = m.get("content")
+        if not isinstance(content, list):
+            return []
+        return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return []
+
+
+def _any_tool_result(body):
+    for m in body.get("messages") or []:
+        content = m.get("content")
+        if isinstance(content, list) and any(
+                isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+            return True
+    return False
+
+
+class MessagesAPI:
+    """The server, on 127.0.0.1 and a free port, in a thread of its own: start(), stop()."""
+
+    def __init__(self, command, tool_name="Bash", log=None):
+        self.command = command
+        self.tool_name = tool_name
+        self.log = log  # a file for one line per request, or None
+        self.requests = []  # {"method", "path", "headers", "body"}
+        self.tool_results = []  # the text of each tool_result the client sent
+        self.unknown = []  # "METHOD PATH" of the requests answered 404
+        self.proxied = []  # "METHOD URL" of the requests for elsewhere, sent through it
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.thread = None
+
+    def start(self):
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def reset(self):
+        with self.lock:
+            self.requests, self.tool_results, self.unknown, self.proxied = [], [], [], []
+
+    def messages(self):
+        """The recorded requests to /v1/messages."""
+        with self.lock:
+            return [r for r in self.requests if r["path"] == "/v1/messages"]
+
+    # --- what to answer ---------------------------------------------------------------------
+
+    def answer(self, body):
+        """The content blocks and stop reason for one request to /v1/messages."""
+        results = _last_user_tool_results(body)
+        if results:
+            texts = [tool_result_text(b) for b in results]
+            with self.lock:
+                self.tool_results += texts
+            return [{"type": "text", "text": "The command printed:\n" + "\n".join(texts)}], \
+                "end_turn"
+        tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+        if self.tool_name in tools and not _any_tool_result(body):
+            return [{"type": "tool_use", "id": _id("toolu"), "name": self.tool_name,
+                     "input": {"command": self.command,
+                               "description": "Run the command the test chose"}}], \
+                "tool_use"
+        return [{"type": "text", "text": "Done."}], "end_turn"
+
+    # --- HTTP -------------------------------------------------------------------------------
+
+    def _handler(self):
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, fmt, *args):
+                pass
+
+            def _record(self, body):
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with api.lock:
+                    api.requests.append({"method": self.command, "path": self.path.split("?")[0],
+                                         "query": self.path.partition("?")[2],
+                                         "headers": headers, "body": body})
+                if api.log:
+                    api.log.write("%s %s %s\n" % (self.command, self.path,
+                                                  json.dumps(body)[:200] if body else ""))
+                    api.log.flush()
+
+            def _read_body(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n) if n else b""
+                try:
+                    return json.loads(raw) if raw else None
+                except ValueError:
+                    return {"_raw": raw.decode("latin-1")}
+
+            def _json(self, code, obj):
+                data = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("request-id", _id("req"))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _not_found(self):
+                with api.lock:
+                    api.unknown.append("%s %s" % (self.command, self.path))
+                self._json(404, {"type": "error", "error": {
+                    "type": "not_found_error", "message": "Not found: " + self.path}})
+
+            def _proxied(self):
+                """A request for elsewhere, sent to this server as the client's proxy
+                (HTTPS_PROXY, HTTP_PROXY): recorded, refused."""
+                if self.command != "CONNECT" and not self.path.startswith(("http://",
+                                                                           "https://")):
+                    return False
+                with api.lock:
+                    api.proxied.append("%s %s" % (self.command, self.path))
+                if api.log:
+                    api.log.write("PROXY %s %s\n" % (self.command, self.path))
+                    api.log.flush()
+                self.send_response(403)
+                self.send_header("Content-Length", "0")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                return True
+
+            def do_CONNECT(self):
+                self._proxied()
+
+            def do_GET(self):
+                if self._proxied():
+                    return
+                self._record(None)
+                self._not_found()
+
+            def do_HEAD(self):
+                self._record(None)
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_POST(self):
+                body = self._read_body()
+                if self._proxied():
+                    return
+                self._record(body)
+                path = self.path.split("?")[0]
+                if path == "/v1/messages/count_tokens":
+                    self._json(200, {"input_tokens": 42})
+                elif path == "/v1/messages" and isinstance(body, dict):
+                    self._messages(body)
+                else:
+                    self._not_found()
+
+            def _messages(self, body):
+                blocks, stop = api.answer(body)
+                model = body.get("model") or "claude-e2e"
+                usage = {"input_tokens": 12, "output_tokens": 0, "cache_creation_input_tokens": 0,
+                         "cache_read_input_tokens": 0}
+                if not body.get("stream"):
+                    usage["output_tokens"] = 8
+                    self._json(200, {"id": _id("msg"), "type": "message", "role": "assistant",
+                                     "model": model, "content": blocks, "stop_reason": stop,
+                                     "stop_sequence": None, "usage": usage})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("request-id", _id("req"))
+                self.end_headers()
+                self._event("message_start", {"type": "message_start", "message": {
+                    "id": _id("msg"), "type": "message", "role": "assistant", "model": model,
+                    "content": [], "stop_reason": None, "stop_sequence": None,
+                    "usage": dict(usage, output_tokens=1)}})
+                self._event("ping", {"type": "ping"})
+                for i, b in enumerate(blocks):
+                    if b["type"] == "text":
+                        start = {"type": "text", "text": ""}
+                        deltas = [{"type": "text_delta", "text": b["text"][j:j + 40]}
+                                  for j in range(0, len(b["text"]), 40)]
+                    else:
+                        start = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
+                        js = json.dumps(b["input"])
+                        deltas = [{"type": "input_json_delta", "partial_json": ""}] + [
+                            {"type": "input_json_delta", "partial_json": js[j:j + 20]}
+                            for j in range(0, len(js), 20)]
+                    self._event("content_block_start", {"type": "content_block_start",
+                                                        "index": i, "content_block": start})
+                    for d in deltas:
+                        self._event("content_block_delta", {"type": "content_block_delta",
+                                                            "index": i, "delta": d})
+                    self._event("content_block_stop", {"type": "content_block_stop", "index": i})
+                self._event("message_delta", {"type": "message_delta",
+                                              "delta": {"stop_reason": stop,
+                                                        "stop_sequence": None},
+                                              "usage": {"output_tokens": 8}})
+                self._event("message_stop", {"type": "message_stop"})
+                self._chunk(b"")
+
+            def _chunk(self, data):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+
+            def _event(self, name, obj):
+                self._chunk(("event: %s\ndata: %s\n\n" % (name, json.dumps(obj))).encode())
+
+        return Handler
+
+
+def main():
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    command = sys.argv[2] if len(sys.argv) > 2 else "echo MARKER-$((6*7))"
+    api = MessagesAPI(command, log=sys.stdout)
+    if port:
+        api.server.server_close()
+        api.server = ThreadingHTTPServer(("127.0.0.1", port), api._handler())
+        api.port, api.url = port, "http://127.0.0.1:%d" % port
+    print("listening on " + api.url, flush=True)
+    try:
+        api.server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
