@@ -1,7 +1,8 @@
 # runnerd: the two commands of the README, and the targets they use.
 #   make run    install what is missing, build, run the demo
 #   make test   install what is missing, build, run every test through ctest: unit tests, the
-#               same under ASan+UBSan, the CLI, clang-format, a short fuzz run
+#               same under ASan+UBSan, the CLI, integration and end-to-end tests, clang-format,
+#               a short fuzz run
 
 BUILD      ?= build
 FUZZ_BUILD ?= build-fuzz
@@ -56,6 +57,7 @@ run: build
 test: test-deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 	./tests/integration/npm-deps.sh $(BUILD)/npm
+	./tests/e2e/npm-agents.sh $(BUILD)/npm-agents
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # A longer fuzz run on its own: make fuzz FUZZ_SECONDS=300
