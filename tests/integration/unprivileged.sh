@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The integration suites again, as an unprivileged user: the laptop case, where runnerd works
 # through a user namespace. Run as root (as CI does), it creates the user runnerd-ci if it is
-# missing and runs the callers and the security checks as that user, from a copy of the build
-# the user can read. Run by anyone else, the whole suite already ran unprivileged: skip (77).
+# missing and runs the callers, the security checks and the end-to-end tests as that user, from
+# a copy of the build the user can read. Run by anyone else, the whole suite already ran
+# unprivileged: skip (77).
 # Usage: unprivileged.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
@@ -33,9 +34,19 @@ mkdir -p "$work/build/tests/integration" "$work/src/tests"
 cp -a "$build/bin" "$build/etc" "$work/build/"
 cp -a "$build/tests/integration/helpers" "$work/build/tests/integration/"
 [ -d "$build/npm" ] && cp -a "$build/npm" "$work/build/"
-cp -a "$src/tests/integration" "$work/src/tests/"
+cp -a "$src/tests/integration" "$src/tests/e2e" "$work/src/tests/"
 chmod -R a+rX "$work"
 chmod 755 "$work"
+
+# The agent CLIs of the end-to-end tests, where they are if the user can run them there (they
+# are large), else copied.
+agents=$build/npm-agents
+if [ -f "$agents/.installed" ] &&
+	! su -s /bin/bash "$user" -c "test -x '$agents/node_modules/.bin/claude'" 2>/dev/null; then
+	cp -a "$agents" "$work/build/"
+	chmod -R a+rX "$work/build/npm-agents"
+	agents=$work/build/npm-agents
+fi
 
 # The user's runtime directory, as a login would make it: where control sockets go.
 mkdir -m 700 "$work/run"
@@ -59,3 +70,11 @@ echo "== as $user: churn and limits"
 run "$py '$work/src/tests/integration/robustness.py'" | grep -Ev '^ok '
 echo "== as $user: terminals"
 run "NODE_PTY='$work/build/npm' $py '$work/src/tests/integration/terminal.py'" | grep -Ev '^ok '
+if [ -f "$agents/.installed" ]; then
+	echo "== as $user: Claude Code end to end"
+	run "NPM_AGENTS='$agents' $py '$work/src/tests/e2e/claude.py'" | grep -Ev '^ok '
+else
+	# npm-agents.sh said why; e2e.claude skips too.
+	echo "SKIP as $user: Claude Code end to end: nothing installed in $agents"
+	[ "${RUNNERD_MUST_WORK:-0}" = 1 ] && { echo "RUNNERD_MUST_WORK=1: a skip is a failure"; exit 1; }
+fi
