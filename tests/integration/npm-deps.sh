@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The npm packages the integration tests use, pinned, installed into DIR once:
-#   npm-deps.sh DIR
-# Without npm or a reachable registry it says so and exits 0: the tests that need a package
-# then skip loudly (77), which RUNNERD_MUST_WORK=1 turns into a failure.
+# An npm package the tests use, pinned, installed into DIR once:
+#   npm-deps.sh DIR [PACKAGE@VERSION [BIN]]
+# PACKAGE defaults to node-pty@1.1.0 (the integration tests' pseudo-terminals); with BIN, the
+# install counts only if node_modules/.bin/BIN --version runs. Readable by all: unprivileged.sh
+# runs the tests as another user. Without npm or a reachable registry it says so and exits 0:
+# the tests that need the package then skip loudly (77), which RUNNERD_MUST_WORK=1 turns into a
+# failure.
 set -uo pipefail
 dir=$1
-want="node-pty@1.1.0"
+want=${2:-node-pty@1.1.0}
+bin=${3:-}
 mkdir -p "$dir"
 if [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "$want" ]; then
 	exit 0
@@ -17,7 +21,9 @@ if ! command -v npm >/dev/null 2>&1; then
 	exit 0
 fi
 echo "npm-deps: installing $want into $dir"
-if (cd "$dir" && npm install --no-audit --no-fund --no-save --loglevel=error $want); then
+rm -f "$dir/.installed"
+if (cd "$dir" && npm install --no-audit --no-fund --no-save --loglevel=error "$want") &&
+	{ [ -z "$bin" ] || "$dir/node_modules/.bin/$bin" --version >/dev/null; }; then
 	echo "$want" >"$dir/.installed"
 	chmod -R a+rX "$dir"
 else
