@@ -423,6 +423,14 @@ static void get_box(struct ctx *c, json_t *obj, const char *ptr, unsigned level,
 			break;
 		case RD_BOX_PATHS:
 			(void)get_strv(c, o, op, key->name, false, RD_MASK_PATH, &b->list[k]);
+			/* Each command's plan carries a rule's write and protect lists (at most
+			 * 4096 each, sandbox/plan.c): a list that long is a mistake. */
+			if ((k == RD_BOX_WRITE || k == RD_BOX_PROTECT) && b->list[k].n > 1024) {
+				char vp[512], name[512];
+				sub(vp, sizeof(vp), op, key->name);
+				ctx_err(c, vp, false, "\"%s\" has %zu paths: at most 1024",
+				        show(vp, name, sizeof(name)), b->list[k].n);
+			}
 			/* A rule's sandbox is made after the view's kernel parts: its own roots
 			 * must not reach them (the session's are made before). */
 			for (size_t i = 0;
