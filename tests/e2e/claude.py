@@ -58,7 +58,7 @@ def claude_bin():
     d = os.environ.get("NPM_AGENTS")
     if not d:
         common.skip("NPM_AGENTS is not set (make test sets it)")
-    d = os.path.abspath(d)
+    d = os.path.join(os.path.abspath(d), "claude")
     try:
         with open(os.path.join(d, ".installed")) as f:
             installed = f.read().strip()

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The agent CLIs the end-to-end tests run, from npm, pinned, installed into DIR once:
-#   npm-agents.sh DIR
+# The agent CLIs the end-to-end tests run, from npm, pinned, each installed once into a
+# directory of its own under DIR (its own .installed marker):
+#   npm-agents.sh DIR        DIR/claude: Claude Code, DIR/codex: Codex
 # Claude Code's package is a launcher whose postinstall links bin/claude.exe to the native
-# program of its platform package (an optionalDependency): the install counts once
-# claude --version runs.
+# program of its platform package (an optionalDependency); Codex's launcher, codex.js, starts
+# the native program of its own (@openai/codex-linux-x64). Each install counts once
+# CLI --version runs.
 set -uo pipefail
-exec "$(dirname "$0")/../integration/npm-deps.sh" "$1" "@anthropic-ai/claude-code@2.1.331" claude
+deps=$(dirname "$0")/../integration/npm-deps.sh
+"$deps" "$1/claude" "@anthropic-ai/claude-code@2.1.331" claude
+"$deps" "$1/codex" "@openai/codex@0.169.0" codex

@@ -22,7 +22,9 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 echo "npm-deps: installing $want into $dir"
 rm -f "$dir/.installed"
-if (cd "$dir" && npm install --no-audit --no-fund --no-save --loglevel=error "$want") &&
+# --prefix: into DIR even when a directory above it holds a node_modules or a package.json.
+if (cd "$dir" && npm install --prefix . --no-audit --no-fund --no-save --loglevel=error \
+	"$want") &&
 	{ [ -z "$bin" ] || "$dir/node_modules/.bin/$bin" --version >/dev/null; }; then
 	echo "$want" >"$dir/.installed"
 	chmod -R a+rX "$dir"
