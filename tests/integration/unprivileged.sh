@@ -41,8 +41,14 @@ chmod 755 "$work"
 # The agent CLIs of the end-to-end tests, where they are if the user can run them there (they
 # are large), else copied.
 agents=$build/npm-agents
-if [ -f "$agents/.installed" ] &&
-	! su -s /bin/bash "$user" -c "test -x '$agents/node_modules/.bin/claude'" 2>/dev/null; then
+clis="claude codex" # npm-agents.sh installs each into $agents/CLI
+runnable=1
+for cli in $clis; do
+	[ -f "$agents/$cli/.installed" ] &&
+		! su -s /bin/bash "$user" -c "test -x '$agents/$cli/node_modules/.bin/$cli'" 2>/dev/null &&
+		runnable=0
+done
+if [ "$runnable" = 0 ]; then
 	cp -a "$agents" "$work/build/"
 	chmod -R a+rX "$work/build/npm-agents"
 	agents=$work/build/npm-agents
@@ -70,11 +76,13 @@ echo "== as $user: churn and limits"
 run "$py '$work/src/tests/integration/robustness.py'" | grep -Ev '^ok '
 echo "== as $user: terminals"
 run "NODE_PTY='$work/build/npm' $py '$work/src/tests/integration/terminal.py'" | grep -Ev '^ok '
-if [ -f "$agents/.installed" ]; then
-	echo "== as $user: Claude Code end to end"
-	run "NPM_AGENTS='$agents' $py '$work/src/tests/e2e/claude.py'" | grep -Ev '^ok '
-else
-	# npm-agents.sh said why; e2e.claude skips too.
-	echo "SKIP as $user: Claude Code end to end: nothing installed in $agents"
-	[ "${RUNNERD_MUST_WORK:-0}" = 1 ] && { echo "RUNNERD_MUST_WORK=1: a skip is a failure"; exit 1; }
-fi
+for cli in $clis; do
+	if [ -f "$agents/$cli/.installed" ]; then
+		echo "== as $user: $cli end to end"
+		run "NPM_AGENTS='$agents' $py '$work/src/tests/e2e/$cli.py'" | grep -Ev '^ok '
+	else
+		# npm-agents.sh said why; e2e.$cli skips too.
+		echo "SKIP as $user: $cli end to end: nothing installed in $agents/$cli"
+		[ "${RUNNERD_MUST_WORK:-0}" = 1 ] && { echo "RUNNERD_MUST_WORK=1: a skip is a failure"; exit 1; }
+	fi
+done
