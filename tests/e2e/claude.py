@@ -23,17 +23,16 @@ does), RUNNERD_MUST_WORK. Run as root and, by unprivileged.sh, as an unprivilege
 import json
 import os
 import pwd
-import statistics
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import common  # noqa: E402
-from common import check, runnerd_cmd  # noqa: E402
+from common import check  # noqa: E402
+import agentrun  # noqa: E402
+from agentrun import COMMAND, MASKED, PROMPT  # noqa: E402
 from messages_api import MessagesAPI  # noqa: E402
 
 VERSION = "2.1.331"
@@ -43,61 +42,6 @@ TEST_KEY = "sk-ant-api03-" + CANARY + "-key"
 CANARY_ENV = {"ANTHROPIC_API_KEY": TEST_KEY, "AWS_SECRET_ACCESS_KEY": "aws-" + CANARY,
               "GITHUB_TOKEN": "ghp_" + CANARY + "-gh"}
 FILE_CANARY = "file-" + CANARY
-MASKED = ".aws/credentials"  # under the home; runner.json masks ~/.aws
-MARKER = "MARKER-42"
-COMMAND = ('echo "== env"; env; echo "== file=[$(cat ~/%s 2>&1)]"; echo MARKER-$((6*7))'
-           % MASKED)
-PROMPT = "Run the command that prints the environment, then tell me what it printed."
-# Sessions timed with and without runnerd (the first of each is also checked).
-TIMED_RUNS = 3
-SESSION_TIMEOUT = 60
-
-
-def claude_bin():
-    """The pinned CLI, or None after a loud skip of the whole script."""
-    d = os.environ.get("NPM_AGENTS")
-    if not d:
-        common.skip("NPM_AGENTS is not set (make test sets it)")
-    d = os.path.join(os.path.abspath(d), "claude")
-    try:
-        with open(os.path.join(d, ".installed")) as f:
-            installed = f.read().strip()
-    except OSError:
-        installed = None
-    if installed != PACKAGE:
-        common.skip("%s is not installed in %s (tests/e2e/npm-agents.sh installs it; npm or the "
-                    "registry was unreachable?)" % (PACKAGE, d))
-    path = os.path.join(d, "node_modules", ".bin", "claude")
-    if not os.access(path, os.X_OK):
-        common.skip("%s is not executable by uid %d" % (path, os.getuid()))
-    return path
-
-
-class Planted:
-    """A canary file at HOME/rel; the directories made for it are removed with it. A path
-    that exists already is left alone: then the file canary is not part of the test."""
-
-    def __init__(self, home, rel):
-        self.path = os.path.join(home, rel)
-        self.made = []
-        self.planted = False
-        if os.path.lexists(self.path):
-            return
-        parent = os.path.dirname(self.path)
-        while not os.path.isdir(parent):
-            self.made.append(parent)
-            parent = os.path.dirname(parent)
-        for d in reversed(self.made):
-            os.mkdir(d, 0o700)
-        with open(self.path, "w") as f:
-            f.write("[default]\naws_secret_access_key = %s\n" % FILE_CANARY)
-        self.planted = True
-
-    def remove(self):
-        if self.planted:
-            os.unlink(self.path)
-        for d in self.made:
-            os.rmdir(d)
 
 
 def session_env(tmp, n, api, home):
@@ -120,151 +64,52 @@ def session_env(tmp, n, api, home):
     return env
 
 
-def run_session(argv, env, cwd):
-    """(exit status, stdout, stderr, seconds) of one session."""
-    start = time.monotonic()
-    p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    out, err = common.finish(p, timeout=SESSION_TIMEOUT)
-    return p.returncode, out, err, time.monotonic() - start
-
-
-def read_audit(path):
-    try:
-        with open(path) as f:
-            return [json.loads(line) for line in f if line.strip()]
-    except OSError:
-        return []
-
-
-def leaks(text, file_canary):
-    """The canaries found in text."""
-    values = dict(CANARY_ENV)
-    if file_canary:
-        values["~/" + MASKED] = FILE_CANARY
-    return [name for name, v in values.items() if v in text]
-
-
 def test_claude(tmp):
-    claude = claude_bin()
+    claude = agentrun.npm_bin("claude", PACKAGE, "claude")
     home = pwd.getpwuid(os.getuid()).pw_dir
     ws = os.path.join(tmp, "workspace")
     os.mkdir(ws)
     api = MessagesAPI(COMMAND).start()
-    planted = Planted(home, MASKED)
+    planted = agentrun.Planted(home, MASKED, FILE_CANARY)
     if not planted.planted:
         common.skip_part("~/%s exists already: the file canary is left out" % MASKED)
+    file_canary = FILE_CANARY if planted.planted else None
     try:
-        runs = {"plain": [], "runnerd": []}
-        n = 0
-        for i in range(TIMED_RUNS):
-            for kind in ("plain", "runnerd"):
-                n += 1
-                api.reset()
-                env = session_env(tmp, n, api, home)
-                audit = os.path.join(tmp, "audit-%d.jsonl" % n)
-                argv = [claude, "-p", PROMPT, "--allowedTools", "Bash"]
-                if kind == "runnerd":
-                    argv = runnerd_cmd("claude", argv, audit=audit)
-                status, out, err, secs = run_session(argv, env, ws)
-                with api.lock:
-                    rec = {"status": status, "out": out, "err": err, "secs": secs,
-                           "requests": list(api.requests), "results": list(api.tool_results),
-                           "unknown": list(api.unknown), "proxied": list(api.proxied),
-                           "audit": read_audit(audit)}
-                runs[kind].append(rec)
+        argv = [claude, "-p", PROMPT, "--allowedTools", "Bash"]
+        runs = agentrun.sessions(tmp, ws, api, argv, "claude",
+                                 lambda n: session_env(tmp, n, api, home),
+                                 lambda api: api.tool_results)
     finally:
         planted.remove()
         api.stop()
 
     plain, under = runs["plain"][0], runs["runnerd"][0]
-    print("the CLI's requests (runnerd session): " + describe_requests_of(under["requests"]))
+    print("the CLI's requests (runnerd session): " +
+          agentrun.describe_requests(under["requests"]))
     print("unknown endpoints: %s" % (under["unknown"] + plain["unknown"] or "none"))
-
-    # The control: without runnerd, the canaries do reach the command.
-    check("plain: the session exits 0", plain["status"] == 0,
-          "status %s: %s" % (plain["status"], plain["err"][-2000:]))
-    plain_result = "\n".join(plain["results"])
-    found = leaks(plain_result, planted.planted)
-    for name in list(CANARY_ENV) + (["~/" + MASKED] if planted.planted else []):
-        check("plain: %s reaches the command (the canary is live)" % name, name in found,
-              plain_result[-2000:])
-
-    # Under runnerd.
+    agentrun.check_control(plain, CANARY_ENV, file_canary)
     check("runnerd: the session exits 0", under["status"] == 0,
           "status %s: %s" % (under["status"], under["err"][-2000:]))
     msgs = [r for r in under["requests"] if r["path"] == "/v1/messages"]
     check("runnerd: the CLI asked the stand-in (two turns at least)", len(msgs) >= 2,
-          describe_requests_of(under["requests"]))
+          agentrun.describe_requests(under["requests"]))
     keys = {r["headers"].get("x-api-key") for r in msgs}
     check("runnerd: the agent sent its own key (x-api-key)", keys == {TEST_KEY},
           "x-api-key values: %r" % sorted(k[:12] + "..." if k else k for k in keys))
     check("runnerd: no bearer token sent instead",
           not any(r["headers"].get("authorization") for r in msgs), "")
-
-    result = "\n".join(under["results"])
-    check("runnerd: the tool's result reached the model (the marker)", MARKER in result,
-          result[-2000:] or "no tool_result recorded")
-    check("runnerd: the command's output came back through the CLI", MARKER in under["out"],
-          under["out"][-2000:])
-    check("runnerd: the command listed its environment", "\nPATH=" in "\n" + result, result)
-    check("runnerd: the command read the masked file", "== file=[" in result, result)
-    for name, v in CANARY_ENV.items():
-        check("runnerd: %s does not reach the command" % name, v not in result,
-              "in: " + " | ".join(l for l in result.splitlines() if v in l))
-    if planted.planted:
-        check("runnerd: ~/%s does not reach the command (masked)" % MASKED,
-              FILE_CANARY not in result,
-              "in: " + " | ".join(l for l in result.splitlines() if FILE_CANARY in l))
-    bodies = json.dumps([r["body"] for r in under["requests"]])
-    check("runnerd: no canary in anything the model received",
-          not leaks(bodies, planted.planted), "found: %s" % leaks(bodies, planted.planted))
-    check("runnerd: nothing was sent elsewhere (the proxy saw no request)",
-          not under["proxied"] and not plain["proxied"],
-          "runnerd: %s; plain: %s" % (under["proxied"], plain["proxied"]))
-
-    events = under["audit"]
-    execs = [e for e in events if e.get("event") == "exec"]
-    ran = [e for e in execs if os.path.basename(e.get("resolved") or "") in ("bash", "sh", "dash")
-           and any("MARKER-$((6*7))" in a for a in e.get("argv", []))]
-    check("runnerd: the audit has the command's exec (bash, allowed, not the agent)",
-          len(ran) == 1 and ran[0].get("action") == "allow" and not ran[0]["caller_is_agent"],
-          json.dumps(execs)[:2000])
-    starts = [e for e in events if e.get("event") == "session_start"]
+    agentrun.check_command(under, plain, CANARY_ENV, file_canary)
+    execs = agentrun.command_execs(under, "ANTHROPIC_API_KEY")
+    starts = [e for e in under["audit"] if e.get("event") == "session_start"]
     check("runnerd: the audit's session is claude's",
           len(starts) == 1 and starts[0].get("profile") == "claude"
           and starts[0].get("argv", [""])[0] == claude, json.dumps(starts)[:1000])
-    if ran:
-        env_names = {x["name"]: x for x in ran[0].get("env", [])}
-        check("runnerd: the audit shows ANTHROPIC_API_KEY stripped from the command",
-              "ANTHROPIC_API_KEY" not in env_names
-              or not env_names["ANTHROPIC_API_KEY"]["passed"], json.dumps(env_names)[:1000])
-
-    # Printed only.
-    counts = [sum(1 for e in r["audit"] if e.get("event") == "exec") for r in runs["runnerd"]]
-    print("execs trapped per session: %s (the first: %s)" % (
-        counts, ", ".join(os.path.basename(e.get("resolved") or "?") + " " +
-                          " ".join(e.get("argv", []))[:40].replace("\n", " ") for e in execs)))
-    for kind in ("plain", "runnerd"):
-        secs = [r["secs"] for r in runs[kind]]
-        print("session wall time %-7s median %.2f s (%s)" % (
-            kind, statistics.median(secs), ", ".join("%.2f" % s for s in secs)))
-    bad = [(k, i) for k in runs for i, r in enumerate(runs[k]) if r["status"] != 0]
-    check("every timed session exits 0", not bad, "%s" % bad)
-
-
-def describe_requests_of(requests):
-    paths = {}
-    for r in requests:
-        key = "%s %s%s" % (r["method"], r["path"], "?" + r["query"] if r["query"] else "")
-        paths[key] = paths.get(key, 0) + 1
-    return ", ".join("%s x%d" % kv for kv in sorted(paths.items())) or "none"
+    agentrun.report(runs, execs)
 
 
 def main():
     common.require_runnerd()
-    claude_bin()
+    agentrun.npm_bin("claude", PACKAGE, "claude")
     sys.exit(common.run_tests([test_claude], "rd-e2e-claude-", enter=False))
 
 

@@ -22,8 +22,10 @@ Python 3 standard library only. Run on its own to watch a client:
 import itertools
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from http.server import ThreadingHTTPServer
+
+from standin import StandIn, StandInHandler
 
 _ids = itertools.count(1)
 
@@ -63,36 +65,21 @@ def _any_tool_result(body):
     return False
 
 
-class MessagesAPI:
+class MessagesAPI(StandIn):
     """The server, on 127.0.0.1 and a free port, in a thread of its own: start(), stop()."""
 
+    REQUEST_ID = "request-id"
+
     def __init__(self, command, tool_name="Bash", log=None):
-        self.command = command
-        self.tool_name = tool_name
-        self.log = log  # a file for one line per request, or None
-        self.requests = []  # {"method", "path", "headers", "body"}
         self.tool_results = []  # the text of each tool_result the client sent
-        self.unknown = []  # "METHOD PATH" of the requests answered 404
-        self.proxied = []  # "METHOD URL" of the requests for elsewhere, sent through it
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.thread = None
+        super().__init__(command, tool_name, log)
 
-    def start(self):
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        return self
+    def _reset_results(self):
+        self.tool_results = []
 
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-    def reset(self):
-        with self.lock:
-            self.requests, self.tool_results, self.unknown, self.proxied = [], [], [], []
+    def not_found_body(self, path):
+        return {"type": "error",
+                "error": {"type": "not_found_error", "message": "Not found: " + path}}
 
     def messages(self):
         """The recorded requests to /v1/messages."""
@@ -123,66 +110,8 @@ class MessagesAPI:
     def _handler(self):
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
-            def _record(self, body):
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                with api.lock:
-                    api.requests.append({"method": self.command, "path": self.path.split("?")[0],
-                                         "query": self.path.partition("?")[2],
-                                         "headers": headers, "body": body})
-                if api.log:
-                    api.log.write("%s %s %s\n" % (self.command, self.path,
-                                                  json.dumps(body)[:200] if body else ""))
-                    api.log.flush()
-
-            def _read_body(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(n) if n else b""
-                try:
-                    return json.loads(raw) if raw else None
-                except ValueError:
-                    return {"_raw": raw.decode("latin-1")}
-
-            def _json(self, code, obj):
-                data = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("request-id", _id("req"))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _not_found(self):
-                with api.lock:
-                    api.unknown.append("%s %s" % (self.command, self.path))
-                self._json(404, {"type": "error", "error": {
-                    "type": "not_found_error", "message": "Not found: " + self.path}})
-
-            def _proxied(self):
-                """A request for elsewhere, sent to this server as the client's proxy
-                (HTTPS_PROXY, HTTP_PROXY): recorded, refused."""
-                if self.command != "CONNECT" and not self.path.startswith(("http://",
-                                                                           "https://")):
-                    return False
-                with api.lock:
-                    api.proxied.append("%s %s" % (self.command, self.path))
-                if api.log:
-                    api.log.write("PROXY %s %s\n" % (self.command, self.path))
-                    api.log.flush()
-                self.send_response(403)
-                self.send_header("Content-Length", "0")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.close_connection = True
-                return True
-
-            def do_CONNECT(self):
-                self._proxied()
+        class Handler(StandInHandler):
+            ids = staticmethod(_id)
 
             def do_GET(self):
                 if self._proxied():
@@ -262,6 +191,7 @@ class MessagesAPI:
             def _event(self, name, obj):
                 self._chunk(("event: %s\ndata: %s\n\n" % (name, json.dumps(obj))).encode())
 
+        Handler.api = api
         return Handler
 
 

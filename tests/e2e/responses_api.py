@@ -18,11 +18,12 @@ response.completed. The answer is scripted:
 
 GET /v1/responses with a websocket upgrade is the transport Codex tries first: each text
 message {"type": "response.create", ...} is a request, answered with the same events, one
-message each (websocket=False refuses the upgrade: then Codex retries for some seconds and falls
-back to POST). Any other path: 404 with the API's error body, logged. Set as the client's HTTPS_PROXY and
-HTTP_PROXY (with NO_PROXY=127.0.0.1), it also sees every request meant for elsewhere: recorded
-and refused (403). Every request to the API is recorded (method, path, headers, JSON body); so
-is the output of every function call the client sent back.
+message each (websocket=False refuses the upgrade: then Codex retries for some seconds and
+falls back to POST). Any other path: 404 with the API's error body, logged. Set as the client's
+HTTPS_PROXY and HTTP_PROXY (with NO_PROXY=127.0.0.1), it also sees every request meant for
+elsewhere: recorded and refused (403); standin.py does that part, for both stand-ins. Every
+request to the API is recorded (method, path, headers, JSON body); so is the output of every
+function call the client sent back.
 
 Python 3 standard library only. Run on its own to watch a client:
     python3 responses_api.py [PORT] [COMMAND]
@@ -33,9 +34,11 @@ import itertools
 import json
 import struct
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from http.server import ThreadingHTTPServer
+
+from standin import StandIn, StandInHandler
 
 _ids = itertools.count(1)
 
@@ -93,37 +96,22 @@ def _last_outputs(body):
     return outs
 
 
-class ResponsesAPI:
+class ResponsesAPI(StandIn):
     """The server, on 127.0.0.1 and a free port, in a thread of its own: start(), stop()."""
 
+    REQUEST_ID = "x-request-id"
+
     def __init__(self, command, tool_name="exec_command", websocket=True, log=None):
-        self.command = command
         self.websocket = websocket  # False: the upgrade is refused (404), the client falls back
-        self.tool_name = tool_name
-        self.log = log  # a file for one line per request, or None
-        self.requests = []  # {"method", "path", "query", "headers", "body"}
         self.tool_outputs = []  # the text of each function_call_output the client sent
-        self.unknown = []  # "METHOD PATH" of the requests answered 404
-        self.proxied = []  # "METHOD URL" of the requests for elsewhere, sent through it
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.thread = None
+        super().__init__(command, tool_name, log)
 
-    def start(self):
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        return self
+    def _reset_results(self):
+        self.tool_outputs = []
 
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-    def reset(self):
-        with self.lock:
-            self.requests, self.tool_outputs, self.unknown, self.proxied = [], [], [], []
+    def not_found_body(self, path):
+        return {"error": {"message": "Not found: " + path, "type": "invalid_request_error",
+                          "param": None, "code": "not_found"}}
 
     def responses(self):
         """The recorded requests to /v1/responses: POSTs and websocket messages ("WS")."""
@@ -157,69 +145,8 @@ class ResponsesAPI:
     def _handler(self):
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
-            def _record(self, body):
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                with api.lock:
-                    api.requests.append({"method": self.command, "path": self.path.split("?")[0],
-                                         "query": self.path.partition("?")[2],
-                                         "headers": headers, "body": body})
-                if api.log:
-                    api.log.write("%s %s %s\n" % (self.command, self.path,
-                                                  json.dumps(body)[:200] if body else ""))
-                    api.log.flush()
-
-            def _read_body(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(n) if n else b""
-                try:
-                    return json.loads(raw) if raw else None
-                except ValueError:
-                    return {"_raw": raw.decode("latin-1")}
-
-            def _json(self, code, obj):
-                data = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("x-request-id", _id("req"))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _not_found(self):
-                with api.lock:
-                    api.unknown.append("%s %s%s" % (
-                        self.command, self.path,
-                        " (websocket)" if self.headers.get("Upgrade") else ""))
-                self._json(404, {"error": {"message": "Not found: " + self.path,
-                                           "type": "invalid_request_error", "param": None,
-                                           "code": "not_found"}})
-
-            def _proxied(self):
-                """A request for elsewhere, sent to this server as the client's proxy
-                (HTTPS_PROXY, HTTP_PROXY): recorded, refused."""
-                if self.command != "CONNECT" and not self.path.startswith(("http://",
-                                                                           "https://")):
-                    return False
-                with api.lock:
-                    api.proxied.append("%s %s" % (self.command, self.path))
-                if api.log:
-                    api.log.write("PROXY %s %s\n" % (self.command, self.path))
-                    api.log.flush()
-                self.send_response(403)
-                self.send_header("Content-Length", "0")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.close_connection = True
-                return True
-
-            def do_CONNECT(self):
-                self._proxied()
+        class Handler(StandInHandler):
+            ids = staticmethod(_id)
 
             def do_GET(self):
                 if self._proxied():
@@ -382,6 +309,7 @@ class ResponsesAPI:
                     self._chunk(("event: %s\ndata: %s\n\n" % (obj["type"], json.dumps(obj)))
                                 .encode())
 
+        Handler.api = api
         return Handler
 
 

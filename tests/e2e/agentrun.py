@@ -1,0 +1,202 @@
+"""What the end-to-end tests of the agent CLIs share: the pinned CLI as npm-agents.sh installed
+it, a canary file in the home, one session run and its audit log, and the canaries found in a
+text. Each CLI's test (claude.py, codex.py) says what differs: its API's stand-in, its argv,
+its environment, and the checks that name its own key and programs."""
+import json
+import os
+import statistics
+import subprocess
+import time
+
+import common
+
+COMMAND_TEMPLATE = ('echo "== env"; env; echo "== file=[$(cat ~/%s 2>&1)]"; '
+                    'echo MARKER-$((6*7))')
+MARKER = "MARKER-42"
+MASKED = ".aws/credentials"  # under the home; runner.json masks ~/.aws
+COMMAND = COMMAND_TEMPLATE % MASKED
+PROMPT = "Run the command that prints the environment, then tell me what it printed."
+SESSION_TIMEOUT = 60
+
+
+def npm_bin(agent, package, name):
+    """DIR/agent/node_modules/.bin/name of the pinned package in $NPM_AGENTS, or a loud skip of
+    the whole script."""
+    d = os.environ.get("NPM_AGENTS")
+    if not d:
+        common.skip("NPM_AGENTS is not set (make test sets it)")
+    d = os.path.join(os.path.abspath(d), agent)
+    try:
+        with open(os.path.join(d, ".installed")) as f:
+            installed = f.read().strip()
+    except OSError:
+        installed = None
+    if installed != package:
+        common.skip("%s is not installed in %s (tests/e2e/npm-agents.sh installs it; npm or the "
+                    "registry was unreachable?)" % (package, d))
+    path = os.path.join(d, "node_modules", ".bin", name)
+    if not os.access(path, os.X_OK):
+        common.skip("%s is not executable by uid %d" % (path, os.getuid()))
+    return path
+
+
+class Planted:
+    """A canary file at HOME/rel holding value; the directories made for it are removed with
+    it. A path that exists already is left alone: then the file canary is not part of the
+    test."""
+
+    def __init__(self, home, rel, value):
+        self.path = os.path.join(home, rel)
+        self.made = []
+        self.planted = False
+        if os.path.lexists(self.path):
+            return
+        parent = os.path.dirname(self.path)
+        while not os.path.isdir(parent):
+            self.made.append(parent)
+            parent = os.path.dirname(parent)
+        for d in reversed(self.made):
+            os.mkdir(d, 0o700)
+        with open(self.path, "w") as f:
+            f.write("[default]\naws_secret_access_key = %s\n" % value)
+        self.planted = True
+
+    def remove(self):
+        if self.planted:
+            os.unlink(self.path)
+        for d in self.made:
+            os.rmdir(d)
+
+
+def run_session(argv, env, cwd):
+    """(exit status, stdout, stderr, seconds) of one session."""
+    start = time.monotonic()
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    out, err = common.finish(p, timeout=SESSION_TIMEOUT)
+    return p.returncode, out, err, time.monotonic() - start
+
+
+def read_audit(path):
+    try:
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except OSError:
+        return []
+
+
+def leaks(text, canary_env, file_canary):
+    """The names of the canaries (canary_env's, and ~/MASKED's value file_canary unless None)
+    found in text."""
+    values = dict(canary_env)
+    if file_canary:
+        values["~/" + MASKED] = file_canary
+    return [name for name, v in values.items() if v in text]
+
+
+def describe_requests(requests):
+    paths = {}
+    for r in requests:
+        key = "%s %s%s" % (r["method"], r["path"], "?" + r["query"] if r["query"] else "")
+        paths[key] = paths.get(key, 0) + 1
+    return ", ".join("%s x%d" % kv for kv in sorted(paths.items())) or "none"
+
+
+TIMED_RUNS = 3  # sessions timed with and without runnerd (the first of each is also checked)
+
+
+def sessions(tmp, cwd, api, argv, profile, session_env, results):
+    """Each kind of session ("plain", "runnerd": the same argv under runnerd --profile profile,
+    with an audit log) TIMED_RUNS times, alternating: for each, its status, output, time, and
+    what the stand-in api recorded (results(api): what the tool returned to the model).
+    session_env(n) is the environment of session n."""
+    runs = {"plain": [], "runnerd": []}
+    n = 0
+    for _ in range(TIMED_RUNS):
+        for kind in ("plain", "runnerd"):
+            n += 1
+            api.reset()
+            env = session_env(n)
+            audit = os.path.join(tmp, "audit-%d.jsonl" % n)
+            a = common.runnerd_cmd(profile, argv, audit=audit) if kind == "runnerd" else argv
+            status, out, err, secs = run_session(a, env, cwd)
+            with api.lock:
+                rec = {"status": status, "out": out, "err": err, "secs": secs,
+                       "requests": list(api.requests), "results": list(results(api)),
+                       "unknown": list(api.unknown), "proxied": list(api.proxied),
+                       "audit": read_audit(audit)}
+            runs[kind].append(rec)
+    return runs
+
+
+def check_control(plain, canary_env, file_canary):
+    """Without runnerd, the canaries do reach the command: they are live."""
+    check = common.check
+    check("plain: the session exits 0", plain["status"] == 0,
+          "status %s: %s" % (plain["status"], plain["err"][-2000:]))
+    result = "\n".join(plain["results"])
+    found = leaks(result, canary_env, file_canary)
+    for name in list(canary_env) + (["~/" + MASKED] if file_canary else []):
+        check("plain: %s reaches the command (the canary is live)" % name, name in found,
+              result[-2000:])
+
+
+def check_command(under, plain, canary_env, file_canary):
+    """Under runnerd: the command ran, its result reached the model, and no canary did."""
+    check = common.check
+    result = "\n".join(under["results"])
+    check("runnerd: the tool's result reached the model (the marker)", MARKER in result,
+          result[-2000:] or "no tool result recorded")
+    check("runnerd: the command's output came back through the CLI", MARKER in under["out"],
+          under["out"][-2000:])
+    check("runnerd: the command listed its environment", "\nPATH=" in "\n" + result, result)
+    check("runnerd: the command read the masked file", "== file=[" in result, result)
+    for name, v in canary_env.items():
+        check("runnerd: %s does not reach the command" % name, v not in result,
+              "in: " + " | ".join(l for l in result.splitlines() if v in l))
+    if file_canary:
+        check("runnerd: ~/%s does not reach the command (masked)" % MASKED,
+              file_canary not in result,
+              "in: " + " | ".join(l for l in result.splitlines() if file_canary in l))
+    bodies = json.dumps([r["body"] for r in under["requests"]])
+    found = leaks(bodies, canary_env, file_canary)
+    check("runnerd: no canary in anything the model received", not found, "found: %s" % found)
+    check("runnerd: nothing was sent elsewhere (the proxy saw no request)",
+          not under["proxied"] and not plain["proxied"],
+          "runnerd: %s; plain: %s" % (under["proxied"], plain["proxied"]))
+
+
+def command_execs(under, key):
+    """The audit's execs, and that of the command (bash running COMMAND), checked: allowed, not
+    by the agent's own process, key not passed to it."""
+    check = common.check
+    execs = [e for e in under["audit"] if e.get("event") == "exec"]
+    ran = [e for e in execs if os.path.basename(e.get("resolved") or "") in ("bash", "sh", "dash")
+           and any("MARKER-$((6*7))" in a for a in e.get("argv", []))]
+    check("runnerd: the audit has the command's exec (bash, allowed, not the agent)",
+          len(ran) == 1 and ran[0].get("action") == "allow" and not ran[0]["caller_is_agent"],
+          json.dumps(execs)[:2000])
+    if ran:
+        env_names = {x["name"]: x for x in ran[0].get("env", [])}
+        check("runnerd: the audit shows %s stripped from the command" % key,
+              key not in env_names or not env_names[key]["passed"],
+              json.dumps(env_names)[:1000])
+    return execs
+
+
+def report(runs, execs):
+    """Printed only: the execs trapped per session and the wall times; and every timed
+    session exits 0."""
+    counts = [sum(1 for e in r["audit"] if e.get("event") == "exec") for r in runs["runnerd"]]
+    print("execs trapped per session: %s (the first: %s)" % (
+        counts, ", ".join("%s %s %s" % (e.get("action"),
+                                        os.path.basename(e.get("resolved") or "?"),
+                                        " ".join(e.get("argv", [])[1:])[:40].replace("\n", " "))
+                          for e in execs)))
+    for kind in ("plain", "runnerd"):
+        secs = [r["secs"] for r in runs[kind]]
+        print("session wall time %-7s median %.2f s (%s)" % (
+            kind, statistics.median(secs), ", ".join("%.2f" % s for s in secs)))
+    bad = [(k, i) for k in runs for i, r in enumerate(runs[k]) if r["status"] != 0]
+    common.check("every timed session exits 0", not bad, "%s" % bad)
