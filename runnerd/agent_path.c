@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,11 +122,30 @@ int rd_agent_resolve_env_shebang(char **path, char ***argv, const char *path_env
 	return 0;
 }
 
-static int add_file(struct rd_agent_files *out, const char *path)
+/* A file commands can write (in a writable root, not protected): a command could have put
+ * its own code there, which the agent would then run unsandboxed. */
+static bool commands_write(const struct rd_view_paths *view, const char *real)
+{
+	for (size_t i = 0; i < view->n_protect; i++)
+		if (rd_path_within(real, view->protect[i]))
+			return false;
+	for (size_t i = 0; i < view->n_write; i++)
+		if (rd_path_within(real, view->write[i]))
+			return true;
+	return false;
+}
+
+/* 1: added; 0: no such file, or one already added; 2: left out, as commands can write it. */
+static int add_file(struct rd_agent_files *out, const struct rd_view_paths *view, const char *path)
 {
 	struct stat st;
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+	char *real = realpath(path, NULL);
+	bool writable = real && commands_write(view, real);
+	free(real);
+	if (!real || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0;
+	if (writable)
+		return 2;
 	for (size_t i = 0; i < out->n_files; i++)
 		if (out->files[i].dev == st.st_dev && out->files[i].ino == st.st_ino)
 			return 0;
@@ -137,25 +157,19 @@ static int add_file(struct rd_agent_files *out, const char *path)
 	return 1;
 }
 
-/* The interpreter of a "#!" script that the kernel runs itself (an absolute path), or NULL. */
-static char *shebang_interp(const char *path)
+__attribute__((format(printf, 2, 3))) static int note(struct rd_strv *notes, const char *fmt, ...)
 {
-	char line[256];
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return NULL;
-	bool got = fgets(line, sizeof(line), f) && line[0] == '#' && line[1] == '!';
-	fclose(f);
-	if (!got)
-		return NULL;
-	char *p = line + 2;
-	p += strspn(p, " \t");
-	size_t n = strcspn(p, " \t\n");
-	return n && p[0] == '/' ? strndup(p, n) : NULL;
+	char *line = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&line, fmt, ap);
+	va_end(ap);
+	return n < 0 ? -ENOMEM : rd_strv_take(notes, line);
 }
 
 int rd_agent_take_files(const char *launched, const char *run, const struct rd_profile *prof,
-                        struct rd_agent_files *out, struct rd_strv *notes)
+                        const struct rd_view_paths *view, struct rd_agent_files *out,
+                        struct rd_strv *notes)
 {
 	*out = (struct rd_agent_files){.interp_opts = &prof->agent_interp_opts};
 	char *script = realpath(launched, NULL);
@@ -164,13 +178,22 @@ int rd_agent_take_files(const char *launched, const char *run, const struct rd_p
 	int r = 0;
 	/* The interpreter: the one runnerd execs for an env script, or the script's own; and
 	 * the script, which it runs as the agent when given it again. */
-	char *interp = strcmp(launched, run) != 0 ? strdup(run) : shebang_interp(script);
+	char interp[256], arg[256];
+	const char *in =
+	    strcmp(launched, run) != 0 ? run
+	    : read_shebang(script, interp, sizeof(interp), arg, sizeof(arg)) && interp[0] == '/'
+	        ? interp
+	        : NULL;
 	struct stat st, sst;
-	if (interp && stat(interp, &st) == 0 && stat(script, &sst) == 0) {
+	if (in && commands_write(view, script))
+		r = note(notes,
+		         "the agent's script %s lies where commands can write: its interpreter "
+		         "started on it again runs as a command",
+		         script);
+	else if (in && stat(in, &st) == 0 && stat(script, &sst) == 0) {
 		out->interp = (struct rd_file_id){st.st_dev, st.st_ino};
 		out->script = (struct rd_file_id){sst.st_dev, sst.st_ino};
 	}
-	free(interp);
 	/* The package: the nearest directory above the script with a package.json. */
 	char *package = NULL;
 	char dir[PATH_MAX];
@@ -188,13 +211,11 @@ int rd_agent_take_files(const char *launched, const char *run, const struct rd_p
 		char *path = NULL;
 		if (strncmp(e, "{package}/", 10) == 0) {
 			if (!package) {
-				char *note = NULL;
-				if (asprintf(
-				        &note,
-				        "agent.programs %s: the agent (%s) lies in no npm package "
-				        "(no package.json above it): left out",
-				        e, script) >= 0)
-					r = rd_strv_take(notes, note);
+				r = note(
+				    notes,
+				    "agent.programs %s: the agent (%s) lies in no npm package (no "
+				    "package.json above it): left out",
+				    e, script);
 				continue;
 			}
 			if (asprintf(&path, "%s/%s", package, e + 10) < 0)
@@ -205,16 +226,22 @@ int rd_agent_take_files(const char *launched, const char *run, const struct rd_p
 		glob_t g;
 		int found = 0;
 		if (path && glob(path, GLOB_NOSORT, NULL, &g) == 0) {
-			for (size_t k = 0; r >= 0 && k < g.gl_pathc; k++)
-				if ((r = add_file(out, g.gl_pathv[k])) > 0)
+			for (size_t k = 0; r >= 0 && k < g.gl_pathc; k++) {
+				r = add_file(out, view, g.gl_pathv[k]);
+				if (r > 0)
 					found++;
+				if (r == 2)
+					r = note(notes,
+					         "agent.programs: %s lies where commands can "
+					         "write: left "
+					         "out, it runs as a command",
+					         g.gl_pathv[k]);
+			}
 			globfree(&g);
 		}
-		if (r >= 0 && path && !found) {
-			char *note = NULL;
-			if (asprintf(&note, "agent.programs %s: no file at %s", e, path) >= 0)
-				r = rd_strv_take(notes, note);
-		}
+		if (r >= 0 && path && !found)
+			r = note(notes, "agent.programs %s: no file at %s that runs as the agent",
+			         e, path);
 		free(path);
 	}
 	free(package);

@@ -463,9 +463,10 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		goto fail;
 	/* The agent's own programs, which run as the agent when it starts them. */
 	struct rd_strv notes = {0};
-	if (rd_agent_take_files(launched, agent, &prof, &s.agent_files, &notes) < 0) {
+	if (rd_agent_take_files(launched, agent, &prof, &s.view, &s.agent_files, &notes) < 0) {
 		rd_strv_free(&notes);
-		goto out;
+		rd_error_set(&err, ENOMEM, "out of memory taking the agent's own programs");
+		goto fail;
 	}
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);

@@ -311,14 +311,17 @@ run('/bin/sh', ['-c', 'echo "cmd=[$RD_AGENT_API_KEY]"']);
     for root, dirs, files in os.walk(pkg):
         for d in dirs:
             os.chmod(os.path.join(root, d), 0o755)
-    prof = write_profile(tmp, "agentprog", {"default": "allow"},
-                         agent_env_allow=["RD_AGENT_API_KEY"])
-    with open(prof) as f:
-        spec = json.load(f)
-    spec["agent"]["programs"] = ["{package}/vendor/agentbin"]
-    spec["agent"]["interpreter_options"] = ["--max-old-space-size=*"]
-    with open(prof, "w") as f:
-        json.dump(spec, f)
+    def profile(name, commands):
+        path = write_profile(tmp, name, commands, agent_env_allow=["RD_AGENT_API_KEY"])
+        with open(path) as f:
+            spec = json.load(f)
+        spec["agent"]["programs"] = ["{package}/vendor/agentbin"]
+        spec["agent"]["interpreter_options"] = ["--max-old-space-size=*"]
+        with open(path, "w") as f:
+            json.dump(spec, f)
+        return path
+    # The package lies in /tmp, a writable root: protected, commands cannot change it.
+    prof = profile("agentprog", {"default": "allow", "protect": [pkg]})
     key = "sk-agent-" + CANARY
     env = base_env()
     env["RD_AGENT_API_KEY"] = key
@@ -353,6 +356,17 @@ run('/bin/sh', ['-c', 'echo "cmd=[$RD_AGENT_API_KEY]"']);
         env=env, cwd=tmp, capture_output=True, text=True, timeout=60)
     check("agent programs: an agent that is python runs python commands sandboxed",
           "self=[]" in out.stdout, out.stdout + out.stderr[-300:])
+    # The same package where commands can write: a command could have replaced the binary or
+    # the script with its own code, which would then run as the agent. Left out, said.
+    open_prof = profile("agentopen", {"default": "allow"})
+    out = subprocess.run(runnerd_cmd(open_prof, [launcher]), env=env, cwd=tmp,
+                         capture_output=True, text=True, timeout=60)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=[" in l)
+    check("agent programs: in a writable root, the package's binary and the relaunch run as "
+          "commands, without the key", got.get("agent") == want and got.get("vendor") == "[]"
+          and got.get("relaunched") == "[]", repr(got) + out.stderr[-400:])
+    check("agent programs: runnerd says why they were left out",
+          "lies where commands can write" in out.stderr, out.stderr[-600:])
 
 
 def test_audit_log(tmp):
