@@ -52,7 +52,7 @@ struct rd_box_key {
 	X(WRITE, .name = "write", .type = RD_BOX_PATHS, .where = RD_IN_ALL)                        \
 	X(PROTECT, .name = "protect", .type = RD_BOX_PATHS, .where = RD_IN_ALL)                    \
 	X(SECCOMP, .name = "seccomp", .type = RD_BOX_WORD, .where = RD_IN_ALL,                     \
-	  .words = {"default", "none"}, .dflt = RD_SECCOMP_DEFAULT)                                \
+	  .words = {"default", "none", "strict"}, .dflt = RD_SECCOMP_DEFAULT)                      \
 	X(NETWORK, .name = "network", .type = RD_BOX_WORD, .where = RD_IN_ALL,                     \
 	  .words = {"host", "none"}, .dflt = RD_NET_HOST)                                          \
 	X(TIMEOUT_S, .name = "timeout_s", .type = RD_BOX_SECONDS, .where = RD_IN_ALL,              \
@@ -75,7 +75,7 @@ struct rd_box_key {
 	  .resource = RLIMIT_FSIZE)
 
 /* The words' values. */
-enum { RD_SECCOMP_DEFAULT = 1, RD_SECCOMP_NONE = 2 };
+enum { RD_SECCOMP_DEFAULT = 1, RD_SECCOMP_NONE = 2, RD_SECCOMP_STRICT = 3 };
 enum { RD_NET_HOST = 1, RD_NET_NONE = 2 };
 /* How long a sandbox lives: until its last process has exited (background processes live on
  * after the command), or until its command has (its pid 1 exits, and the kernel kills the

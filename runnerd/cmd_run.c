@@ -533,7 +533,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		rd_error_clear(&err);
 	}
 	if (rd_filter_build(&filter, cli->prompt, &err) < 0 ||
-	    rd_cmdfilter_build(&s.cmd_filter, &err) < 0)
+	    rd_cmdfilter_build(&s.cmd_filter, true, &err) < 0 ||
+	    rd_cmdfilter_build(&s.cmd_filter_strict, false, &err) < 0)
 		goto fail;
 
 	size_t n_args = 0;
@@ -600,6 +601,7 @@ out:
 	free(s.agent_files.files);
 	rd_bpf_free(&filter);
 	rd_bpf_free(&s.cmd_filter);
+	rd_bpf_free(&s.cmd_filter_strict);
 	if (s.stub_fd >= 0)
 		close(s.stub_fd);
 	if (s.zygote_fd >= 0)

@@ -383,7 +383,7 @@ static int build_plan(struct sup *u, struct req *q)
 	for (size_t i = 0; i < t->n_fds; i++)
 		q->map[i] = (struct rd_fd_map){.fd = t->fds[i].fd, .target = t->fds[i].target};
 	q->box = rd_box_resolve(u->s->cfg, u->s->prof, q->rule);
-	bool filter = !rd_box_is(&q->box, RD_BOX_SECCOMP, RD_SECCOMP_NONE);
+	const struct rd_bpf *filter = rd_cmd_filter(u->s, &q->box);
 	q->plan = (struct rd_launch_plan){
 	    .h =
 	        {
@@ -407,7 +407,7 @@ static int build_plan(struct sup *u, struct req *q)
 	            .n_protect = (uint32_t)q->protect.n,
 	            .n_fds = (uint32_t)t->n_fds,
 	            .n_groups = (uint32_t)t->n_groups,
-	            .filter_len = filter ? u->s->cmd_filter.len : 0,
+	            .filter_len = filter ? filter->len : 0,
 	        },
 	    .exec_path = tg->exec_path,
 	    .cwd_path = t->cwd_path ? t->cwd_path : "",
@@ -418,7 +418,7 @@ static int build_plan(struct sup *u, struct req *q)
 	    .protect = q->protect.v,
 	    .fds = q->map,
 	    .groups = t->groups,
-	    .filter = filter ? u->s->cmd_filter.insns : NULL,
+	    .filter = filter ? filter->insns : NULL,
 	    .cwd_fd = t->cwd_fd,
 	    .stub_ctl_fd = -1,
 	    .own_exec_fd = tg->exec_fd_is_target || tg->exec_fd == AT_FDCWD ? -1 : tg->exec_fd,

@@ -95,9 +95,10 @@ static const struct rd_sandbox_preset *spare_preset(struct sup *u)
 	/* Without inotify (or its limits reached), every masked path is looked up at each use. */
 	if (rd_mask_watch_init(&sp->watch, sp->preset_masks.v, sp->preset_masks.n) == 0)
 		sp->preset.watch = &sp->watch;
-	if (!rd_box_is(&box, RD_BOX_SECCOMP, RD_SECCOMP_NONE)) {
-		sp->preset.filter = u->s->cmd_filter.insns;
-		sp->preset.filter_len = u->s->cmd_filter.len;
+	const struct rd_bpf *filter = rd_cmd_filter(u->s, &box);
+	if (filter) {
+		sp->preset.filter = filter->insns;
+		sp->preset.filter_len = filter->len;
 	}
 	return sp->preset_unfit ? NULL : &sp->preset;
 }

@@ -24,7 +24,8 @@ struct rd_session {
 	int stub_fd;   /* O_RDONLY of runnerd-stub, injected into every caller */
 	int zygote_fd; /* O_RDONLY of runnerd-zygote until it is started; -1: runnerd forks
 	                * sandboxes */
-	struct rd_bpf cmd_filter; /* the commands' seccomp profile ("default") */
+	/* The commands' seccomp profiles: "default" (user namespaces allowed), "strict". */
+	struct rd_bpf cmd_filter, cmd_filter_strict;
 	struct rd_agent agent;
 	/* The variables stripped as secrets at the agent's start ("NAME=value"): a command's
 	 * variable that holds one of their values is stripped too (policy/envpolicy.h). */
@@ -61,6 +62,15 @@ struct rd_session {
 	/* Every directory where control sockets live: masked in every command's sandbox. */
 	char *control_dirs[RD_CONTROL_DIRS];
 };
+
+/* The seccomp profile of a command with this box, or NULL ("none"). */
+static inline const struct rd_bpf *rd_cmd_filter(const struct rd_session *s,
+                                                 const struct rd_box_opts *box)
+{
+	return rd_box_is(box, RD_BOX_SECCOMP, RD_SECCOMP_NONE)     ? NULL
+	       : rd_box_is(box, RD_BOX_SECCOMP, RD_SECCOMP_STRICT) ? &s->cmd_filter_strict
+	                                                           : &s->cmd_filter;
+}
 
 /* The signals the supervisor takes through a signalfd: SIGCHLD, and those it forwards to the
  * agent. The caller blocks them before it starts the agent, so that none is lost. */

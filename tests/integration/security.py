@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -508,14 +509,46 @@ PTRACE = ("import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
           "r = libc.ptrace(0, 0, 0, 0); print(r, ctypes.get_errno())")
 
 
+SETNS = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+         "r = libc.setns(os.open('/proc/self/ns/mnt', os.O_RDONLY), 0)\n"
+         "print('setns', r, ctypes.get_errno())\n")
+
+
 def test_seccomp(tmp):
-    prof = write_profile(tmp, "sc", {"default": "allow", "rules": [
-        {"match": {"args": ["-c", "*TRACEME_NONE*"]}, "action": "allow", "seccomp": "none"}]})
+    """The commands' seccomp profile. By default a command may make a sandbox of its own
+    (bubblewrap, as Codex and Claude Code run it): a user namespace, and namespaces and mounts
+    below it; what the kernel locks in it keeps the masks and the read-only view; as root, the
+    kernel (5.12 and later) lets no such namespace map uid 0 without CAP_SETFCAP, which a command
+    never has. "strict" refuses namespaces; "none" lifts the profile."""
+    secret = os.path.join(tmp, "store", "key")
+    os.makedirs(os.path.dirname(secret))
+    with open(secret, "w") as f:
+        f.write(CANARY)
+    setns = os.path.join(tmp, "setns.py")
+    with open(setns, "w") as f:
+        f.write(SETNS)
+    prof = write_profile(tmp, "sc", {"default": "allow", "mask": [secret], "rules": [
+        {"match": {"args": ["-c", "*TRACEME_NONE*"]}, "action": "allow", "seccomp": "none"},
+        {"match": {"args": ["-c", "*STRICT*"]}, "action": "allow", "seccomp": "strict"}]})
+    nested = ("umount %s 2>/dev/null; echo umount=$?; "
+              "mount -o remount,rw / 2>/dev/null; echo remount=$?; "
+              "(echo x > /etc/rd-nested) 2>/dev/null && echo etc=written || echo etc=refused; "
+              "echo mask=[$(cat %s)]" % (secret, secret))
     script = "\n".join([
         "%s -c '%s'" % (sys.executable, PTRACE),
         "%s -c '%s #TRACEME_NONE'" % (sys.executable, PTRACE),
         "unshare -U true 2>/dev/null; echo unshare=$?",
-        "sh -c 'sh -c \"exit 6\"'; echo nested=$?",
+        "sh -c 'unshare -U true 2>/dev/null; echo strict=$? #STRICT'",
+        "unshare -Urm sh -c '%s' 2>/dev/null; echo nested=$?" % nested,
+        "unshare -Urm %s %s" % (sys.executable, setns),
+        "%s %s" % (sys.executable, setns),
+        "sh -c 'sh -c \"exit 6\"'; echo forks=$?",
+        "cp /bin/true %s/suid && chmod 4755 %s/suid 2>/dev/null; echo chmod=$?" % (tmp, tmp),
+        "chmod g+s %s/suid 2>/dev/null; echo chmodg=$?" % tmp,
+        "install -m 2755 /bin/true %s/sgid 2>/dev/null; echo install=$?" % tmp,
+        "%s -c 'import os; os.open(\"%s/suid-open\", os.O_CREAT | os.O_WRONLY, 0o4755)' "
+        "2>/dev/null; echo open=$?" % (sys.executable, tmp),
+        "chmod 700 %s/suid; echo plain=$?" % tmp,
     ])
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
                          capture_output=True, text=True, timeout=60)
@@ -523,10 +556,30 @@ def test_seccomp(tmp):
     check("seccomp: ptrace fails with EPERM inside a command (default profile)",
           lines[:1] == ["-1 1"], out.stdout + out.stderr)
     check("seccomp: a rule with seccomp none lifts it", lines[1:2] == ["0 0"], out.stdout)
-    check("seccomp: a command cannot create namespaces (unshare -U)", "unshare=1" in lines,
+    check("seccomp: a command may make a user namespace (unshare -U)", "unshare=0" in lines,
+          out.stdout + out.stderr)
+    check("seccomp: strict refuses it", "strict=1" in lines, out.stdout)
+    check("seccomp: setns fails with EPERM, also inside a namespace of the command's own",
+          lines.count("setns -1 1") == (1 if os.getuid() == 0 else 2), out.stdout)
+    if os.getuid() == 0:
+        check("seccomp: as root, a command's user namespace cannot map uid 0",
+              "nested=1" in lines and "umount=" not in out.stdout, out.stdout)
+    else:
+        check("seccomp: in a namespace of its own, a command cannot unmount a mask, remount "
+              "the view writable, or write /etc",
+              ["umount=32", "remount=32", "etc=refused", "mask=[]", "nested=0"] ==
+              [l for l in lines if l.split("=")[0] in
+               ("umount", "remount", "etc", "mask", "nested")], out.stdout + out.stderr)
+    check("seccomp: ordinary forks and execs inside still work", "forks=6" in lines,
           out.stdout)
-    check("seccomp: ordinary forks and execs inside still work", "nested=6" in lines,
-          out.stdout)
+    check("seccomp: /etc is untouched", not os.path.exists("/etc/rd-nested"))
+    made = [n for n in os.listdir(tmp) if n.startswith(("suid", "sgid"))
+            and os.stat(os.path.join(tmp, n)).st_mode & (stat.S_ISUID | stat.S_ISGID)]
+    check("seccomp: a command makes no file setuid or setgid (chmod, install, open)",
+          ["chmod=1", "chmodg=1", "install=1", "open=1"] ==
+          [l for l in lines if l.split("=")[0] in ("chmod", "chmodg", "install", "open")]
+          and not made, out.stdout + " made: %s" % made)
+    check("seccomp: other modes still change", "plain=0" in lines, out.stdout)
 
 
 def test_network_timeout(tmp):
