@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Codex end to end: the real CLI from npm, run as its users run it,
 
-    runnerd --profile codex -- codex exec --skip-git-repo-check -s danger-full-access PROMPT
+    runnerd --profile codex -- codex exec --skip-git-repo-check [-s MODE] PROMPT
 
 against a loopback stand-in of the OpenAI Responses API (responses_api.py). CODEX_HOME is a
 directory of the test's, whose config.toml points openai_base_url at the stand-in (Codex 0.169.0
@@ -20,11 +20,14 @@ a JavaScript "exec" tool that calls the others); analytics off (else it posts to
 ab.chatgpt.com); features.plugins off (else it fetches from github.com, api.github.com and
 chatgpt.com). Measured through the stand-in as the session's HTTPS_PROXY.
 
-Not covered: Codex's own sandbox (the default, -s workspace-write or read-only). It wraps each
-command in bubblewrap, which needs a new user namespace, and runnerd's seccomp profile for
-commands refuses that (unshare/clone with CLONE_NEWUSER), so under runnerd the command would
-fail; -s danger-full-access leaves the sandboxing to runnerd. codex exec asks for no approval
-(its default policy there is "never").
+Each session is run in three of Codex's sandbox modes: its default for codex exec (read-only)
+and workspace-write, where it wraps each command in bubblewrap (a user namespace of the command's
+own, which runnerd's default seccomp profile allows: the exec runnerd traps is bwrap's, and the
+command's bash runs inside both sandboxes), and danger-full-access, which leaves the sandboxing
+to runnerd. As root the first two are not run: the kernel lets no command's user namespace map
+uid 0 (it takes CAP_SETFCAP, which a command never has; docs/threat-model.md), so bubblewrap
+fails there, as it does in an unprivileged container. codex exec asks for no approval (its
+default policy there is "never").
 
 The agent's environment has canary secrets (AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, and
 CODEX_API_KEY itself, the agent's own key, which Codex passes on to its commands) and the home
@@ -91,7 +94,12 @@ def session_env(tmp, n, api, home):
     return env
 
 
-def test_codex(tmp):
+# Codex's sandbox modes, as given to codex exec; the first is its default.
+MODES = [("read-only", []), ("workspace-write", ["-s", "workspace-write"]),
+         ("danger-full-access", ["-s", "danger-full-access"])]
+
+
+def test_codex(tmp, mode):
     codex = agentrun.npm_bin("codex", PACKAGE, "codex")
     home = pwd.getpwuid(os.getuid()).pw_dir
     ws = os.path.join(tmp, "workspace")
@@ -102,7 +110,7 @@ def test_codex(tmp):
         common.skip_part("~/%s exists already: the file canary is left out" % MASKED)
     file_canary = FILE_CANARY if planted.planted else None
     try:
-        argv = [codex, "exec", "--skip-git-repo-check", "-s", "danger-full-access", PROMPT]
+        argv = [codex, "exec", "--skip-git-repo-check"] + mode + [PROMPT]
         runs = agentrun.sessions(tmp, ws, api, argv, "codex",
                                  lambda n: session_env(tmp, n, api, home),
                                  lambda api: api.tool_outputs)
@@ -143,7 +151,19 @@ def test_codex(tmp):
 def main():
     common.require_runnerd()
     agentrun.npm_bin("codex", PACKAGE, "codex")
-    sys.exit(common.run_tests([test_codex], "rd-e2e-codex-", enter=False))
+    tests = []
+    for name, mode in MODES:
+        if mode[1:] != ["danger-full-access"] and os.getuid() == 0:
+            print("== -s %s: not run as root (bubblewrap cannot map uid 0 in a command's user "
+                  "namespace)" % name)
+            continue
+
+        def test(tmp, name=name, mode=mode):
+            print("== codex exec, sandbox %s" % name)
+            test_codex(tmp, mode)
+        test.__name__ = "test_codex " + name
+        tests.append(test)
+    sys.exit(common.run_tests(tests, "rd-e2e-codex-", enter=False))
 
 
 if __name__ == "__main__":
