@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Claude Code end to end: the real CLI from npm, run as its users run it,
 
-    runnerd --profile claude -- claude -p PROMPT --allowedTools Bash
+    runnerd --profile claude -- claude -p PROMPT --allowedTools Bash [--settings SANDBOX_ON]
 
 against a loopback stand-in of the Anthropic Messages API (messages_api.py). The stand-in
 answers the first request with a Bash tool_use whose command prints its environment and a
@@ -16,6 +16,12 @@ sent its own key; the result reached the model; nothing went elsewhere than the 
 is also the session's HTTPS_PROXY, and records what is sent through it). The same session
 without runnerd is the control: there, the canaries do reach the command. Printed only: the
 execs runnerd trapped per session, and the session's wall time with and without runnerd.
+
+Each session is run with Claude Code's own sandbox off (its default) and on (settings
+"sandbox": {"enabled": true}: it runs each command in bubblewrap, with socat bridging its
+network proxy; both run as runnerd's commands, the command's bash inside both sandboxes). As
+root only with it off: the kernel lets no command's user namespace map uid 0 (it takes
+CAP_SETFCAP, which a command never has; docs/threat-model.md), so bubblewrap fails there.
 
 Environment: RUNNERD, NPM_AGENTS (where tests/e2e/npm-agents.sh installed the CLI: make test
 does), RUNNERD_MUST_WORK. Run as root and, by unprivileged.sh, as an unprivileged user.
@@ -64,7 +70,10 @@ def session_env(tmp, n, api, home):
     return env
 
 
-def test_claude(tmp):
+SANDBOX_ON = json.dumps({"sandbox": {"enabled": True}})
+
+
+def test_claude(tmp, sandbox):
     claude = agentrun.npm_bin("claude", PACKAGE, "claude")
     home = pwd.getpwuid(os.getuid()).pw_dir
     ws = os.path.join(tmp, "workspace")
@@ -76,6 +85,8 @@ def test_claude(tmp):
     file_canary = FILE_CANARY if planted.planted else None
     try:
         argv = [claude, "-p", PROMPT, "--allowedTools", "Bash"]
+        if sandbox:
+            argv += ["--settings", SANDBOX_ON]
         runs = agentrun.sessions(tmp, ws, api, argv, "claude",
                                  lambda n: session_env(tmp, n, api, home),
                                  lambda api: api.tool_results)
@@ -100,6 +111,10 @@ def test_claude(tmp):
           not any(r["headers"].get("authorization") for r in msgs), "")
     agentrun.check_command(under, plain, CANARY_ENV, file_canary)
     execs = agentrun.command_execs(under, "ANTHROPIC_API_KEY")
+    if sandbox:
+        check("runnerd: Claude Code's sandbox is on (its socat bridge ran, as a command)",
+              any(os.path.basename(e.get("resolved") or "") == "socat"
+                  and e.get("action") == "allow" for e in execs), json.dumps(execs)[:2000])
     starts = [e for e in under["audit"] if e.get("event") == "session_start"]
     check("runnerd: the audit's session is claude's",
           len(starts) == 1 and starts[0].get("profile") == "claude"
@@ -110,7 +125,19 @@ def test_claude(tmp):
 def main():
     common.require_runnerd()
     agentrun.npm_bin("claude", PACKAGE, "claude")
-    sys.exit(common.run_tests([test_claude], "rd-e2e-claude-", enter=False))
+    tests = []
+    for sandbox in (False, True):
+        if sandbox and os.getuid() == 0:
+            print("== sandbox on: not run as root (bubblewrap cannot map uid 0 in a command's "
+                  "user namespace)")
+            continue
+
+        def test(tmp, sandbox=sandbox):
+            print("== claude -p, its sandbox %s" % ("on" if sandbox else "off"))
+            test_claude(tmp, sandbox)
+        test.__name__ = "test_claude sandbox " + ("on" if sandbox else "off")
+        tests.append(test)
+    sys.exit(common.run_tests(tests, "rd-e2e-claude-", enter=False))
 
 
 if __name__ == "__main__":
