@@ -94,15 +94,19 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 	    {"--template", 4},     {"--config-env", 4},  {"--exec-path", 4},
 	    {"--extcmd", 4},       {"--git-dir", 4},     {"--work-tree", 4},
 	    {"--namespace", 4},    {"--tree-filter", 4}, {"--index-filter", 4},
-	    {"--smtp-server", 4},
+	    {"--smtp-server", 4},  {"--config", 5},      {"--open-files-in-pager", 4},
 	};
 	/* Subcommands that run a command they are given. */
 	static const char *const runs[] = {"filter-branch", "submodule", "bisect",
 	                                   "difftool",      "mergetool", "send-email"};
-	/* Short options that name a program, by subcommand. */
+	/* Short options that name a program or a configuration value, by subcommand; also
+	 * bundled with others ("-qc", "-nO"), and refused too where the letter is only in an
+	 * attached argument. */
 	static const struct {
-		const char *sub, *opt;
-	} shorts[] = {{"clone", "-u"}, {"ls-remote", "-u"}, {"rebase", "-x"}, {"difftool", "-x"}};
+		const char *sub;
+		char opt;
+	} shorts[] = {{"clone", 'u'},  {"clone", 'c'},    {"ls-remote", 'u'},
+	              {"rebase", 'x'}, {"difftool", 'x'}, {"grep", 'O'}};
 	const char *sub = NULL;
 	for (size_t i = 1; i < argc && argv[i]; i++) {
 		const char *a = argv[i];
@@ -120,11 +124,16 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 					       "another repository (--receive-pack, --upload-pack, "
 					       "--exec, "
 					       "--template, --config-env, --exec-path, --git-dir, "
-					       "--work-tree, --extcmd, …, or a prefix of one)";
+					       "--work-tree, --extcmd, --config, "
+					       "--open-files-in-pager, …, "
+					       "or a prefix of one)";
 		for (size_t k = 0; sub && k < ARRAY_SIZE(shorts); k++)
-			if (strcmp(sub, shorts[k].sub) == 0 && strncmp(a, shorts[k].opt, 2) == 0)
-				return "git's short options that name a program to run (clone -u, "
-				       "ls-remote -u, rebase -x, difftool -x)";
+			if (strcmp(sub, shorts[k].sub) == 0 && a[0] == '-' && a[1] != '-' &&
+			    strchr(a + 1, shorts[k].opt))
+				return "git's short options that name a program to run or set a "
+				       "configuration value (clone -u and -c, ls-remote -u, rebase "
+				       "-x, "
+				       "difftool -x, grep -O)";
 		if (!sub && a[0] != '-') {
 			sub = a;
 			for (size_t k = 0; k < ARRAY_SIZE(runs); k++)

@@ -263,6 +263,16 @@ static void test_grants(void **state)
 	    {V("git", "clone", "-u", "sh", "x"), true},
 	    {V("git", "clone", "--template=/tmp/t", "x"), true},
 	    {V("git", "log", "--", "--exec"), false},
+	    {V("git", "clone", "-c", "core.sshCommand=sh", "x"), true},
+	    {V("git", "clone", "-qc", "core.sshCommand=sh", "x"), true},
+	    {V("git", "clone", "--config=core.sshCommand=sh", "x"), true},
+	    {V("git", "clone", "--conf", "core.sshCommand=sh", "x"), true},
+	    {V("git", "grep", "-O", "x"), true},
+	    {V("git", "grep", "-nOsh", "x"), true},
+	    {V("git", "grep", "--open-files-in-pager=sh", "x"), true},
+	    {V("git", "grep", "-n", "x"), false},
+	    {V("git", "rebase", "-ix", "sh", "main"), true},
+	    {V("git", "clone", "-q", "x"), false},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
 		size_t n = 0;
