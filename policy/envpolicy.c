@@ -90,12 +90,17 @@ struct level_lists {
 	size_t n_allow;
 	const struct rd_strv *rule_deny;
 	const struct rd_strv *profile_deny;
+	/* env.hard_deny applies: to the agent, and to a command a rule grants a secret. It stops
+	 * code injection into a process that holds secrets; a command that holds none gains
+	 * nothing from it that its own shell line could not do. */
+	bool hard;
 };
 
 static void level_lists(const struct rd_env_config *cfg, const struct rd_profile *prof,
                         enum rd_env_level level, const struct rd_rule *rule, struct level_lists *l)
 {
 	memset(l, 0, sizeof(*l));
+	l->hard = level != RD_ENV_COMMAND || (rule && rule->grants_secret);
 	if (level == RD_ENV_COMMAND) {
 		if (rule)
 			l->allow[l->n_allow++] = (struct allow_src){&rule->env_allow, RD_ENV_RULE};
@@ -116,7 +121,7 @@ static void decide(const struct rd_env_config *cfg, const struct level_lists *l,
 {
 	const char *p;
 	v->passed = false;
-	if ((p = match_any(&cfg->hard_deny, name))) {
+	if (l->hard && (p = match_any(&cfg->hard_deny, name))) {
 		v->reason = RD_ENV_DENIED_HARD;
 	} else if (rd_env_is_internal(name, strlen(name))) {
 		v->reason = RD_ENV_INTERNAL;

@@ -130,6 +130,13 @@ static const struct rd_rule rule_deny_all = {
 static const struct rd_rule rule_hard = {
     .index = 7,
     .env_allow = STRV("LD_PRELOAD", "PERL5OPT", "LD_*", "GCONV_PATH"),
+    .grants_secret = true,
+};
+
+/* The same lists in a rule that grants no secret: env.hard_deny is not applied. */
+static const struct rd_rule rule_hard_nogrant = {
+    .index = 8,
+    .env_allow = STRV("LD_PRELOAD", "PERL5OPT", "LD_*", "GCONV_PATH"),
 };
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -316,7 +323,7 @@ static const struct env_case
                         STRIP("CLAUDE_CODE_USE_BEDROCK=1", NOT_ALLOWED),
                         STRIP("CLAUDE_CODE_OAUTH_TOKEN=tok", DENIED_SECRET),
                         PASSP("LC_ALL=C", BASE, "LC_*"),
-                        STRIPP("LD_PRELOAD=/evil.so", DENIED_HARD, "LD_PRELOAD"),
+                        STRIP("LD_PRELOAD=/evil.so", NOT_ALLOWED),
                         PASS("JRUN_TASK_ID=42", INTERNAL),
                         STRIP("RANDOM_THING=1", NOT_ALLOWED),
                     },
@@ -486,7 +493,7 @@ static const struct env_case
                         STRIPP("LANG=C.UTF-8", DENIED_RULE, "*"),
                         PASS("JRUN_ID=1", INTERNAL),
                         PASS("RUNNERD_SESSION=s", INTERNAL),
-                        STRIPP("LD_PRELOAD=/x.so", DENIED_HARD, "LD_PRELOAD"),
+                        STRIPP("LD_PRELOAD=/x.so", DENIED_RULE, "*"),
                         STRIP("NOEQ", MALFORMED),
                         STRIP("PATH=/again", DUPLICATE),
                     },
@@ -508,7 +515,7 @@ static const struct env_case
                     },
             },
             {
-                .name = "hard deny beats every command allow",
+                .name = "hard deny beats every command allow, in a rule that grants a secret",
                 .cfg = &cfg_default,
                 .prof = &prof_hard,
                 .level = RD_ENV_COMMAND,
@@ -522,6 +529,20 @@ static const struct env_case
                         STRIPP("GCONV_PATH=/x", DENIED_HARD, "GCONV_PATH"),
                         STRIPP("PYTHONSTARTUP=/x", DENIED_HARD, "PYTHONSTARTUP"),
                         PASSP("LD_BIND_NOW=1", RULE, "LD_*"),
+                    },
+            },
+            {
+                .name = "a command granted no secret: hard deny does not apply, allows decide",
+                .cfg = &cfg_default,
+                .prof = &prof_hard,
+                .level = RD_ENV_COMMAND,
+                .rule = &rule_hard_nogrant,
+                .items =
+                    {
+                        PASSP("LD_PRELOAD=/x.so", RULE, "LD_PRELOAD"),
+                        PASSP("PERL5OPT=-Mx", RULE, "PERL5OPT"),
+                        PASSP("GCONV_PATH=/x", RULE, "GCONV_PATH"),
+                        STRIP("PYTHONSTARTUP=/x", NOT_ALLOWED),
                     },
             },
             {
