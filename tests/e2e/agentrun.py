@@ -1,20 +1,21 @@
 """What the end-to-end tests of the agent CLIs share: the pinned CLI as npm-agents.sh installed
 it, a canary file in the home, one session run and its audit log, and the canaries found in a
-text. Each CLI's test (claude.py, codex.py) says what differs: its API's stand-in, its argv,
-its environment, and the checks that name its own key and programs."""
+text. Each CLI's test (claude.py, codex.py, gemini.py) says what differs: its API's stand-in,
+its argv, its environment, and the checks that name its own key and programs."""
 import json
 import os
+import re
 import statistics
 import subprocess
 import time
 
 import common
 
-COMMAND_TEMPLATE = ('echo "== env"; env; echo "== file=[$(cat ~/%s 2>&1)]"; '
-                    'echo MARKER-$((6*7))')
-MARKER = "MARKER-42"
 MASKED = ".aws/credentials"  # under the home; runner.json masks ~/.aws
-COMMAND = COMMAND_TEMPLATE % MASKED
+# No command substitution ($(...), backticks): Gemini CLI refuses to run a command with one.
+COMMAND = ('echo "== env"; env; echo "== file=["; cat ~/%s 2>&1; echo "]"; '
+           'printf MARKER-; expr 6 \\* 7') % MASKED
+MARKER = "MARKER-42"
 PROMPT = "Run the command that prints the environment, then tell me what it printed."
 SESSION_TIMEOUT = 60
 
@@ -168,13 +169,15 @@ def check_command(under, plain, canary_env, file_canary):
 
 
 def command_execs(under, key):
-    """The audit's execs, and that of the command (bash running COMMAND), checked: allowed, not
-    by the agent's own process, key not passed to it."""
+    """The audit's execs, and that of the command (bash running COMMAND, or the agent's own
+    sandbox, bwrap, running it: what runs inside a sandbox is not trapped), checked: allowed,
+    not by the agent's own process, key not passed to it."""
     check = common.check
     execs = [e for e in under["audit"] if e.get("event") == "exec"]
-    ran = [e for e in execs if os.path.basename(e.get("resolved") or "") in ("bash", "sh", "dash")
-           and any("MARKER-$((6*7))" in a for a in e.get("argv", []))]
-    check("runnerd: the audit has the command's exec (bash, allowed, not the agent)",
+    ran = [e for e in execs
+           if os.path.basename(e.get("resolved") or "") in ("bash", "sh", "dash", "bwrap")
+           and any("printf MARKER-" in a for a in e.get("argv", []))]
+    check("runnerd: the audit has the command's exec (bash or bwrap, allowed, not the agent)",
           len(ran) == 1 and ran[0].get("action") == "allow" and not ran[0]["caller_is_agent"],
           json.dumps(execs)[:2000])
     if ran:
@@ -185,9 +188,23 @@ def command_execs(under, key):
     return execs
 
 
+def env_names(run):
+    """The names of the variables the command listed (between "== env" and "== file")."""
+    text = "\n".join(run["results"])
+    listed = text.split("== env", 1)[-1].split("== file", 1)[0]
+    return {l.split("=", 1)[0] for l in listed.splitlines()
+            if re.match(r"[A-Za-z_][A-Za-z0-9_]*=", l)}
+
+
 def report(runs, execs):
-    """Printed only: the execs trapped per session and the wall times; and every timed
-    session exits 0."""
+    """Printed only: the execs trapped per session, the variables the command received without
+    runnerd but not with it (docs/profiles.md says why each is stripped), and the wall times;
+    and every timed session exits 0."""
+    plain, under = env_names(runs["plain"][0]), env_names(runs["runnerd"][0])
+    print("variables the command gets without runnerd, not with it: %s" %
+          (" ".join(sorted(plain - under)) or "none"))
+    print("variables the command gets with runnerd only: %s" %
+          (" ".join(sorted(under - plain)) or "none"))
     counts = [sum(1 for e in r["audit"] if e.get("event") == "exec") for r in runs["runnerd"]]
     print("execs trapped per session: %s (the first: %s)" % (
         counts, ", ".join("%s %s %s" % (e.get("action"),

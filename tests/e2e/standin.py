@@ -1,7 +1,8 @@
-"""What the loopback stand-ins of the vendors' APIs share (messages_api.py, responses_api.py):
-a threaded HTTP server on 127.0.0.1 and a free port that records every request, answers 404
-with the API's own error body for a path it does not know, and, as the client's HTTPS_PROXY
-and HTTP_PROXY, records and refuses (403) every request meant for elsewhere.
+"""What the loopback stand-ins of the vendors' APIs share (messages_api.py, responses_api.py,
+gemini_api.py): a threaded HTTP server on 127.0.0.1 and a free port that records every
+request, answers 404 with the API's own error body for a path it does not know, and, as the
+client's HTTPS_PROXY and HTTP_PROXY, records and refuses (403) every request meant for
+elsewhere.
 
 Python 3 standard library only."""
 import json

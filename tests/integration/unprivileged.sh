@@ -41,7 +41,7 @@ chmod 755 "$work"
 # The agent CLIs of the end-to-end tests, where they are if the user can run them there (they
 # are large), else copied.
 agents=$build/npm-agents
-clis="claude codex" # npm-agents.sh installs each into $agents/CLI
+clis="claude codex gemini" # npm-agents.sh installs each into $agents/CLI
 runnable=1
 for cli in $clis; do
 	[ -f "$agents/$cli/.installed" ] &&
