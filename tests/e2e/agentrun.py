@@ -107,12 +107,31 @@ def describe_requests(requests):
 TIMED_RUNS = 3  # sessions timed with and without runnerd (the first of each is also checked)
 
 
+def protecting_config(tmp):
+    """The shipped configuration, with $NPM_AGENTS protected: a user's agent CLI lies where
+    commands cannot write (a global npm install), and runnerd runs an agent program that lies
+    in a writable root (a clone under /tmp) as a command. Written into tmp."""
+    shipped = os.path.join(os.path.dirname(os.path.realpath(common.RUNNERD)), "..", "etc",
+                           "runnerd", "runner.json")
+    with open(shipped) as f:
+        cfg = json.load(f)
+    cfg["profiles_dir"] = os.path.join(os.path.dirname(os.path.abspath(shipped)),
+                                       cfg["profiles_dir"])
+    cfg["sandbox"]["protect"] = (cfg["sandbox"].get("protect", []) +
+                                 [os.path.abspath(os.environ["NPM_AGENTS"])])
+    path = os.path.join(tmp, "runner.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    return path
+
+
 def sessions(tmp, cwd, api, argv, profile, session_env, results):
     """Each kind of session ("plain", "runnerd": the same argv under runnerd --profile profile,
     with an audit log) TIMED_RUNS times, alternating: for each, its status, output, time, and
     what the stand-in api recorded (results(api): what the tool returned to the model).
     session_env(n) is the environment of session n."""
     runs = {"plain": [], "runnerd": []}
+    config = protecting_config(tmp)
     n = 0
     for _ in range(TIMED_RUNS):
         for kind in ("plain", "runnerd"):
@@ -120,7 +139,8 @@ def sessions(tmp, cwd, api, argv, profile, session_env, results):
             api.reset()
             env = session_env(n)
             audit = os.path.join(tmp, "audit-%d.jsonl" % n)
-            a = common.runnerd_cmd(profile, argv, audit=audit) if kind == "runnerd" else argv
+            a = (common.runnerd_cmd(profile, argv, config=config, audit=audit)
+                 if kind == "runnerd" else argv)
             status, out, err, secs = run_session(a, env, cwd)
             with api.lock:
                 rec = {"status": status, "out": out, "err": err, "secs": secs,
