@@ -702,8 +702,8 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 {
 	static const char *const root_keys[] = {"version", "name",     "description",
 	                                        "agent",   "commands", NULL};
-	static const char *const agent_keys[] = {"env_allow", "extra_env", "programs",
-	                                         "interpreter_options", NULL};
+	static const char *const agent_keys[] = {"env_allow",           "extra_env", "programs",
+	                                         "interpreter_options", "self_exec", NULL};
 	static const char *const cmd_keys[] = {"default", "env_allow", "env_deny", "rules", NULL};
 
 	struct rd_error local = {0};
@@ -758,6 +758,8 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 			}
 			(void)get_strv(&c, agent, agp, "interpreter_options", false, RD_GLOB_ARG,
 			               &out->agent_interp_opts);
+			(void)get_strv(&c, agent, agp, "self_exec", false, RD_GLOB_ARG,
+			               &out->agent_self_exec);
 		}
 		json_t *cmds = get_object(&c, root, "", "commands", true, cp, sizeof(cp));
 		if (cmds) {

@@ -61,14 +61,6 @@ struct allow_src {
 	enum rd_env_reason reason;
 };
 
-static const char *match_any(const struct rd_strv *l, const char *name)
-{
-	for (size_t i = 0; l && i < l->n; i++)
-		if (rd_glob_match(l->v[i], name))
-			return l->v[i];
-	return NULL;
-}
-
 static const char *match_exact(const struct rd_strv *l, const char *name)
 {
 	for (size_t i = 0; l && i < l->n; i++)
@@ -121,14 +113,14 @@ static void decide(const struct rd_env_config *cfg, const struct level_lists *l,
 {
 	const char *p;
 	v->passed = false;
-	if (l->hard && (p = match_any(&cfg->hard_deny, name))) {
+	if (l->hard && (p = rd_glob_match_any(&cfg->hard_deny, name))) {
 		v->reason = RD_ENV_DENIED_HARD;
 	} else if (rd_env_is_internal(name, strlen(name))) {
 		v->reason = RD_ENV_INTERNAL;
 		v->passed = true;
-	} else if ((p = match_any(l->rule_deny, name))) {
+	} else if ((p = rd_glob_match_any(l->rule_deny, name))) {
 		v->reason = RD_ENV_DENIED_RULE;
-	} else if ((p = match_any(l->profile_deny, name))) {
+	} else if ((p = rd_glob_match_any(l->profile_deny, name))) {
 		v->reason = RD_ENV_DENIED_PROFILE;
 	} else {
 		/* An exact name is an operator's deliberate grant: it alone beats the secret
@@ -140,7 +132,7 @@ static void decide(const struct rd_env_config *cfg, const struct level_lists *l,
 				v->pattern = p;
 				return;
 			}
-		if ((p = match_any(&cfg->deny, name))) {
+		if ((p = rd_glob_match_any(&cfg->deny, name))) {
 			v->reason = RD_ENV_DENIED_SECRET;
 		} else {
 			v->reason = RD_ENV_NOT_ALLOWED;
@@ -271,7 +263,7 @@ void rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char
 			memcpy(name, v->entry, v->name_len);
 			name[v->name_len] = '\0';
 		}
-		if (v->name_len < sizeof(name) && match_any(names, name)) {
+		if (v->name_len < sizeof(name) && rd_glob_match_any(names, name)) {
 			char *was = NULL;
 			for (size_t s = 0; start && start[s] && !was; s++)
 				if (strncmp(start[s], name, v->name_len) == 0 &&

@@ -1,4 +1,5 @@
 #include "policy/glob.h"
+#include "lib/strv.h"
 #include "lib/util.h"
 
 #include <ctype.h>
@@ -144,4 +145,12 @@ const char *rd_glob_check(const char *pat, enum rd_glob_kind kind)
 bool rd_glob_match(const char *pat, const char *s)
 {
 	return fnmatch(pat, s, 0) == 0;
+}
+
+const char *rd_glob_match_any(const struct rd_strv *l, const char *s)
+{
+	for (size_t i = 0; l && i < l->n; i++)
+		if (rd_glob_match(l->v[i], s))
+			return l->v[i];
+	return NULL;
 }

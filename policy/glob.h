@@ -22,6 +22,10 @@ const char *rd_glob_check(const char *pat, enum rd_glob_kind kind);
 
 bool rd_glob_match(const char *pat, const char *s);
 
+struct rd_strv;
+/* The first pattern of l (may be NULL) that matches s, or NULL. */
+const char *rd_glob_match_any(const struct rd_strv *l, const char *s);
+
 /* The length of the "${NAME}" a mask path starts with, else 0. */
 size_t rd_mask_var_len(const char *path);
 

@@ -24,6 +24,7 @@ void rd_profile_free(struct rd_profile *p)
 	rd_strv_free(&p->agent_extra_env);
 	rd_strv_free(&p->agent_programs);
 	rd_strv_free(&p->agent_interp_opts);
+	rd_strv_free(&p->agent_self_exec);
 	rd_strv_free(&p->commands_env_allow);
 	rd_strv_free(&p->commands_env_deny);
 	rd_box_free(&p->commands_box);

@@ -60,9 +60,13 @@ struct rd_profile {
 	/* The agent's own programs: an exec of one from the agent's tree runs as the agent
 	 * (runnerd/agent_path.h). Paths, absolute or "{package}/..." (the npm package the agent's
 	 * launcher lies in), globs allowed; and the options its interpreter may be given before
-	 * the agent's script when the agent starts it again ("--max-old-space-size=*"). */
+	 * the agent's script when the agent starts it again ("--max-old-space-size=*"). A program
+	 * that execs its own file again is the agent only with a first argument of self_exec
+	 * (Codex's "--codex-run-as-process-setup"): else a command line the model chose, run
+	 * through the agent, would be the agent too. */
 	struct rd_strv agent_programs;
 	struct rd_strv agent_interp_opts;
+	struct rd_strv agent_self_exec;
 	enum rd_action commands_default;
 	struct rd_strv commands_env_allow;
 	struct rd_strv commands_env_deny;

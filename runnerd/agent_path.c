@@ -122,37 +122,34 @@ int rd_agent_resolve_env_shebang(char **path, char ***argv, const char *path_env
 	return 0;
 }
 
-/* A file commands can write (in a writable root, not protected): a command could have put
- * its own code there, which the agent would then run unsandboxed. */
-static bool commands_write(const struct rd_view_paths *view, const char *real)
-{
-	for (size_t i = 0; i < view->n_protect; i++)
-		if (rd_path_within(real, view->protect[i]))
-			return false;
-	for (size_t i = 0; i < view->n_write; i++)
-		if (rd_path_within(real, view->write[i]))
-			return true;
-	return false;
-}
-
-/* 1: added; 0: no such file, or one already added; 2: left out, as commands can write it. */
-static int add_file(struct rd_agent_files *out, const struct rd_view_paths *view, const char *path)
+/* 1: added; 0: no such file, or one already added; 2: left out, as commands can write it.
+ * The path of each file added goes to paths. */
+static int add_file(struct rd_agent_files *out, const struct rd_view_paths *view, const char *path,
+                    struct rd_strv *paths)
 {
 	struct stat st;
 	char *real = realpath(path, NULL);
-	bool writable = real && commands_write(view, real);
-	free(real);
-	if (!real || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+	if (!real || stat(real, &st) < 0 || !S_ISREG(st.st_mode)) {
+		free(real);
 		return 0;
-	if (writable)
+	}
+	if (rd_view_writable_root(view, real)) {
+		free(real);
 		return 2;
+	}
 	for (size_t i = 0; i < out->n_files; i++)
-		if (out->files[i].dev == st.st_dev && out->files[i].ino == st.st_ino)
+		if (out->files[i].dev == st.st_dev && out->files[i].ino == st.st_ino) {
+			free(real);
 			return 0;
+		}
 	struct rd_file_id *f = realloc(out->files, (out->n_files + 1) * sizeof(*f));
-	if (!f)
+	if (!f) {
+		free(real);
 		return -ENOMEM;
+	}
 	out->files = f;
+	if (rd_strv_take(paths, real) < 0)
+		return -ENOMEM;
 	out->files[out->n_files++] = (struct rd_file_id){st.st_dev, st.st_ino};
 	return 1;
 }
@@ -169,9 +166,9 @@ __attribute__((format(printf, 2, 3))) static int note(struct rd_strv *notes, con
 
 int rd_agent_take_files(const char *launched, const char *run, const struct rd_profile *prof,
                         const struct rd_view_paths *view, struct rd_agent_files *out,
-                        struct rd_strv *notes)
+                        struct rd_strv *paths, struct rd_strv *notes)
 {
-	*out = (struct rd_agent_files){.interp_opts = &prof->agent_interp_opts};
+	*out = (struct rd_agent_files){0};
 	char *script = realpath(launched, NULL);
 	if (!script)
 		return 0; /* nothing to name: the launcher's exec will say why */
@@ -185,7 +182,7 @@ int rd_agent_take_files(const char *launched, const char *run, const struct rd_p
 	        ? interp
 	        : NULL;
 	struct stat st, sst;
-	if (in && commands_write(view, script))
+	if (in && rd_view_writable_root(view, script))
 		r = note(notes,
 		         "the agent's script %s lies where commands can write: its interpreter "
 		         "started on it again runs as a command",
@@ -193,6 +190,7 @@ int rd_agent_take_files(const char *launched, const char *run, const struct rd_p
 	else if (in && stat(in, &st) == 0 && stat(script, &sst) == 0) {
 		out->interp = (struct rd_file_id){st.st_dev, st.st_ino};
 		out->script = (struct rd_file_id){sst.st_dev, sst.st_ino};
+		r = rd_strv_add(paths, script);
 	}
 	/* The package: the nearest directory above the script with a package.json. */
 	char *package = NULL;
@@ -227,7 +225,7 @@ int rd_agent_take_files(const char *launched, const char *run, const struct rd_p
 		int found = 0;
 		if (path && glob(path, GLOB_NOSORT, NULL, &g) == 0) {
 			for (size_t k = 0; r >= 0 && k < g.gl_pathc; k++) {
-				r = add_file(out, view, g.gl_pathv[k]);
+				r = add_file(out, view, g.gl_pathv[k], paths);
 				if (r > 0)
 					found++;
 				if (r == 2)

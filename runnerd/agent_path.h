@@ -26,12 +26,13 @@ int rd_agent_resolve_env_shebang(char **path, char ***argv, const char *path_env
  * interpreter, when launched is a "#!/usr/bin/env" script). Every file that prof's
  * agent.programs names ("{package}/..." from the nearest directory above the launcher that
  * holds a package.json, globs expanded); for a launcher that is a script, it and the
- * interpreter it runs in (not the launcher itself: python or bash would be every exec). A
- * file that lies where commands can write (view: a writable root, not protected) is left out:
- * a command could have put its own code there. A line for each file left out, and for each
- * entry that names no file, goes to notes. 0 or -ENOMEM. */
+ * interpreter it runs in (the interpreter only with the script: python or bash alone would be
+ * every exec). A file that lies where commands can write (view: a writable root, not
+ * protected) is left out: a command could have put its own code there. The path of each file taken
+ * (and of the script) goes to paths, for the views that must keep them read-only. A line for each
+ * file left out, and for each entry that names no file, goes to notes. 0 or -ENOMEM. */
 int rd_agent_take_files(const char *launched, const char *run, const struct rd_profile *prof,
                         const struct rd_view_paths *view, struct rd_agent_files *out,
-                        struct rd_strv *notes) _wur_;
+                        struct rd_strv *paths, struct rd_strv *notes) _wur_;
 
 #endif

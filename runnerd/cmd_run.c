@@ -222,6 +222,36 @@ static bool make_root(const char *home, const char *p)
 	return dir && top[n] && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Where the commands of any rule may write: the session's roots and every rule's own, with
+ * what stays read-only in all of them (the session's protected paths and the agent's files,
+ * which every rule's view keeps read-only too). Appended to write and protect. */
+static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *prof,
+                         const struct rd_view_paths *session, const struct rd_strv *agent_paths,
+                         struct rd_strv *write, struct rd_strv *protect)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < session->n_protect; i++)
+		r = rd_strv_add(protect, session->protect[i]);
+	for (size_t i = 0; r == 0 && i < agent_paths->n; i++)
+		r = rd_strv_add(protect, agent_paths->v[i]);
+	for (size_t i = 0; r == 0 && i < session->n_write; i++)
+		r = rd_strv_add(write, session->write[i]);
+	struct passwd *pw = getpwuid(getuid());
+	for (size_t i = 0; r == 0 && pw && i < prof->n_rules; i++) {
+		const struct rd_rule *rule = &prof->rules[i];
+		if (!rule->box.list[RD_BOX_WRITE].n)
+			continue;
+		struct rd_strv w = {0}, p = {0};
+		r = rd_rule_view_lists(cfg, prof, rule, protect->v, protect->n, pw->pw_dir,
+		                       getuid(), &w, &p);
+		for (size_t k = 0; r == 0 && k < w.n; k++)
+			r = rd_strv_add(write, w.v[k]);
+		rd_strv_free(&w);
+		rd_strv_free(&p);
+	}
+	return r;
+}
+
 /* Where commands may write (sandbox/view.h), for this session: the config's lists for this
  * user, and runnerd's own files read-only again if they lie in a writable root. A writable
  * root that is missing under the home is made when make_root says so, so that its tool finds
@@ -421,7 +451,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	                       .tty_fd = -1};
 	char *control_dir = NULL;
 	char **env = NULL;
-	struct rd_strv secrets = {0}, write = {0}, protect = {0};
+	struct rd_strv secrets = {0}, write = {0}, protect = {0}, agent_paths = {0},
+	               any_write = {0}, any_protect = {0};
 	char *workspace = NULL;
 	char *agent = NULL;
 	char **agent_argv = NULL;
@@ -463,11 +494,14 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		goto fail;
 	/* The agent's own programs, which run as the agent when it starts them. */
 	struct rd_strv notes = {0};
-	if (rd_agent_take_files(launched, agent, &prof, &s.view, &s.agent_files, &notes) < 0) {
+	if (rd_agent_take_files(launched, agent, &prof, &s.view, &s.agent_files, &agent_paths,
+	                        &notes) < 0 ||
+	    any_rule_view(&cfg, &prof, &s.view, &agent_paths, &any_write, &any_protect) < 0) {
 		rd_strv_free(&notes);
 		rd_error_set(&err, ENOMEM, "out of memory taking the agent's own programs");
 		goto fail;
 	}
+	s.any_rule = (struct rd_view_paths){any_write.v, any_write.n, any_protect.v, any_protect.n};
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
 	rd_strv_free(&notes);
@@ -592,6 +626,9 @@ out:
 	rd_strv_free(&secrets);
 	rd_strv_free(&write);
 	rd_strv_free(&protect);
+	rd_strv_free(&agent_paths);
+	rd_strv_free(&any_write);
+	rd_strv_free(&any_protect);
 	free(workspace);
 	free(agent);
 	for (char **a = agent_argv; a && *a; a++)

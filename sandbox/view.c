@@ -164,6 +164,32 @@ static int writable_tree(const char *path)
 	return r;
 }
 
+const char *rd_view_writable_root(const struct rd_view_paths *v, const char *path)
+{
+	for (size_t i = 0; i < v->n_protect; i++)
+		if (rd_path_within(path, v->protect[i]))
+			return NULL;
+	for (size_t i = 0; i < v->n_write; i++)
+		if (rd_path_within(path, v->write[i]))
+			return v->write[i];
+	return NULL;
+}
+
+bool rd_view_entry_replaceable(const struct rd_view_paths *v, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash || !rd_view_writable_root(v, path))
+		return false;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (!rd_view_writable_root(v, dir))
+		return false;
+	for (size_t i = 0; i < v->n_protect; i++)
+		if (rd_path_within(v->protect[i], path))
+			return false; /* bound on itself, on the way to v->protect[i] */
+	return true;
+}
+
 /* A protected path, read-only, and every directory between its writable root and it bound on
  * itself, so that none can be renamed or removed (a mount point cannot): else renaming .git
  * away and making a new one would leave .git/hooks read-only where no one looks. No symlink

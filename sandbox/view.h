@@ -26,6 +26,16 @@ struct rd_view_paths {
 	size_t n_protect;
 };
 
+/* The writable root of v that path (absolute, without symlinks) lies in, where commands can
+ * write it: not at or under a protected path. NULL if none. */
+const char *rd_view_writable_root(const struct rd_view_paths *v, const char *path);
+
+/* Whether a command could replace the directory entry path (absolute, its directory without
+ * symlinks): the directory is where commands can write, and the entry is neither protected nor
+ * one of the directories the view binds on themselves on the way to a protected path (a mount
+ * point cannot be renamed or removed). */
+bool rd_view_entry_replaceable(const struct rd_view_paths *v, const char *path);
+
 /* In a mount namespace of the caller's own (its mounts are changed): every mount private, so
  * that nothing mounted on the machine later reaches a sandbox, nor the other way; every mount
  * read-only but the writable roots of paths (each bound on itself, found without following a

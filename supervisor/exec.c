@@ -14,7 +14,9 @@
 #include "supervisor/masks.h"
 #include "supervisor/spare.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,19 +179,6 @@ static json_t *rule_json(const struct rd_rule *rule)
 	return rule ? json_integer((json_int_t)rule->index) : json_null();
 }
 
-/* The writable root that path (resolved) lies in, where commands can write (not under a
- * protected path); NULL if none, or if path is NULL. */
-static const char *writable_root(const struct rd_view_paths *v, const char *path)
-{
-	for (size_t i = 0; path && i < v->n_protect; i++)
-		if (rd_path_within(path, v->protect[i]))
-			return NULL;
-	for (size_t i = 0; path && i < v->n_write; i++)
-		if (rd_path_within(path, v->write[i]))
-			return v->write[i];
-	return NULL;
-}
-
 static bool agent_file(const struct rd_agent_files *a, dev_t dev, ino_t ino)
 {
 	for (size_t i = 0; i < a->n_files; i++)
@@ -198,31 +187,102 @@ static bool agent_file(const struct rd_agent_files *a, dev_t dev, ino_t ino)
 	return false;
 }
 
-/* One of the agent's own programs (supervisor.h, rd_agent_files): the file itself, or the
- * agent's interpreter given only the options the profile allows and then the agent's script
- * or an agent file (the agent starting itself again, as Gemini CLI does with a larger heap). Its
- * execs are the agent's: the call goes on with CONTINUE, which re-reads its arguments from the
- * caller's memory, which only the agent can write (the threat model trusts it with its own memory);
- * a sandboxed command's execs are never trapped, so none comes here. */
+/* Whether where path leads is fixed until the kernel walks it again (an agent exec goes on with
+ * CONTINUE, and an interpreter opens its script by name): no directory entry on the way,
+ * symlinks followed, is one a command could replace (v: where the commands of any rule
+ * write). A relative path starts at cwd (its path; NULL: unknown). */
+static bool walk_fixed(const struct rd_view_paths *v, const char *cwd, const char *path)
+{
+	char cur[PATH_MAX], rest[PATH_MAX], entry[PATH_MAX], target[PATH_MAX];
+	if ((path[0] != '/' && !cwd) ||
+	    snprintf(cur, sizeof(cur), "%s", path[0] == '/' ? "/" : cwd) >= (int)sizeof(cur) ||
+	    snprintf(rest, sizeof(rest), "%s", path) >= (int)sizeof(rest))
+		return false;
+	int links = 0;
+	for (char *p = rest; *p;) {
+		char *name = p + strspn(p, "/");
+		size_t n = strcspn(name, "/");
+		p = name + n;
+		if (n == 0 || (n == 1 && name[0] == '.'))
+			continue;
+		if (n == 2 && name[0] == '.' && name[1] == '.') {
+			char *up = strrchr(cur, '/');
+			up[up == cur] = '\0';
+			continue;
+		}
+		if (snprintf(entry, sizeof(entry), "%s/%.*s", strcmp(cur, "/") ? cur : "", (int)n,
+		             name) >= (int)sizeof(entry) ||
+		    rd_view_entry_replaceable(v, entry))
+			return false;
+		ssize_t len = readlink(entry, target, sizeof(target) - 1);
+		if (len < 0 && errno != EINVAL)
+			return false;
+		if (len < 0) { /* not a symlink */
+			memcpy(cur, entry, strlen(entry) + 1);
+			continue;
+		}
+		/* A symlink: its target, then what was left, from its directory or from "/". */
+		if (++links > 40 || (size_t)len + strlen(p) >= sizeof(rest))
+			return false;
+		memmove(rest + len, p, strlen(p) + 1);
+		memcpy(rest, target, (size_t)len);
+		if (target[0] == '/')
+			strcpy(cur, "/");
+		p = rest;
+	}
+	return true;
+}
+
+/* One of the agent's own programs (supervisor.h, rd_agent_files), started by the agent:
+ * - one of the files, by another program (codex.js starting Codex's binary), or by itself
+ *   again with a first argument of the profile's agent.self_exec (Codex's own helpers): a
+ *   command line the model chose, which an agent may run without a shell, is not the agent;
+ * - the agent's interpreter started by itself again, given only the options the profile
+ *   allows and then the agent's script or a file (Gemini CLI's larger heap);
+ * and reached by paths no command can change (walk_fixed). Its execs are the agent's: the
+ * call goes on with CONTINUE, which re-reads its arguments from the caller's memory, which
+ * only the agent can write (the threat model trusts it with its own memory), and walks the
+ * path again; a sandboxed command's execs are never trapped, so none comes here. */
 static bool agent_program(struct sup *u, struct req *q)
 {
 	const struct rd_agent_files *a = &u->s->agent_files;
-	if (agent_file(a, q->tg.dev, q->tg.ino))
-		return true;
-	if (!a->interp.ino || q->tg.dev != a->interp.dev || q->tg.ino != a->interp.ino)
+	const struct rd_profile *prof = u->s->prof;
+	bool file = agent_file(a, q->tg.dev, q->tg.ino);
+	bool interp = a->interp.ino && q->tg.dev == a->interp.dev && q->tg.ino == a->interp.ino;
+	if (!file && !interp)
 		return false;
+	char exe[64];
+	struct stat self;
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", q->t.tid);
+	if (stat(exe, &self) < 0)
+		return false;
+	bool again = self.st_dev == q->tg.dev && self.st_ino == q->tg.ino;
 	size_t i = 1, argc = q->strs.argc;
 	char *const *argv = q->strs.argv;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		bool ok = false;
-		for (size_t k = 0; !ok && a->interp_opts && k < a->interp_opts->n; k++)
-			ok = rd_glob_match(a->interp_opts->v[k], argv[i]);
-		if (!ok)
+	if (file && again && !(argc > 1 && rd_glob_match_any(&prof->agent_self_exec, argv[1])))
+		return false;
+	if (!file && !again)
+		return false;
+	for (; !file && i < argc && argv[i][0] == '-'; i++)
+		if (!rd_glob_match_any(&prof->agent_interp_opts, argv[i]))
 			return false;
-	}
 	struct rd_error err = {0};
+	char cwd_buf[PATH_MAX], link[64];
+	const char *cwd = NULL;
+	if (rd_task_cwd(&q->t, &err) == 0) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", q->t.cwd_fd);
+		ssize_t n = readlink(link, cwd_buf, sizeof(cwd_buf) - 1);
+		if (n > 0 && cwd_buf[0] == '/') {
+			cwd_buf[n] = '\0';
+			cwd = cwd_buf;
+		}
+	}
+	if (strcmp(q->path, "/proc/self/exe") != 0 && !walk_fixed(&u->s->any_rule, cwd, q->path))
+		return false;
+	if (file)
+		return true;
 	struct stat st;
-	if (i >= argc || (argv[i][0] != '/' && rd_task_cwd(&q->t, &err) < 0) ||
+	if (i >= argc || !walk_fixed(&u->s->any_rule, cwd, argv[i]) ||
 	    fstatat(argv[i][0] == '/' ? AT_FDCWD : q->t.cwd_fd, argv[i], &st, 0) < 0)
 		return false;
 	return (st.st_dev == a->script.dev && st.st_ino == a->script.ino) ||
@@ -259,7 +319,7 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	/* A rule that grants a secret: the program gets it, not what the caller would have it
 	 * run, nor a configuration the caller chose (docs/configuration.md, "Grants"). */
 	const char *root = rule && rule->grants_secret && !rule->sha256.n
-	                       ? writable_root(&u->s->view, q->tg.resolved)
+	                       ? rd_view_writable_root(&u->s->any_rule, q->tg.resolved)
 	                       : NULL;
 	if (root)
 		return refuse(
@@ -462,8 +522,8 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 		              "the caller's uid has no home directory in the password database, so "
 		              "~/ masks cannot be placed");
 	if (sup_masks_for(u, q->rule, home, &q->masks) < 0 ||
-	    rd_rule_view_lists(u->s->cfg, u->s->prof, q->rule, u->s->view.protect,
-	                       u->s->view.n_protect, home, q->t.inh.uid[0], &q->write,
+	    rd_rule_view_lists(u->s->cfg, u->s->prof, q->rule, u->s->any_rule.protect,
+	                       u->s->any_rule.n_protect, home, q->t.inh.uid[0], &q->write,
 	                       &q->protect) < 0)
 		return refuse(x, EPERM, "out of memory");
 	/* A protected path missing in a rule's own root could be made there by the command. */
@@ -493,7 +553,9 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 	 * (a .git/config with hooks, aliases, fsmonitor in /tmp): only the workspace's are
 	 * protected. */
 	const char *cwd = q->t.cwd_path, *ws = u->s->workspace;
-	const char *at = q->rule && q->rule->grants_secret ? writable_root(&u->s->view, cwd) : NULL;
+	const char *at = q->rule && q->rule->grants_secret && cwd
+	                     ? rd_view_writable_root(&u->s->any_rule, cwd)
+	                     : NULL;
 	if (at && !(ws && rd_path_within(cwd, ws)))
 		return refuse(
 		    x, EACCES,

@@ -37,19 +37,23 @@ struct rd_session {
 	 * workspace, the directory runnerd started in (NULL: unknown). */
 	struct rd_view_paths view;
 	const char *workspace;
+	/* Where the commands of any rule may write (the session's roots and every rule's own),
+	 * with what stays read-only in all of them: the session's protected paths and the agent's
+	 * own files, which each rule's view keeps read-only too. What a command could have
+	 * replaced is judged by it. */
+	struct rd_view_paths any_rule;
 	/* The agent's own programs, by file identity, taken when the session starts
 	 * (runnerd/agent_path.h): an exec of one from the agent's tree runs as the agent. interp:
 	 * the interpreter the agent's launcher script runs in (none: its dev and ino 0), which
-	 * runs as the agent when its arguments are interp_opts and then the script or one of the
-	 * files. The launcher itself is none of the files: an agent that is a general program
-	 * (python, bash) would make every exec of it the agent's. */
+	 * runs as the agent when its arguments are the profile's agent.interpreter_options and then
+	 * the script or one of the files. The launcher itself is none of the files: an agent that
+	 * is a general program (python, bash) would make every exec of it the agent's. */
 	struct rd_agent_files {
 		struct rd_file_id {
 			dev_t dev;
 			ino_t ino;
 		} * files, interp, script;
 		size_t n_files;
-		const struct rd_strv *interp_opts;
 	} agent_files;
 	sigset_t orig_mask; /* what runnerd's own mask was before it blocked its signals */
 	int agent_signal;   /* set by rd_supervise: the signal that killed the agent, or 0 */

@@ -19,6 +19,7 @@ agent programs it runs are in helpers/agents/; the helpers all the scripts share
 import hashlib
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -271,7 +272,11 @@ def test_agent_programs(tmp):
     with a larger heap, as Codex's and Gemini CLI's do. Those run as the agent, with its key;
     what they start is still a sandboxed command; node with options the profile does not
     allow, and other programs, are commands. The build before ran both as commands, without
-    the key (the agent never got to work)."""
+    the key (the agent never got to work). Not the agent, though one of its files (the build
+    before ran each as the agent, with the key): a program that starts itself again with a
+    first argument the profile's self_exec does not name (a command line the model chose, run
+    without a shell); node started on the agent's script by another program; a file reached
+    through a symlink a command could replace."""
     node = shutil.which("node")
     if not node:
         common.skip_part("agent programs: node is needed")
@@ -294,8 +299,17 @@ if (process.argv[2] === 'relaunched') {
   run('/bin/sh', ['-c', 'echo "rcmd=[$RD_AGENT_API_KEY]"']);
   process.exit(0);
 }
+if (process.argv[2] === 'byvendor') {
+  console.log('byvendor=[' + key() + ']');
+  process.exit(0);
+}
 console.log('agent=[' + key() + ']');
-run(path.join(__dirname, '..', 'vendor', 'agentbin'), []);
+run(path.join(__dirname, '..', 'vendor', 'agentbin'), ['vendor', process.execPath, __filename]);
+run(path.join(__dirname, '..', '..', 'link'), ['link']);
+const box = path.join(__dirname, '..', 'vendor', 'busybox');
+run(box, ['sh', '-c', 'echo "box=[$RD_AGENT_API_KEY]"; ' +
+          box + ' sh -c \\'echo "boxself=[$RD_AGENT_API_KEY]"\\'; ' +
+          box + ' ash -c \\'echo "boxash=[$RD_AGENT_API_KEY]"\\'']);
 run(process.execPath, ['--max-old-space-size=100', __filename, 'relaunched']);
 run(process.execPath, ['-e', 'console.log("eval=[" + (process.env.RD_AGENT_API_KEY || "") + "]")',
                        __filename]);
@@ -304,9 +318,15 @@ run('/bin/sh', ['-c', 'echo "cmd=[$RD_AGENT_API_KEY]"']);
     vendor = os.path.join(pkg, "vendor", "agentbin")
     with open(vendor, "w") as f:
         f.write("#!%s\nimport os, subprocess, sys\n"
-                "print('vendor=[%%s]' %% os.environ.get('RD_AGENT_API_KEY', ''), flush=True)\n"
-                "subprocess.run(['/bin/sh', '-c', 'echo \"vcmd=[$RD_AGENT_API_KEY]\"'])\n"
+                "print('%%s=[%%s]' %% (sys.argv[1], os.environ.get('RD_AGENT_API_KEY', '')),"
+                " flush=True)\n"
+                "if sys.argv[1] == 'vendor':\n"
+                "    subprocess.run(['/bin/sh', '-c', 'echo \"vcmd=[$RD_AGENT_API_KEY]\"'])\n"
+                "    subprocess.run([sys.argv[2], '--max-old-space-size=50', sys.argv[3],"
+                " 'byvendor'])\n"
                 % common.PY)
+    shutil.copy("/bin/busybox", os.path.join(pkg, "vendor", "busybox"))
+    os.symlink(vendor, os.path.join(tmp, "link"))
     for p in (launcher, vendor):
         os.chmod(p, 0o755)
     for root, dirs, files in os.walk(pkg):
@@ -316,8 +336,9 @@ run('/bin/sh', ['-c', 'echo "cmd=[$RD_AGENT_API_KEY]"']);
         path = write_profile(tmp, name, commands, agent_env_allow=["RD_AGENT_API_KEY"])
         with open(path) as f:
             spec = json.load(f)
-        spec["agent"]["programs"] = ["{package}/vendor/agentbin"]
+        spec["agent"]["programs"] = ["{package}/vendor/agentbin", "{package}/vendor/busybox"]
         spec["agent"]["interpreter_options"] = ["--max-old-space-size=*"]
+        spec["agent"]["self_exec"] = ["ash"]
         with open(path, "w") as f:
             json.dump(spec, f)
         return path
@@ -344,9 +365,18 @@ run('/bin/sh', ['-c', 'echo "cmd=[$RD_AGENT_API_KEY]"']);
           got.get("eval") == "[]", repr(got.get("eval")))
     check("agent programs: another program is a command", got.get("cmd") == "[]",
           repr(got.get("cmd")))
+    check("agent programs: a program of the agent's started by itself again runs as the agent "
+          "with a first argument self_exec names", got.get("box") == want
+          and got.get("boxash") == want, repr(got))
+    check("agent programs: ... and as a command with another (a command line the model chose)",
+          got.get("boxself") == "[]", repr(got.get("boxself")))
+    check("agent programs: node started on the agent's script by another program is a command",
+          got.get("byvendor") == "[]", repr(got.get("byvendor")))
+    check("agent programs: a file of the agent's reached through a symlink where commands can "
+          "write is a command", got.get("link") == "[]", repr(got.get("link")))
     events = [json.loads(l) for l in open(audit)] if os.path.exists(audit) else []
     agents = [e for e in events if e.get("event") == "exec" and e.get("action") == "agent"]
-    check("agent programs: each agent exec is audited as the agent's (2)", len(agents) == 2,
+    check("agent programs: each agent exec is audited as the agent's (4)", len(agents) == 4,
           repr([e.get("argv") for e in agents]))
     # An agent that is a general program (python itself, not a script): its own file is not
     # the agent's program, or every python the agent ran would be unsandboxed.
@@ -368,6 +398,46 @@ run('/bin/sh', ['-c', 'echo "cmd=[$RD_AGENT_API_KEY]"']);
           and got.get("relaunched") == "[]", repr(got) + out.stderr[-400:])
     check("agent programs: runnerd says why they were left out",
           "lies where commands can write" in out.stderr, out.stderr[-600:])
+
+
+def test_agent_files_in_rule_roots(tmp):
+    """A rule that makes a directory writable for its commands keeps the agent's own programs
+    in it read-only: else such a command could put its code in one, which the agent would then
+    run unsandboxed, with its key. The build before let the command write the file."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    pkg = os.path.join(home, "rd-agentpkg-%d" % os.getpid())
+    tool = os.path.join(pkg, "vendor", "tool")
+    try:
+        os.makedirs(os.path.dirname(tool))
+        with open(os.path.join(pkg, "package.json"), "w") as f:
+            f.write('{"name": "fake-agent"}\n')
+        with open(tool, "w") as f:
+            f.write("#!/bin/sh\necho tool\n")
+        launcher = os.path.join(pkg, "agent.sh")
+        with open(launcher, "w") as f:
+            f.write("#!/bin/sh\n/bin/sh -c 'echo evil >> %s #APPEND' 2>/dev/null; "
+                    "echo append=$?\n/bin/sh -c 'echo other > %s/other #APPEND'; echo other=$?\n"
+                    % (tool, pkg))
+        for p in (tool, launcher):
+            os.chmod(p, 0o755)
+        prof = write_profile(tmp, "rulewrite", {"default": "allow", "rules": [
+            {"match": {"args": ["-c", "*#APPEND*"]}, "action": "allow", "write": [pkg]}]})
+        with open(prof) as f:
+            spec = json.load(f)
+        spec["agent"]["programs"] = ["{package}/vendor/tool"]
+        with open(prof, "w") as f:
+            json.dump(spec, f)
+        out = subprocess.run(runnerd_cmd(prof, [launcher]), env=base_env(), cwd=tmp,
+                             capture_output=True, text=True, timeout=60)
+        with open(tool) as f:
+            content = f.read()
+        check("agent files in a rule's root: the rule's command writes its root",
+              "other=0" in out.stdout, out.stdout + out.stderr[-400:])
+        check("agent files in a rule's root: the agent's program there stays read-only",
+              "append=0" not in out.stdout and "append=" in out.stdout and "evil" not in content,
+              out.stdout + " content: " + content)
+    finally:
+        shutil.rmtree(pkg, ignore_errors=True)
 
 
 def test_audit_log(tmp):
@@ -1010,7 +1080,8 @@ def test_zygote_killed(tmp):
 def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
-    tests = (test_canaries, test_secret_values, test_grants, test_agent_programs, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
+    tests = (test_canaries, test_secret_values, test_grants, test_agent_programs,
+             test_agent_files_in_rule_roots, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks,
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
