@@ -97,8 +97,8 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 	    {"--smtp-server", 4},  {"--config", 5},      {"--open-files-in-pager", 4},
 	};
 	/* Subcommands that run a command they are given. */
-	static const char *const runs[] = {"filter-branch", "submodule", "bisect",
-	                                   "difftool",      "mergetool", "send-email"};
+	static const char *const runs[] = {"filter-branch", "submodule",  "bisect", "difftool",
+	                                   "mergetool",     "send-email", "daemon", "instaweb"};
 	/* Short options that name a program or a configuration value, by subcommand; also
 	 * bundled with others ("-qc", "-nO"), and refused too where the letter is only in an
 	 * attached argument. */
@@ -139,10 +139,8 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 			for (size_t k = 0; k < ARRAY_SIZE(runs); k++)
 				if (strcmp(sub, runs[k]) == 0)
 					return "git's subcommands that run a command they are "
-					       "given "
-					       "(filter-branch, submodule, bisect, difftool, "
-					       "mergetool, "
-					       "send-email)";
+					       "given (filter-branch, submodule, bisect, difftool, "
+					       "mergetool, send-email, daemon, instaweb)";
 		}
 	}
 	return NULL;
@@ -258,7 +256,9 @@ static char *normal_path(const char *path, size_t len, const char *rest)
 	return out;
 }
 
-static int expand_list(struct rd_strv *list, char *const *env, const char *cwd,
+/* list's entries (key names them in notes) with "{workspace}" and "${NAME}" made paths. A value
+ * that makes no path is left out with a note that names the variable, never its value. */
+static int expand_list(struct rd_strv *list, const char *key, char *const *env, const char *cwd,
                        struct rd_strv *notes)
 {
 	struct rd_strv out = {0};
@@ -268,7 +268,9 @@ static int expand_list(struct rd_strv *list, char *const *env, const char *cwd,
 		size_t var = rd_mask_var_len(pat);
 		if (!var && strncmp(pat, "{workspace}", 11) == 0) {
 			char *path = normal_path(cwd, strlen(cwd), pat + 11);
-			r = rd_strv_take(&out, path && *path ? path : (free(path), strdup("/")));
+			r = !path   ? -ENOMEM
+			    : *path ? rd_strv_take(&out, path)
+			            : (free(path), rd_strv_add(&out, "/"));
 			continue;
 		}
 		if (!var) {
@@ -294,11 +296,10 @@ static int expand_list(struct rd_strv *list, char *const *env, const char *cwd,
 				r = rd_strv_take(&out, path);
 			else if (path) {
 				char *note = NULL;
-				if (asprintf(
-				        &note,
-				        "mask %s: %.*s is \"%.*s\", which makes %s, not a path "
-				        "that can be masked: left out",
-				        pat, (int)(var - 3), pat + 2, (int)n, e, path) < 0)
+				if (asprintf(&note,
+				             "%s %s: a path in %.*s makes no path that can be used "
+				             "there: left out",
+				             key, pat, (int)(var - 3), pat + 2) < 0)
 					note = NULL;
 				free(path);
 				r = rd_strv_take(notes, note);
@@ -323,14 +324,16 @@ int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *con
 	                                      RD_BOX_PROTECT};
 	int r = 0;
 	for (size_t k = 0; r == 0 && k < ARRAY_SIZE(keys); k++) {
-		r = expand_list(&cfg->box.list[keys[k]], env, cwd, notes);
+		const char *key = rd_box_keys[keys[k]].name;
+		r = expand_list(&cfg->box.list[keys[k]], key, env, cwd, notes);
 		if (r == 0)
-			r = expand_list(&prof->commands_box.list[keys[k]], env, cwd, notes);
+			r = expand_list(&prof->commands_box.list[keys[k]], key, env, cwd, notes);
 	}
 	static const enum rd_box_id rule_keys[] = {RD_BOX_MASK, RD_BOX_WRITE, RD_BOX_PROTECT};
 	for (size_t i = 0; r == 0 && i < prof->n_rules; i++)
 		for (size_t k = 0; r == 0 && k < ARRAY_SIZE(rule_keys); k++)
-			r = expand_list(&prof->rules[i].box.list[rule_keys[k]], env, cwd, notes);
+			r = expand_list(&prof->rules[i].box.list[rule_keys[k]],
+			                rd_box_keys[rule_keys[k]].name, env, cwd, notes);
 	return r;
 }
 

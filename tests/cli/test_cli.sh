@@ -29,6 +29,7 @@ planted=(
 	PERPLEXITY_API_KEY=pplx-canary5 XAI_API_KEY=xai-canary6
 	DATABASE_URL=postgres://u:canary7@db/x AWS_SECRET_ACCESS_KEY=canary8
 	GITHUB_TOKEN=ghp_canary9 NODE_OPTIONS=--require=/tmp/canary10.js JRUN_ID=run-1
+	CLAUDE_CODE_CLIENT_KEY_PASSPHRASE=canary11
 )
 
 # --help, --version, usage errors
@@ -83,7 +84,8 @@ for k in OPENAI_API_KEY GEMINI_API_KEY GOOGLE_API_KEY PERPLEXITY_API_KEY XAI_API
 done
 contains "$tmp/out" '^stripped +DATABASE_URL +denied:secret-pattern +DATABASE_URL$'
 contains "$tmp/out" '^stripped +NODE_OPTIONS +denied:hard +NODE_OPTIONS$'
-contains "$tmp/out" '^summary: 8 names passed, 9 stripped'
+contains "$tmp/out" '^stripped +CLAUDE_CODE_CLIENT_KEY_PASSPHRASE +denied:secret-pattern'
+contains "$tmp/out" '^summary: 8 names passed, 10 stripped'
 lacks "$tmp/out" 'canary'
 
 # explain -- CMD: a command gets no API key at all, not even the agent's own
@@ -91,6 +93,7 @@ expect 0 env -i "${planted[@]}" "$rd" explain --profile claude -- sh -c env
 contains "$tmp/out" '^level: command: sh -c env$'
 contains "$tmp/out" '^stripped +ANTHROPIC_API_KEY +denied:secret-pattern'
 contains "$tmp/out" '^stripped +ANTHROPIC_BASE_URL +not-allowed'
+contains "$tmp/out" '^stripped +CLAUDE_CODE_CLIENT_KEY_PASSPHRASE +denied:secret-pattern'
 lacks "$tmp/out" '^passed .*(API_KEY|TOKEN|DATABASE_URL|AWS_)'
 lacks "$tmp/out" 'canary'
 

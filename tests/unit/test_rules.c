@@ -187,6 +187,8 @@ static void test_mask_env(void **state)
 	assert_string_equal(rules[0].box.list[RD_BOX_MASK].v[0], "/gh");
 	assert_int_equal(notes.n, 1);
 	assert_non_null(strstr(notes.v[0], "ROOTISH"));
+	assert_non_null(strstr(notes.v[0], "mask "));
+	assert_null(strstr(notes.v[0], "/a/..")); /* a variable's value is never shown */
 	/* The expanded list is the ordinary one: "~/" is the caller's home at each exec. */
 	struct rd_strv out;
 	assert_int_equal(rd_mask_list(&cfg, &p, NULL, "/home/dev", 1000, &out), 0);
@@ -273,6 +275,8 @@ static void test_grants(void **state)
 	    {V("git", "grep", "-n", "x"), false},
 	    {V("git", "rebase", "-ix", "sh", "main"), true},
 	    {V("git", "clone", "-q", "x"), false},
+	    {V("git", "daemon", "--access-hook=/tmp/x", "."), true},
+	    {V("git", "instaweb", "--httpd=sh -c x"), true},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
 		size_t n = 0;
