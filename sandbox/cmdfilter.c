@@ -55,17 +55,27 @@ static const unsigned long new_ns[] = {
     CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET, 0x00000080 /* CLONE_NEWTIME */,
 };
 
+/* The number of the system call name into *nr (negative for one the native architecture lacks:
+ * libseccomp's own), or -1 with err set: a name libseccomp does not know is an error, never a
+ * denial quietly dropped. */
+static int syscall_nr(const char *name, int *nr, struct rd_error *err)
+{
+	*nr = seccomp_syscall_resolve_name(name);
+	if (*nr == __NR_SCMP_ERROR)
+		return rd_error_set(err, ENOSYS,
+		                    "building the command filter: libseccomp does not know the "
+		                    "system call %s",
+		                    name);
+	return 0;
+}
+
 static int deny_names(scmp_filter_ctx ctx, const char *const *names, size_t n, struct rd_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
-		/* A name libseccomp does not know is an error, never a denial quietly dropped. */
-		int nr = seccomp_syscall_resolve_name(names[i]);
-		if (nr == __NR_SCMP_ERROR)
-			return rd_error_set(err, ENOSYS,
-			                    "building the command filter: libseccomp does not know "
-			                    "the system call %s",
-			                    names[i]);
-		int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		int nr, r = syscall_nr(names[i], &nr, err);
+		if (r < 0)
+			return r;
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
 		if (r < 0)
 			return rd_error_set(err, -r, "building the command filter: %s",
 			                    strerror(-r));
@@ -78,7 +88,7 @@ static int deny_names(scmp_filter_ctx ctx, const char *const *names, size_t n, s
  * mode is an argument of chmod, fchmod, fchmodat and fchmodat2, and of open, openat, creat,
  * mknod and mknodat that create a file; openat2 passes it in memory a filter cannot read:
  * ENOSYS, and callers fall back to openat. */
-static int deny_suid(scmp_filter_ctx ctx)
+static int deny_suid(scmp_filter_ctx ctx, struct rd_error *err)
 {
 	static const struct {
 		const char *name;
@@ -93,9 +103,9 @@ static int deny_suid(scmp_filter_ctx ctx)
 	static const unsigned long creates[] = {O_CREAT, __O_TMPFILE};
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(calls); i++) {
-		int nr = seccomp_syscall_resolve_name(calls[i].name);
-		if (nr == __NR_SCMP_ERROR)
-			return -ENOSYS;
+		int nr;
+		if (syscall_nr(calls[i].name, &nr, err) < 0)
+			return -1;
 		for (size_t b = 0; r == 0 && b < ARRAY_SIZE(bits); b++) {
 			struct scmp_arg_cmp mode = {calls[i].mode_arg, SCMP_CMP_MASKED_EQ, bits[b],
 			                            bits[b]};
@@ -113,7 +123,7 @@ static int deny_suid(scmp_filter_ctx ctx)
 	}
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
-	return r;
+	return r < 0 ? rd_error_set(err, -r, "building the command filter: %s", strerror(-r)) : 0;
 }
 
 int rd_cmdfilter_build(struct rd_bpf *out, bool userns, struct rd_error *err)
@@ -137,7 +147,8 @@ int rd_cmdfilter_build(struct rd_bpf *out, bool userns, struct rd_error *err)
 		return rd_error_set(err, -r, "building the command filter: %s", strerror(-r));
 	}
 	if (deny_names(ctx, denied, ARRAY_SIZE(denied), err) < 0 ||
-	    (!userns && deny_names(ctx, nested, ARRAY_SIZE(nested), err) < 0)) {
+	    (!userns && deny_names(ctx, nested, ARRAY_SIZE(nested), err) < 0) ||
+	    deny_suid(ctx, err) < 0) {
 		seccomp_release(ctx);
 		return -1;
 	}
@@ -156,8 +167,6 @@ int rd_cmdfilter_build(struct rd_bpf *out, bool userns, struct rd_error *err)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	if (r == 0)
 		r = rd_seccomp_deny_tty_inject(ctx);
-	if (r == 0)
-		r = deny_suid(ctx);
 	if (r < 0) {
 		seccomp_release(ctx);
 		return rd_error_set(err, -r, "building the command filter: %s", strerror(-r));

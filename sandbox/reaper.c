@@ -594,8 +594,8 @@ static int preset_send(int sock, const struct preset_seen *seen, uint32_t n, int
 
 /* In a spare's reaper, before any plan: the masks and network most commands get, then
  * no_new_privs and the command filter on the reaper itself, which the command inherits. The
- * filter refuses mount, unshare and clone into new namespaces, so it comes after everything
- * that needs them; what the reaper does afterwards (vfork, set*id, capset, prctl, prlimit,
+ * filter may refuse mount and new namespaces ("strict"), so it comes after everything that
+ * needs them; what the reaper does afterwards (vfork, set*id, capset, prctl, prlimit,
  * setsid, setpgid, dup2, execveat, rt_sigtimedwait, wait4, kill) it allows. */
 static void apply_preset(const struct rd_sandbox_preset *pre, int plan_fd, int err_fd)
 {

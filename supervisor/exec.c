@@ -317,30 +317,35 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	if (r < 0)
 		return refuse(x, -r, "%s", err.msg);
 	/* A rule that grants a secret: the program gets it, not what the caller would have it
-	 * run, nor a configuration the caller chose (docs/configuration.md, "Grants"). */
-	const char *root = rule && rule->grants_secret && !rule->sha256.n
-	                       ? rd_view_writable_root(&u->s->any_rule, q->tg.resolved)
-	                       : NULL;
-	if (root)
-		return refuse(
-		    x, EACCES,
-		    "commands.rules[%zu] grants a secret to %s, which lies where commands "
-		    "can write (%s): a command could have put it there; grant a program "
-		    "outside the writable roots, or pin it by sha256",
-		    rule->index, q->tg.resolved, root);
-	/* The file itself: one the agent could have replaced is refused, a pinned one runs as
-	 * the bytes that matched the pin. */
-	char why_file[sizeof(x->why)];
-	r = sup_grant_target(u, q, why_file, sizeof(why_file));
-	if (r)
-		return refuse(x, r, "%s", why_file);
-	if (rule && rule->grants_secret) {
-		const char *why = rd_grant_argv_refused(q->tg.resolved, q->strs.argv, q->strs.argc);
+	 * run, nor a configuration the caller chose (docs/configuration.md, "Grants"). Nothing
+	 * to check for a command that is denied anyway. */
+	if (rule && x->action != RD_ACTION_DENY) {
+		const char *root = rule->grants_secret && !rule->sha256.n
+		                       ? rd_view_writable_root(&u->s->any_rule, q->tg.resolved)
+		                       : NULL;
+		if (root)
+			return refuse(
+			    x, EACCES,
+			    "commands.rules[%zu] grants a secret to %s, which lies where "
+			    "commands can write (%s): a command could have put it there; "
+			    "grant a program outside the writable roots, or pin it by sha256",
+			    rule->index, q->tg.resolved, root);
+		const char *why =
+		    rule->grants_secret
+		        ? rd_grant_argv_refused(q->tg.resolved, q->strs.argv, q->strs.argc)
+		        : NULL;
 		if (why)
 			return refuse(x, EACCES,
 			              "commands.rules[%zu] grants a secret to %s: refused, for %s",
 			              rule->index, q->tg.resolved, why);
-		rd_env_pin_start(&q->env, &rd_grant_pinned_names, u->s->agent_env);
+		/* The file itself: one the agent could have replaced is refused, a pinned one
+		 * runs as the bytes that matched the pin. */
+		char why_file[sizeof(x->why)];
+		r = sup_grant_target(u, q, why_file, sizeof(why_file));
+		if (r)
+			return refuse(x, r, "%s", why_file);
+		if (rule->grants_secret)
+			rd_env_pin_start(&q->env, &rd_grant_pinned_names, u->s->agent_env);
 	}
 	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
 	 * agent itself over to the sandbox; worth knowing when reading the log. */

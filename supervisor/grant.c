@@ -105,6 +105,18 @@ static int check_replaceable(const char *path, dev_t dev, ino_t ino, char *why, 
 #define PIN_MAX_BYTES (512L << 20)
 
 /* A sealed copy of fd's file and its SHA-256, into memfd and hex. 0 or -errno. */
+/* The sha256 of fd's first size bytes, in hex. 0 or -errno. */
+static int hash_fd(int fd, off_t size, char hex[65])
+{
+	void *map = size ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+	if (size && map == MAP_FAILED)
+		return -errno;
+	rd_sha256_hex(map ? map : "", (size_t)size, hex);
+	if (map)
+		munmap(map, (size_t)size);
+	return 0;
+}
+
 static int seal_copy(int fd, off_t size, int *memfd, char hex[65])
 {
 	int m = memfd_create("runnerd-pinned", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
@@ -127,23 +139,30 @@ static int seal_copy(int fd, off_t size, int *memfd, char hex[65])
 	if (!r &&
 	    fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
 		r = -errno;
-	if (!r) {
-		/* Hashed after the seals: these bytes, and no others, are what runs. */
-		void *map = size ? mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, m, 0) : NULL;
-		if (size && map == MAP_FAILED) {
-			r = -errno;
-		} else {
-			rd_sha256_hex(map ? map : "", (size_t)size, hex);
-			if (map)
-				munmap(map, (size_t)size);
-		}
-	}
+	if (!r) /* hashed after the seals: these bytes, and no others, are what runs */
+		r = hash_fd(m, size, hex);
 	if (r < 0) {
 		close(m);
 		return r;
 	}
 	*memfd = m;
 	return 0;
+}
+
+/* The program q names, opened and checked to be the file that was resolved, a regular one of
+ * at most PIN_MAX_BYTES: its fd (stat in *st), or -errno (-EAGAIN: it changed; -EFBIG). */
+static int open_target(const struct req *q, struct stat *st)
+{
+	/* Non-blocking: a FIFO a command swapped in meanwhile must not hold runnerd. */
+	int fd = open(q->tg.resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	int e = fd < 0 || fstat(fd, st) < 0 ? -errno
+	        : st->st_dev != q->tg.dev || st->st_ino != q->tg.ino || !S_ISREG(st->st_mode)
+	            ? -EAGAIN
+	        : st->st_size > PIN_MAX_BYTES ? -EFBIG
+	                                      : 0;
+	if (e && fd >= 0)
+		close(fd);
+	return e ? e : fd;
 }
 
 static bool same_file(const struct pinned_file *f, const struct stat *st)
@@ -157,16 +176,9 @@ static bool same_file(const struct pinned_file *f, const struct stat *st)
 /* The sealed copy of the program q names, made or kept: its slot, or NULL with -errno in *e. */
 static struct pinned_file *pinned_copy(struct sup *u, struct req *q, int *e)
 {
-	/* Non-blocking: a FIFO a command swapped in meanwhile must not hold runnerd. */
-	int fd = open(q->tg.resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	struct stat st;
-	*e = 0;
-	if (fd < 0 || fstat(fd, &st) < 0)
-		*e = -errno;
-	else if (st.st_dev != q->tg.dev || st.st_ino != q->tg.ino || !S_ISREG(st.st_mode))
-		*e = -EAGAIN;
-	else if (st.st_size > PIN_MAX_BYTES)
-		*e = -EFBIG;
+	int fd = open_target(q, &st);
+	*e = fd < 0 ? fd : 0;
 	struct pinned_file *f = NULL;
 	for (size_t i = 0; !*e && !f && i < RD_PINNED_KEEP; i++)
 		if (same_file(&u->pin.f[i], &st))
@@ -288,16 +300,22 @@ int sup_grant_target(struct sup *u, struct req *q, char *why, size_t n)
 		         w == -EAGAIN ? "it changed while it was checked" : strerror(-w));
 		return w == -EAGAIN ? EAGAIN : EACCES;
 	}
-	/* The pin of the file as it is now: to compare with a trusted source's, as the agent may
-	 * have replaced it already. */
-	int e;
-	struct pinned_file *f = pinned_copy(u, q, &e);
+	/* The pin of the file as it is now, to compare with a trusted source's, as the agent may
+	 * have replaced it already: hashed in place, no copy kept for a refusal. */
+	struct stat st;
+	char hex[65] = "(not read)";
+	int fd = open_target(q, &st);
+	if (fd >= 0) {
+		if (hash_fd(fd, st.st_size, hex) < 0)
+			snprintf(hex, sizeof(hex), "(not read)");
+		close(fd);
+	}
 	snprintf(why, n,
 	         "commands.rules[%zu] grants a secret to %s, which the agent could have replaced "
 	         "(%s): install it where the agent's user cannot write, or pin it in the rule "
 	         "(\"sha256\"): its sha256 is now %s; pin that only if it is the one its "
 	         "publisher gives",
-	         r->index, q->tg.resolved, how, f ? f->hex : "(not read)");
+	         r->index, q->tg.resolved, how, hex);
 	return EACCES;
 }
 

@@ -145,7 +145,8 @@ void sup_masks_pin(struct sup *u)
 		}
 		for (size_t i = 0; i < list.n; i++) {
 			struct stat st, lst;
-			if (stat(list.v[i], &st) < 0)
+			/* "!path": an exception to a mask, not a mask to pin. */
+			if (list.v[i][0] != '/' || stat(list.v[i], &st) < 0)
 				continue;
 			char *real = lstat(list.v[i], &lst) == 0 && S_ISLNK(lst.st_mode)
 			                 ? realpath(list.v[i], NULL)
