@@ -305,15 +305,15 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 				(void)mkdir(p, 0755);
 		}
 	}
-	/* runnerd's own install (the directories of its binaries) and configuration (the
-	 * directory of its config file, and its profiles). */
+	/* runnerd's own install (the directories of its binaries) and configuration (its config
+	 * file, not the directory: that may be a project's, and its profiles). */
 	_cleanup_free_ char *stub = helper_path("runnerd-stub");
 	_cleanup_free_ char *zygote = helper_path("runnerd-zygote");
 	const char *own[] = {"/proc/self/exe", stub, zygote, cfg->path, cfg->profiles_dir};
 	for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
 		_cleanup_free_ char *real = own[i] ? realpath(own[i], NULL) : NULL;
 		struct stat st;
-		if (real && stat(real, &st) == 0 && !S_ISDIR(st.st_mode))
+		if (real && own[i] != cfg->path && stat(real, &st) == 0 && !S_ISDIR(st.st_mode))
 			*strrchr(real, '/') = '\0';
 		/* Also outside the session's roots: a rule's own root may hold it. */
 		if (real && *real && !rd_strv_within(protect, real) &&
@@ -478,6 +478,12 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		goto fail;
 	s.view = (struct rd_view_paths){write.v, write.n, protect.v, protect.n};
 	s.workspace = workspace = getcwd(NULL, 0);
+	const char *over = workspace ? rd_strv_within(&protect, workspace) : NULL;
+	if (over && rd_strv_within(&write, workspace))
+		fprintf(stderr,
+		        "runnerd: the workspace %s lies in the protected path %s: commands cannot "
+		        "write it\n",
+		        workspace, over);
 	agent = rd_agent_which(argv[0], getenv("PATH"));
 	if (!agent) {
 		fprintf(stderr, "runnerd: %s: command not found\n", argv[0]);

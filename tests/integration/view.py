@@ -467,6 +467,7 @@ def test_rule_view(tmp):
                              env=common.base_env(), capture_output=True, text=True, timeout=60)
         tee_wrote = os.path.exists(os.path.join(d, "f"))
         touched = os.path.exists(os.path.join(d, "g"))
+        in_locked = os.path.exists(os.path.join(locked, "f"))
         made = os.path.exists(os.path.join(d2, "autostart"))
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -477,7 +478,7 @@ def test_rule_view(tmp):
     check("rule view: other commands still find it read-only",
           got.get("touch_rc") not in (None, "0") and not touched, repr(got))
     check("rule view: a path the profile protects stays read-only inside the rule's root",
-          got.get("locked_rc") not in (None, "0"), repr(got))
+          got.get("locked_rc") not in (None, "0") and not in_locked, repr(got))
     check("rule view: a rule's \"protect\" makes a writable directory read-only to it",
           got.get("cp_rc") not in (None, "0") and not os.path.exists(os.path.join(prot, "x")),
           repr(got))
@@ -544,10 +545,40 @@ def test_root_sockets(tmp):
               got.get(p) not in (None, "connected"), out.stdout + out.stderr[-300:])
 
 
+def test_config_in_workspace(tmp):
+    """A config file kept in the project (runnerd --config ./runner.json): the file stays
+    read-only to commands, the project around it writable. The build before protected the
+    config's whole directory: every write in the project failed with EROFS."""
+    ws = os.path.join(tmp, "project")
+    os.makedirs(ws)
+    os.chmod(tmp, 0o755)
+    os.chmod(ws, 0o777)
+    shipped = os.path.join(os.path.dirname(os.path.realpath(common.RUNNERD)), "..", "etc",
+                           "runnerd", "runner.json")
+    with open(shipped) as f:
+        cfg = json.load(f)
+    cfg["profiles_dir"] = os.path.join(os.path.dirname(os.path.abspath(shipped)),
+                                       cfg["profiles_dir"])
+    path = os.path.join(ws, "runner.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    os.chmod(path, 0o644)
+    out = subprocess.run(
+        runnerd_cmd("generic", ["sh", "-c", "touch made && echo made=0; "
+                                "sh -c 'echo x >> runner.json' 2>/dev/null; echo cfg=$?"],
+                    config=path),
+        env=common.base_env(), cwd=ws, capture_output=True, text=True, timeout=60)
+    check("config in the workspace: the project stays writable", "made=0" in out.stdout
+          and os.path.exists(os.path.join(ws, "made")), out.stdout + out.stderr[-300:])
+    check("config in the workspace: the config file stays read-only",
+          "cfg=0" not in out.stdout and "cfg=" in out.stdout, out.stdout)
+
+
 def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
-                             test_writes, test_rule_view, test_root_sockets), "rd-view-")
+                             test_writes, test_rule_view, test_root_sockets,
+                             test_config_in_workspace), "rd-view-")
 
 
 if __name__ == "__main__":
