@@ -11,10 +11,16 @@ import time
 
 import common
 
-MASKED = ".aws/credentials"  # under the home; runner.json masks ~/.aws
+import pwd
+
+# The canary file: in the home from the password database, where runnerd's "~/" masks are
+# (runner.json masks ~/.aws as a whole), under a name of the tests' own, so that a real
+# ~/.aws/credentials is never read, nor one left behind by a killed run ever in the way.
+PW_HOME = pwd.getpwuid(os.getuid()).pw_dir
+MASKED = ".aws/rd-e2e-canary"
 # No command substitution ($(...), backticks): Gemini CLI refuses to run a command with one.
-COMMAND = ('echo "== env"; env; echo "== file=["; cat ~/%s 2>&1; echo "]"; '
-           'printf MARKER-; expr 6 \\* 7') % MASKED
+COMMAND = ('echo "== env"; env; echo "== file=["; cat %s 2>&1; echo "]"; '
+           'printf MARKER-; expr 6 \\* 7') % os.path.join(PW_HOME, MASKED)
 MARKER = "MARKER-42"
 PROMPT = "Run the command that prints the environment, then tell me what it printed."
 SESSION_TIMEOUT = 60
@@ -42,16 +48,12 @@ def npm_bin(agent, package, name):
 
 
 class Planted:
-    """A canary file at HOME/rel holding value; the directories made for it are removed with
-    it. A path that exists already is left alone: then the file canary is not part of the
-    test."""
+    """A canary file at PW_HOME/MASKED holding value (one a killed run left is replaced); the
+    directories made for it are removed with it."""
 
-    def __init__(self, home, rel, value):
-        self.path = os.path.join(home, rel)
+    def __init__(self, value):
+        self.path = os.path.join(PW_HOME, MASKED)
         self.made = []
-        self.planted = False
-        if os.path.lexists(self.path):
-            return
         parent = os.path.dirname(self.path)
         while not os.path.isdir(parent):
             self.made.append(parent)
@@ -60,13 +62,20 @@ class Planted:
             os.mkdir(d, 0o700)
         with open(self.path, "w") as f:
             f.write("[default]\naws_secret_access_key = %s\n" % value)
-        self.planted = True
 
     def remove(self):
-        if self.planted:
-            os.unlink(self.path)
+        os.unlink(self.path)
         for d in self.made:
             os.rmdir(d)
+
+
+def session_home(tmp):
+    """The HOME of the sessions: a directory of the test's, so that the CLIs keep their state
+    out of the user's real home (runnerd's "~/" paths are the password database's, not
+    HOME)."""
+    home = os.path.join(tmp, "home")
+    os.makedirs(home, exist_ok=True)
+    return home
 
 
 def run_session(argv, env, cwd):
@@ -88,11 +97,10 @@ def read_audit(path):
 
 
 def leaks(text, canary_env, file_canary):
-    """The names of the canaries (canary_env's, and ~/MASKED's value file_canary unless None)
-    found in text."""
+    """The names of the canaries (canary_env's, and ~/MASKED's value file_canary) found in
+    text."""
     values = dict(canary_env)
-    if file_canary:
-        values["~/" + MASKED] = file_canary
+    values["~/" + MASKED] = file_canary
     return [name for name, v in values.items() if v in text]
 
 
@@ -158,7 +166,7 @@ def check_control(plain, canary_env, file_canary):
           "status %s: %s" % (plain["status"], plain["err"][-2000:]))
     result = "\n".join(plain["results"])
     found = leaks(result, canary_env, file_canary)
-    for name in list(canary_env) + (["~/" + MASKED] if file_canary else []):
+    for name in list(canary_env) + ["~/" + MASKED]:
         check("plain: %s reaches the command (the canary is live)" % name, name in found,
               result[-2000:])
 
@@ -172,14 +180,15 @@ def check_command(under, plain, canary_env, file_canary):
     check("runnerd: the command's output came back through the CLI", MARKER in under["out"],
           under["out"][-2000:])
     check("runnerd: the command listed its environment", "\nPATH=" in "\n" + result, result)
-    check("runnerd: the command read the masked file", "== file=[" in result, result)
+    listed = result.split("== file=[", 1)[-1].split("]", 1)[0] if "== file=[" in result else ""
+    check("runnerd: the command read the masked file, and found nothing there",
+          "No such file or directory" in listed, result)
     for name, v in canary_env.items():
         check("runnerd: %s does not reach the command" % name, v not in result,
               "in: " + " | ".join(l for l in result.splitlines() if v in l))
-    if file_canary:
-        check("runnerd: ~/%s does not reach the command (masked)" % MASKED,
-              file_canary not in result,
-              "in: " + " | ".join(l for l in result.splitlines() if file_canary in l))
+    check("runnerd: ~/%s does not reach the command (masked)" % MASKED,
+          file_canary not in result,
+          "in: " + " | ".join(l for l in result.splitlines() if file_canary in l))
     bodies = json.dumps([r["body"] for r in under["requests"]])
     found = leaks(bodies, canary_env, file_canary)
     check("runnerd: no canary in anything the model received", not found, "found: %s" % found)
@@ -189,21 +198,21 @@ def check_command(under, plain, canary_env, file_canary):
 
 
 def command_execs(under, key):
-    """The audit's execs, and that of the command (bash running COMMAND, or the agent's own
-    sandbox, bwrap, running it: what runs inside a sandbox is not trapped), checked: allowed,
-    not by the agent's own process, key not passed to it."""
+    """The audit's execs, and that of the command, checked: allowed, not by the agent's own
+    process, key not passed to it. The command is the one exec runnerd traps, not the agent's,
+    whose argv holds COMMAND: bash running it, or the agent's own sandbox (bwrap,
+    codex-linux-sandbox) around it, inside which nothing is trapped."""
     check = common.check
     execs = [e for e in under["audit"] if e.get("event") == "exec"]
-    ran = [e for e in execs
-           if os.path.basename(e.get("resolved") or "") in ("bash", "sh", "dash", "bwrap")
+    ran = [e for e in execs if e.get("action") != "agent"
            and any("printf MARKER-" in a for a in e.get("argv", []))]
-    check("runnerd: the audit has the command's exec (bash or bwrap, allowed, not the agent)",
+    check("runnerd: the audit has the command's exec (allowed, not the agent)",
           len(ran) == 1 and ran[0].get("action") == "allow" and not ran[0]["caller_is_agent"],
           json.dumps(execs)[:2000])
     if ran:
         env_names = {x["name"]: x for x in ran[0].get("env", [])}
         check("runnerd: the audit shows %s stripped from the command" % key,
-              key not in env_names or not env_names[key]["passed"],
+              env_names and (key not in env_names or not env_names[key]["passed"]),
               json.dumps(env_names)[:1000])
     return execs
 
@@ -237,3 +246,24 @@ def report(runs, execs):
             kind, statistics.median(secs), ", ".join("%.2f" % s for s in secs)))
     bad = [(k, i) for k in runs for i, r in enumerate(runs[k]) if r["status"] != 0]
     common.check("every timed session exits 0", not bad, "%s" % bad)
+
+
+def mode_tests(cli, modes, test):
+    """The tests of one CLI, one per mode: modes holds (label, mode, own_sandbox), and each
+    runs test(tmp, mode). A mode in which the CLI runs its own sandbox (bubblewrap) is not run
+    as root, and says so: the kernel lets no command's user namespace map uid 0 (it takes
+    CAP_SETFCAP, which a command never has; docs/threat-model.md)."""
+    tests = []
+    for label, mode, own_sandbox in modes:
+        if own_sandbox and os.getuid() == 0:
+            print("== %s, %s: not run as root (bubblewrap cannot map uid 0 in a command's "
+                  "user namespace)" % (cli, label))
+            continue
+
+        def t(tmp, label=label, mode=mode):
+            print("== %s, %s" % (cli, label))
+            test(tmp, mode)
+        t.__name__ = "%s, %s" % (cli, label)
+        tests.append(t)
+    return tests
+

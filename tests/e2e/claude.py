@@ -9,7 +9,7 @@ canary file at a masked path, and computes a marker; the CLI runs the command (t
 runnerd, run in a sandbox) and sends the result back, which the stand-in records.
 
 The agent's environment has canary secrets (AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, and
-ANTHROPIC_API_KEY itself, the agent's own key) and the home a canary at ~/.aws/credentials
+ANTHROPIC_API_KEY itself, the agent's own key) and the home a canary at ~/.aws/rd-e2e-canary
 (planted, removed after). Checked: the session ends with 0; the command ran under runnerd
 (the audit's exec, its marker); no canary reached the command (nor the model); the agent
 sent its own key; the result reached the model; nothing went elsewhere than the stand-in (it
@@ -28,7 +28,6 @@ does), RUNNERD_MUST_WORK. Run as root and, by unprivileged.sh, as an unprivilege
 """
 import json
 import os
-import pwd
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,7 +37,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import common  # noqa: E402
 from common import check  # noqa: E402
 import agentrun  # noqa: E402
-from agentrun import COMMAND, MASKED, PROMPT  # noqa: E402
+from agentrun import COMMAND, PROMPT  # noqa: E402
 from messages_api import MessagesAPI  # noqa: E402
 
 VERSION = "2.1.331"
@@ -75,14 +74,11 @@ SANDBOX_ON = json.dumps({"sandbox": {"enabled": True}})
 
 def test_claude(tmp, sandbox):
     claude = agentrun.npm_bin("claude", PACKAGE, "claude")
-    home = pwd.getpwuid(os.getuid()).pw_dir
+    home = agentrun.session_home(tmp)
     ws = os.path.join(tmp, "workspace")
     os.mkdir(ws)
     api = MessagesAPI(COMMAND).start()
-    planted = agentrun.Planted(home, MASKED, FILE_CANARY)
-    if not planted.planted:
-        common.skip_part("~/%s exists already: the file canary is left out" % MASKED)
-    file_canary = FILE_CANARY if planted.planted else None
+    planted = agentrun.Planted(FILE_CANARY)
     try:
         argv = [claude, "-p", PROMPT, "--allowedTools", "Bash"]
         if sandbox:
@@ -98,7 +94,7 @@ def test_claude(tmp, sandbox):
     print("the CLI's requests (runnerd session): " +
           agentrun.describe_requests(under["requests"]))
     print("unknown endpoints: %s" % (under["unknown"] + plain["unknown"] or "none"))
-    agentrun.check_control(plain, CANARY_ENV, file_canary)
+    agentrun.check_control(plain, CANARY_ENV, FILE_CANARY)
     check("runnerd: the session exits 0", under["status"] == 0,
           "status %s: %s" % (under["status"], under["err"][-2000:]))
     msgs = [r for r in under["requests"] if r["path"] == "/v1/messages"]
@@ -109,7 +105,7 @@ def test_claude(tmp, sandbox):
           "x-api-key values: %r" % sorted(k[:12] + "..." if k else k for k in keys))
     check("runnerd: no bearer token sent instead",
           not any(r["headers"].get("authorization") for r in msgs), "")
-    agentrun.check_command(under, plain, CANARY_ENV, file_canary)
+    agentrun.check_command(under, plain, CANARY_ENV, FILE_CANARY)
     execs = agentrun.command_execs(under, "ANTHROPIC_API_KEY")
     if sandbox:
         check("runnerd: Claude Code's sandbox is on (its socat bridge ran, as a command)",
@@ -125,21 +121,8 @@ def test_claude(tmp, sandbox):
 def main():
     common.require_runnerd()
     agentrun.npm_bin("claude", PACKAGE, "claude")
-    tests = []
-    # Sandbox on is not run yet: Claude Code gives its socat bridges 1 s to make their
-    # sockets, and under runnerd that fails when it starts two (its HTTP and SOCKS proxies on
-    # different ports): "Failed to create bridge sockets after 5 attempts".
-    for sandbox in (False,):
-        if sandbox and os.getuid() == 0:
-            print("== sandbox on: not run as root (bubblewrap cannot map uid 0 in a command's "
-                  "user namespace)")
-            continue
-
-        def test(tmp, sandbox=sandbox):
-            print("== claude -p, its sandbox %s" % ("on" if sandbox else "off"))
-            test_claude(tmp, sandbox)
-        test.__name__ = "test_claude sandbox " + ("on" if sandbox else "off")
-        tests.append(test)
+    tests = agentrun.mode_tests("claude -p", [("its sandbox off", False, False),
+                                              ("its sandbox on", True, True)], test_claude)
     sys.exit(common.run_tests(tests, "rd-e2e-claude-", enter=False))
 
 

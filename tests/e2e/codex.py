@@ -31,7 +31,7 @@ default policy there is "never").
 
 The agent's environment has canary secrets (AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, and
 CODEX_API_KEY itself, the agent's own key, which Codex passes on to its commands) and the home
-a canary at ~/.aws/credentials (planted, removed after). Checked: the session ends with 0; the
+a canary at ~/.aws/rd-e2e-canary (planted, removed after). Checked: the session ends with 0; the
 audit shows Codex's binary as the agent and the command's bash as a command; the command ran
 under runnerd (its marker); no canary reached the command (nor the model); the agent sent its
 own key; the result reached the model; nothing went elsewhere than the stand-in. The same
@@ -43,7 +43,6 @@ does), RUNNERD_MUST_WORK. Run as root and, by unprivileged.sh, as an unprivilege
 """
 import json
 import os
-import pwd
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,7 +52,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import common  # noqa: E402
 from common import check  # noqa: E402
 import agentrun  # noqa: E402
-from agentrun import COMMAND, MASKED, PROMPT  # noqa: E402
+from agentrun import COMMAND, PROMPT  # noqa: E402
 from responses_api import ResponsesAPI  # noqa: E402
 
 VERSION = "0.169.0"
@@ -94,21 +93,20 @@ def session_env(tmp, n, api, home):
     return env
 
 
-# Codex's sandbox modes, as given to codex exec; the first is its default.
-MODES = [("read-only", []), ("workspace-write", ["-s", "workspace-write"]),
-         ("danger-full-access", ["-s", "danger-full-access"])]
+# Codex's sandbox modes, as given to codex exec (the first is its default), and whether it
+# runs its own sandbox in them.
+MODES = [("sandbox read-only", [], True),
+         ("sandbox workspace-write", ["-s", "workspace-write"], True),
+         ("sandbox danger-full-access", ["-s", "danger-full-access"], False)]
 
 
 def test_codex(tmp, mode):
     codex = agentrun.npm_bin("codex", PACKAGE, "codex")
-    home = pwd.getpwuid(os.getuid()).pw_dir
+    home = agentrun.session_home(tmp)
     ws = os.path.join(tmp, "workspace")
     os.mkdir(ws)
     api = ResponsesAPI(COMMAND).start()
-    planted = agentrun.Planted(home, MASKED, FILE_CANARY)
-    if not planted.planted:
-        common.skip_part("~/%s exists already: the file canary is left out" % MASKED)
-    file_canary = FILE_CANARY if planted.planted else None
+    planted = agentrun.Planted(FILE_CANARY)
     try:
         argv = [codex, "exec", "--skip-git-repo-check"] + mode + [PROMPT]
         runs = agentrun.sessions(tmp, ws, api, argv, "codex",
@@ -122,7 +120,7 @@ def test_codex(tmp, mode):
     print("the CLI's requests (runnerd session): " +
           agentrun.describe_requests(under["requests"]))
     print("unknown endpoints: %s" % (under["unknown"] + plain["unknown"] or "none"))
-    agentrun.check_control(plain, CANARY_ENV, file_canary)
+    agentrun.check_control(plain, CANARY_ENV, FILE_CANARY)
     check("runnerd: the session exits 0", under["status"] == 0,
           "status %s: %s" % (under["status"], under["err"][-2000:]))
     turns = [r for r in under["requests"] if r["path"] == "/v1/responses"
@@ -134,7 +132,7 @@ def test_codex(tmp, mode):
     check("runnerd: the agent sent its own key (Authorization: Bearer)",
           auths == {"Bearer " + TEST_KEY},
           "authorization values: %r" % sorted(a[:16] + "..." if a else a for a in auths))
-    agentrun.check_command(under, plain, CANARY_ENV, file_canary)
+    agentrun.check_command(under, plain, CANARY_ENV, FILE_CANARY)
     execs = agentrun.command_execs(under, "CODEX_API_KEY")
     native = os.path.join("vendor", "x86_64-unknown-linux-musl", "bin", "codex")
     agent = [e for e in execs if (e.get("resolved") or "").endswith(native)
@@ -151,20 +149,7 @@ def test_codex(tmp, mode):
 def main():
     common.require_runnerd()
     agentrun.npm_bin("codex", PACKAGE, "codex")
-    tests = []
-    for name, mode in MODES:
-        # Codex's own sandbox modes are not run yet: in a clone under /tmp the command's
-        # output did not reach the model (open).
-        if mode[1:] != ["danger-full-access"]:
-            print("== -s %s: not run as root (bubblewrap cannot map uid 0 in a command's user "
-                  "namespace)" % name)
-            continue
-
-        def test(tmp, name=name, mode=mode):
-            print("== codex exec, sandbox %s" % name)
-            test_codex(tmp, mode)
-        test.__name__ = "test_codex " + name
-        tests.append(test)
+    tests = agentrun.mode_tests("codex exec", MODES, test_codex)
     sys.exit(common.run_tests(tests, "rd-e2e-codex-", enter=False))
 
 

@@ -24,7 +24,7 @@ agent.interpreter_options), and the CLI's own git calls are commands.
 
 The agent's environment has canary secrets (AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, and
 GEMINI_API_KEY itself, the agent's own key, which the CLI passes on to its commands) and the
-home a canary at ~/.aws/credentials (planted, removed after). Checked: the session ends with 0;
+home a canary at ~/.aws/rd-e2e-canary (planted, removed after). Checked: the session ends with 0;
 the audit shows the relaunched node as the agent and the command's bash as a command; the
 command ran under runnerd (its marker); no canary reached the command (nor the model); the
 agent sent its own key; the result reached the model; nothing went elsewhere than the
@@ -37,7 +37,6 @@ does), RUNNERD_MUST_WORK. Run as root and, by unprivileged.sh, as an unprivilege
 """
 import json
 import os
-import pwd
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,7 +46,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import common  # noqa: E402
 from common import check  # noqa: E402
 import agentrun  # noqa: E402
-from agentrun import COMMAND, MASKED, PROMPT  # noqa: E402
+from agentrun import COMMAND, PROMPT  # noqa: E402
 from gemini_api import GeminiAPI  # noqa: E402
 
 VERSION = "0.61.0"
@@ -82,14 +81,11 @@ def session_env(tmp, n, api, home):
 
 def test_gemini(tmp):
     gemini = agentrun.npm_bin("gemini", PACKAGE, "gemini")
-    home = pwd.getpwuid(os.getuid()).pw_dir
+    home = agentrun.session_home(tmp)
     ws = os.path.join(tmp, "workspace")
     os.mkdir(ws)
     api = GeminiAPI(COMMAND).start()
-    planted = agentrun.Planted(home, MASKED, FILE_CANARY)
-    if not planted.planted:
-        common.skip_part("~/%s exists already: the file canary is left out" % MASKED)
-    file_canary = FILE_CANARY if planted.planted else None
+    planted = agentrun.Planted(FILE_CANARY)
     try:
         argv = [gemini, "-p", PROMPT, "--approval-mode", "yolo", "--skip-trust"]
         runs = agentrun.sessions(tmp, ws, api, argv, "gemini",
@@ -103,7 +99,7 @@ def test_gemini(tmp):
     print("the CLI's requests (runnerd session): " +
           agentrun.describe_requests(under["requests"]))
     print("unknown endpoints: %s" % (under["unknown"] + plain["unknown"] or "none"))
-    agentrun.check_control(plain, CANARY_ENV, file_canary)
+    agentrun.check_control(plain, CANARY_ENV, FILE_CANARY)
     check("runnerd: the session exits 0", under["status"] == 0,
           "status %s: %s" % (under["status"], under["err"][-2000:]))
     turns = [r for r in under["requests"] if r["path"].endswith(":streamGenerateContent")]
@@ -115,7 +111,7 @@ def test_gemini(tmp):
     check("runnerd: no key in a query, no bearer token instead",
           not any("key=" in r["query"] or r["headers"].get("authorization")
                   for r in under["requests"]), agentrun.describe_requests(under["requests"]))
-    agentrun.check_command(under, plain, CANARY_ENV, file_canary)
+    agentrun.check_command(under, plain, CANARY_ENV, FILE_CANARY)
     execs = agentrun.command_execs(under, "GEMINI_API_KEY")
     # node [--max-old-space-size=N] gemini ARGS: the option only where half the memory is
     # more than node's default heap

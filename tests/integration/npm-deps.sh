@@ -23,9 +23,12 @@ fi
 echo "npm-deps: installing $want into $dir"
 rm -f "$dir/.installed"
 # --prefix: into DIR even when a directory above it holds a node_modules or a package.json.
+# The --version probe in a HOME of its own: an agent CLI writes its state there.
+probe_home=$(mktemp -d)
+trap 'rm -rf "$probe_home"' EXIT
 if (cd "$dir" && npm install --prefix . --no-audit --no-fund --no-save --loglevel=error \
 	"$want") &&
-	{ [ -z "$bin" ] || "$dir/node_modules/.bin/$bin" --version >/dev/null; }; then
+	{ [ -z "$bin" ] || HOME=$probe_home "$dir/node_modules/.bin/$bin" --version >/dev/null; }; then
 	echo "$want" >"$dir/.installed"
 	chmod -R a+rX "$dir"
 else

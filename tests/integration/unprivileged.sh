@@ -23,13 +23,18 @@ fi
 home=$(getent passwd "$user" | cut -d: -f6)
 
 work=$(mktemp -d /tmp/runnerd-unpriv.XXXXXX)
-# The user's /run/user/UID, as a login makes it, if there is none: masked as a whole, with
-# exceptions (view.py). Removed again at the end if this run made it.
-run_user=/run/user/$(id -u "$user") made_run_user=
+# The user's /run/user/UID, as a login makes it, if there is none (and /run/user too, which a
+# container without systemd lacks): masked as a whole, with exceptions (view.py). Removed again
+# at the end if this run made them.
+run_user=/run/user/$(id -u "$user") made_run_user= made_run_dir=
+if [ ! -e /run/user ]; then
+	mkdir -m 755 /run/user && made_run_dir=/run/user
+fi
 if [ -d /run/user ] && [ ! -e "$run_user" ]; then
 	mkdir -m 700 "$run_user" && chown "$user:" "$run_user" && made_run_user=$run_user
 fi
-trap 'rm -rf "$work"; [ -n "$made_run_user" ] && rm -rf "$made_run_user"; true' EXIT
+trap 'rm -rf "$work"; [ -n "$made_run_user" ] && rm -rf "$made_run_user"
+	[ -n "$made_run_dir" ] && rmdir "$made_run_dir"; true' EXIT
 mkdir -p "$work/build/tests/integration" "$work/src/tests"
 cp -a "$build/bin" "$build/etc" "$work/build/"
 cp -a "$build/tests/integration/helpers" "$work/build/tests/integration/"
