@@ -3,6 +3,7 @@
  * See docs/architecture.md, "The command's view". */
 #include "sandbox/view.h"
 #include "lib/strv.h"
+#include "lib/syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,14 +48,50 @@ static int set_readonly(const char *path, unsigned flags)
 	return mount_setattr(AT_FDCWD, path, flags, &a, sizeof(a)) < 0 ? -errno : 0;
 }
 
+/* path, found without a symlink on the way (a command could have planted one to turn a mount
+ * elsewhere): an O_PATH fd, or -errno (-ELOOP for a symlink). */
+static int open_nofollow(const char *path)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+	int fd = rd_openat2(AT_FDCWD, path, &how);
+	return fd >= 0 ? fd : -errno;
+}
+
+static bool absent(int e)
+{
+	return e == -ENOENT || e == -ENOTDIR;
+}
+
+/* The tree at fd (with what is mounted under it) bound on itself, read-only when readonly: by
+ * fd, so that what a command swaps in on the path meanwhile is not what is mounted over. */
+static int rebind(int fd, bool readonly)
+{
+	int tree =
+	    open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	int r = tree < 0 ? -errno : 0;
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY};
+	if (r == 0 && readonly &&
+	    mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
+		r = -errno;
+	if (r == 0 &&
+	    move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = -errno;
+	if (tree >= 0)
+		close(tree);
+	return r;
+}
+
 /* path, and every mount under it, read-only: bound on itself, so that only this view of it
- * changes (it may be a mount's root or not). A path that is not there is nothing to
- * protect. */
+ * changes (it may be a mount's root or not). A path that is not there is nothing to protect;
+ * one with a symlink on the way: -ELOOP. */
 static int readonly_tree(const char *path)
 {
-	if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	return set_readonly(path, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	int fd = open_nofollow(path);
+	if (fd < 0)
+		return absent(fd) ? 0 : fd;
+	int r = rebind(fd, true);
+	close(fd);
+	return r;
 }
 
 static int make_dev(struct rd_view_error *e)
@@ -138,12 +175,9 @@ out:
  * as it is (read-only). */
 static int writable_tree(const char *path)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
-	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
-	if (fd < 0)
-		return errno == ENOENT || errno == ELOOP || errno == ENOTDIR || errno == EACCES
-		           ? 0
-		           : -errno;
+	int fd = open_nofollow(path);
+	if (fd < 0) /* not there, or a symlink on the way: left read-only */
+		return absent(fd) || fd == -ELOOP || fd == -EACCES ? 0 : fd;
 	/* A copy of the tree there, made writable while detached, then put over it. */
 	int tree =
 	    open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
@@ -213,24 +247,29 @@ static int protect(const struct rd_view_paths *v, const char *path, char **pinne
 	if (root == len)
 		return readonly_tree(path);
 	memcpy(buf, path, len + 1);
-	struct stat st;
+	/* A root with a symlink on the way is left read-only (writable_tree): nothing to do. */
+	buf[root] = '\0';
+	int rfd = open_nofollow(buf);
+	if (rfd < 0)
+		return absent(rfd) || rfd == -ELOOP || rfd == -EACCES ? 0 : rfd;
+	close(rfd);
+	buf[root] = path[root];
 	for (size_t at = root + 1; at <= len; at++) {
 		if (buf[at] != '/' && buf[at] != '\0')
 			continue;
 		char c = buf[at];
 		buf[at] = '\0';
-		if (lstat(buf, &st) < 0)
-			return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
-		if (S_ISLNK(st.st_mode))
-			return -ELOOP;
-		if (c == '\0')
-			return readonly_tree(buf);
-		bool done = false;
-		for (size_t k = 0; k < *n_pinned && !done; k++)
+		bool done = false; /* pinned already, for another protected path */
+		for (size_t k = 0; c && k < *n_pinned && !done; k++)
 			done = strcmp(pinned[k], buf) == 0;
 		if (!done) {
-			if (mount(buf, buf, NULL, MS_BIND | MS_REC, NULL) < 0)
-				return -errno;
+			int fd = open_nofollow(buf);
+			if (fd < 0)
+				return absent(fd) ? 0 : fd;
+			int r = rebind(fd, c == '\0');
+			close(fd);
+			if (r < 0 || c == '\0')
+				return r;
 			if (*n_pinned < max_pinned && (pinned[*n_pinned] = strdup(buf)))
 				(*n_pinned)++;
 		}
