@@ -32,6 +32,11 @@ if (cd "$dir" && npm install --prefix . --no-audit --no-fund --no-save --logleve
 	echo "$want" >"$dir/.installed"
 	chmod -R a+rX "$dir"
 else
-	echo "npm-deps: npm could not install $want: the tests that need it skip" >&2
+	# Say which node the package wants, when it says: Debian 12's is 18, older than some CLIs'.
+	pkg=${want%@*}
+	engines=$(node -p "(require('$dir/node_modules/$pkg/package.json').engines||{}).node||''" \
+		2>/dev/null)
+	echo "npm-deps: $want could not be installed or run (node $(node --version 2>/dev/null);" \
+		"it wants node ${engines:-of any version}): the tests that need it skip" >&2
 fi
 exit 0
