@@ -2,6 +2,7 @@
  * the exec filter and supervise every command it starts. */
 #include "intercept/filter.h"
 #include "intercept/launcher.h"
+#include "lib/syscalls.h"
 #include "policy/envpolicy.h"
 #include "policy/rules.h"
 #include "runnerd/agent_path.h"
@@ -284,7 +285,7 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		    access(p, F_OK) < 0 && errno == ENOENT && make_root(pw->pw_dir, p))
 			(void)mkdir_p(p, 0700);
 		struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
-		int fd = (int)syscall(SYS_openat2, AT_FDCWD, p, &how, sizeof(how));
+		int fd = rd_openat2(AT_FDCWD, p, &how);
 		if (fd >= 0)
 			close(fd);
 		else if (errno == ELOOP)

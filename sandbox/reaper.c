@@ -382,15 +382,15 @@ static bool is_mask(const struct stat *st, const struct stat *empty)
 	return st->st_dev == empty->st_dev && st->st_ino == empty->st_ino;
 }
 
-/* The exceptions that lie in the masked directory path ("!" entries of masks, runnerd's
- * rd_mask_list): how many. */
-static size_t exceptions_in(const char *path, char *const *masks, size_t n_masks)
+/* Whether an exception lies in the masked directory path ("!" entries of masks, runnerd's
+ * rd_mask_list). */
+static bool exceptions_in(const char *path, char *const *masks, size_t n_masks)
 {
-	size_t n = 0;
 	for (size_t i = 0; i < n_masks; i++)
-		n += masks[i][0] == '!' && rd_path_within(masks[i] + 1, path) &&
-		     strcmp(masks[i] + 1, path) != 0;
-	return n;
+		if (masks[i][0] == '!' && rd_path_within(masks[i] + 1, path) &&
+		    strcmp(masks[i] + 1, path) != 0)
+			return true;
+	return false;
 }
 
 /* A masked directory with exceptions: a read-only tmpfs of its own over it, holding only the
@@ -422,7 +422,7 @@ static int mask_with_exceptions(int dir, const char *path, char *const *masks, s
 		const char *rel = x + plen + 1;
 		struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
 		                       .resolve = RESOLVE_NO_SYMLINKS};
-		int real = (int)syscall(SYS_openat2, dir, rel, &how, sizeof(how));
+		int real = rd_openat2(dir, rel, &how);
 		struct stat st;
 		if (real < 0 || fstat(real, &st) < 0 || S_ISLNK(st.st_mode)) {
 			if (real >= 0)

@@ -27,8 +27,6 @@ struct kept_preset {
 	struct rd_sandbox_preset pre;
 };
 
-/* The preset of a request of n bytes in buf, checked (the message is runnerd's own, but a
- * count that does not add up stops here). Returns 0, or -1 if it does not add up. */
 /* n strings, each ending in a NUL, from s up to end: a NULL-terminated array of pointers into
  * them (malloc'd), or NULL if they do not add up. */
 static char **split(char *s, char *end, size_t n)
@@ -46,6 +44,8 @@ static char **split(char *s, char *end, size_t n)
 	return v;
 }
 
+/* The preset of a request of n bytes in buf, checked (the message is runnerd's own, but a
+ * count that does not add up stops here). Returns 0, or -1 if it does not add up. */
 static int parse_preset(char *buf, size_t n, struct kept_preset *out)
 {
 	const struct zygote_req *q = (const void *)buf;
@@ -74,13 +74,13 @@ static void reply(int sock, long pid, int err, int pidfd)
 		_exit(1); /* runnerd is gone, or gave us up */
 }
 
-/* The session's namespaces (launch_internal.h): a user namespace, whose maps runnerd writes,
- * and a mount namespace with the session's part of the commands' view. Returns what every
- * reaper is to be told (RD_ROOT_IDS), or exits once runnerd knows why it could not. */
 /* The session's writable roots and protected paths, kept for each reaper: a rule's own go
  * over them (rd_view_rule). */
 static struct rd_view_paths session_paths;
 
+/* The session's namespaces (launch_internal.h): a user namespace, whose maps runnerd writes,
+ * and a mount namespace with the session's part of the commands' view. Returns what every
+ * reaper is to be told (RD_ROOT_IDS), or exits once runnerd knows why it could not. */
 static unsigned session_setup(int sock)
 {
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {

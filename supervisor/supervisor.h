@@ -22,8 +22,8 @@ struct rd_session {
 	struct rd_audit *audit;
 	int verbose;
 	int stub_fd;   /* O_RDONLY of runnerd-stub, injected into every caller */
-	int zygote_fd; /* O_RDONLY of runnerd-zygote until it is started; -1: runnerd forks
-	                * sandboxes */
+	int zygote_fd; /* O_RDONLY of runnerd-zygote until it is started (then -1); -1 from the
+	                * start when there is none: runnerd forks sandboxes */
 	/* The commands' seccomp profiles: "default" (user namespaces allowed), "strict". */
 	struct rd_bpf cmd_filter, cmd_filter_strict;
 	struct rd_agent agent;
