@@ -119,12 +119,7 @@ def protecting_config(tmp):
     """The shipped configuration, with $NPM_AGENTS protected: a user's agent CLI lies where
     commands cannot write (a global npm install), and runnerd runs an agent program that lies
     in a writable root (a clone under /tmp) as a command. Written into tmp."""
-    shipped = os.path.join(os.path.dirname(os.path.realpath(common.RUNNERD)), "..", "etc",
-                           "runnerd", "runner.json")
-    with open(shipped) as f:
-        cfg = json.load(f)
-    cfg["profiles_dir"] = os.path.join(os.path.dirname(os.path.abspath(shipped)),
-                                       cfg["profiles_dir"])
+    cfg = common.shipped_config()
     cfg["sandbox"]["protect"] = (cfg["sandbox"].get("protect", []) +
                                  [os.path.abspath(os.environ["NPM_AGENTS"])])
     path = os.path.join(tmp, "runner.json")

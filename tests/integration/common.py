@@ -85,6 +85,18 @@ def runnerd_cmd(profile, argv, config=None, audit=None, options=()):
     return cmd + list(options) + ["--"] + list(argv)
 
 
+def shipped_config():
+    """The configuration installed next to runnerd (etc/runnerd/runner.json), as a dict, its
+    profiles_dir made absolute: for a test that writes a variant of it elsewhere."""
+    shipped = os.path.join(os.path.dirname(os.path.realpath(RUNNERD)), "..", "etc", "runnerd",
+                           "runner.json")
+    with open(shipped) as f:
+        cfg = json.load(f)
+    cfg["profiles_dir"] = os.path.join(os.path.dirname(os.path.abspath(shipped)),
+                                       cfg["profiles_dir"])
+    return cfg
+
+
 def base_env(path=PATH, runtime_dir=True):
     """The environment runnerd or a plain run starts with: PATH, HOME, LANG, and with
     runtime_dir XDG_RUNTIME_DIR where it is set (where a control socket goes)."""

@@ -553,12 +553,7 @@ def test_config_in_workspace(tmp):
     os.makedirs(ws)
     os.chmod(tmp, 0o755)
     os.chmod(ws, 0o777)
-    shipped = os.path.join(os.path.dirname(os.path.realpath(common.RUNNERD)), "..", "etc",
-                           "runnerd", "runner.json")
-    with open(shipped) as f:
-        cfg = json.load(f)
-    cfg["profiles_dir"] = os.path.join(os.path.dirname(os.path.abspath(shipped)),
-                                       cfg["profiles_dir"])
+    cfg = common.shipped_config()
     path = os.path.join(ws, "runner.json")
     with open(path, "w") as f:
         json.dump(cfg, f)
