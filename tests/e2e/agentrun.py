@@ -2,11 +2,17 @@
 it, a canary file in the home, one session run and its audit log, and the canaries found in a
 text. Each CLI's test (claude.py, codex.py, gemini.py) says what differs: its API's stand-in,
 its argv, its environment, and the checks that name its own key and programs."""
+import fcntl
 import json
 import os
 import re
+import select
+import signal
+import socket
 import statistics
+import struct
 import subprocess
+import termios
 import time
 
 import common
@@ -78,14 +84,46 @@ def session_home(tmp):
     return home
 
 
-def run_session(argv, env, cwd):
-    """(exit status, stdout, stderr, seconds) of one session."""
+def run_session(argv, env, cwd, tty=False):
+    """(exit status, stdout, stderr, seconds) of one session; with tty, its stdin, stdout and
+    stderr are a new pseudo-terminal of 120x40, its controlling terminal, and what came out
+    of it (escape sequences and carriage returns taken out) is the stdout."""
     start = time.monotonic()
-    p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    out, err = common.finish(p, timeout=SESSION_TIMEOUT)
-    return p.returncode, out, err, time.monotonic() - start
+    if not tty:
+        p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        out, err = common.finish(p, timeout=SESSION_TIMEOUT)
+        return p.returncode, out, err, time.monotonic() - start
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    p = subprocess.Popen(argv, env=dict(env, TERM="xterm-256color"), cwd=cwd, stdin=slave,
+                         stdout=slave, stderr=slave, start_new_session=True,
+                         preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    os.close(slave)
+    data, deadline, ended = b"", start + SESSION_TIMEOUT, None
+    while True:
+        now = time.monotonic()
+        if ended is None and p.poll() is not None:
+            ended = now  # what is still on its way is read for a moment more
+        if ended is None and now > deadline:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            ended = now
+        if ended is not None and now > ended + 0.5:
+            break
+        if select.select([master], [], [], 0.1)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every end of the terminal is closed
+                chunk = b""
+            if not chunk and ended is not None:
+                break
+            data += chunk
+    os.close(master)
+    text = re.sub(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-B]|"
+                  r"\x1b[=>78]|\r", "", data.decode("utf-8", "replace"))
+    return p.wait(), text, "", time.monotonic() - start
 
 
 def read_audit(path):
@@ -128,15 +166,15 @@ def protecting_config(tmp):
     return path
 
 
-def sessions(tmp, cwd, api, argv, profile, session_env, results):
+def sessions(tmp, cwd, api, argv, profile, session_env, results, tty=False, times=TIMED_RUNS):
     """Each kind of session ("plain", "runnerd": the same argv under runnerd --profile profile,
-    with an audit log) TIMED_RUNS times, alternating: for each, its status, output, time, and
-    what the stand-in api recorded (results(api): what the tool returned to the model).
-    session_env(n) is the environment of session n."""
+    with an audit log) times times, alternating: for each, its status, output, time, and what
+    the stand-in api recorded (results(api): what the tool returned to the model).
+    session_env(n) is the environment of session n; tty: run_session's."""
     runs = {"plain": [], "runnerd": []}
     config = protecting_config(tmp)
     n = 0
-    for _ in range(TIMED_RUNS):
+    for _ in range(times):
         for kind in ("plain", "runnerd"):
             n += 1
             api.reset()
@@ -144,7 +182,7 @@ def sessions(tmp, cwd, api, argv, profile, session_env, results):
             audit = os.path.join(tmp, "audit-%d.jsonl" % n)
             a = (common.runnerd_cmd(profile, argv, config=config, audit=audit)
                  if kind == "runnerd" else argv)
-            status, out, err, secs = run_session(a, env, cwd)
+            status, out, err, secs = run_session(a, env, cwd, tty)
             with api.lock:
                 rec = {"status": status, "out": out, "err": err, "secs": secs,
                        "requests": list(api.requests), "results": list(results(api)),
@@ -262,3 +300,94 @@ def mode_tests(cli, modes, test):
         tests.append(t)
     return tests
 
+
+
+# --- a server that one tool call starts in the background and the next one reaches ----------
+
+BG_PROMPT = "Start a web server in the background, then fetch a file from it."
+BG_CLIENT = """import sys, time, urllib.request as u
+opener = u.build_opener(u.ProxyHandler({}))
+for _ in range(100):
+    try:
+        url = "http://127.0.0.1:%s/bg-served.txt" % sys.argv[1]
+        print("served: " + opener.open(url, timeout=2).read().decode().strip())
+        break
+    except OSError:
+        time.sleep(0.1)
+else:
+    print("served: nothing, the server is unreachable")
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port):
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def kill_servers(port):
+    """Any process left serving on port (a server that outlived its session: a failure)."""
+    needle = b"http.server\0%d\0" % port
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if needle in f.read():
+                    os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def background_test(tmp, ws, api_class, results, argv, profile, env_of):
+    """One session under runnerd whose first tool call starts python3's HTTP server on the
+    workspace in the background (its own session, its output to /dev/null, so that the call
+    returns at once) and whose second fetches a file through it. Not run without runnerd: there
+    the server would outlive the session. Checked: the session exits 0; the second call got the
+    file from the server, which lived on in the first command's sandbox after that command had
+    returned; the audit has both as sandboxed commands; the sandbox ended with the session
+    ("the agent exited"), and the port is closed once runnerd has exited. api_class(commands)
+    is the CLI's stand-in, results(api) what the tool returned to the model, env_of(api) the
+    session's environment."""
+    check = common.check
+    port, token = free_port(), "BG-OK-%d-%d" % (os.getpid(), time.monotonic_ns() % 10**6)
+    with open(os.path.join(ws, "bg-served.txt"), "w") as f:
+        f.write(token + "\n")
+    with open(os.path.join(ws, "bg-client.py"), "w") as f:
+        f.write(BG_CLIENT)
+    commands = ["nohup setsid python3 -m http.server %d --bind 127.0.0.1 >/dev/null 2>&1 & "
+                "echo started" % port, "python3 bg-client.py %d" % port]
+    api = api_class(commands).start()
+    audit_path = os.path.join(tmp, "audit-bg.jsonl")
+    try:
+        a = common.runnerd_cmd(profile, argv, config=protecting_config(tmp), audit=audit_path)
+        status, out, err, secs = run_session(a, env_of(api), ws)
+        closed = common.wait_for(lambda: not port_open(port), seconds=5)
+        with api.lock:
+            got = list(results(api))
+    finally:
+        api.stop()
+        kill_servers(port)
+    audit = read_audit(audit_path)
+    print("background server session: %.2f s, tool results %s" % (secs, [g[:60] for g in got]))
+    check("background: the session exits 0", status == 0,
+          "status %s: %s" % (status, (err or out)[-2000:]))
+    check("background: the second call got the file from the server the first one started",
+          any("served: " + token in g for g in got), "tool results: %r" % got)
+    execs = [e for e in audit if e.get("event") == "exec"]
+    server = [e for e in execs if e.get("action") == "allow"
+              and "http.server" in " ".join(e.get("argv", []))]
+    client = [e for e in execs if e.get("action") == "allow"
+              and "bg-client.py" in " ".join(e.get("argv", []))]
+    check("background: the audit has the server and the client as sandboxed commands",
+          len(server) == 1 and len(client) == 1, json.dumps(execs)[:2000])
+    ends = [e for e in audit if e.get("event") == "sandbox_end"
+            and server and e.get("id") == server[0].get("id")]
+    check("background: the server's sandbox lived until the agent exited",
+          len(ends) == 1 and ends[0].get("reason") == "the agent exited",
+          json.dumps([e for e in audit if e.get("event") in ("exit", "sandbox_end")])[:2000])
+    check("background: nothing serves on the port once runnerd has exited", closed, "")

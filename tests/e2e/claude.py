@@ -23,6 +23,10 @@ network proxy; both run as runnerd's commands, the command's bash inside both sa
 root only with it off: the kernel lets no command's user namespace map uid 0 (it takes
 CAP_SETFCAP, which a command never has; docs/threat-model.md), so bubblewrap fails there.
 
+Two more sessions under runnerd: the same one with the CLI's stdio on a terminal of its own,
+and one whose first Bash call starts a server in the background that the second one reaches
+(agentrun.background_test).
+
 Environment: RUNNERD, NPM_AGENTS (where tests/e2e/npm-agents.sh installed the CLI: make test
 does), RUNNERD_MUST_WORK. Run as root and, by unprivileged.sh, as an unprivileged user.
 """
@@ -72,7 +76,7 @@ def session_env(tmp, n, api, home):
 SANDBOX_ON = json.dumps({"sandbox": {"enabled": True}})
 
 
-def test_claude(tmp, sandbox):
+def test_claude(tmp, sandbox, tty=False):
     claude = agentrun.npm_bin("claude", PACKAGE, "claude")
     home = agentrun.session_home(tmp)
     ws = os.path.join(tmp, "workspace")
@@ -85,7 +89,8 @@ def test_claude(tmp, sandbox):
             argv += ["--settings", SANDBOX_ON]
         runs = agentrun.sessions(tmp, ws, api, argv, "claude",
                                  lambda n: session_env(tmp, n, api, home),
-                                 lambda api: api.tool_results)
+                                 lambda api: api.tool_results, tty=tty,
+                                 times=1 if tty else agentrun.TIMED_RUNS)
     finally:
         planted.remove()
         api.stop()
@@ -118,11 +123,28 @@ def test_claude(tmp, sandbox):
     agentrun.report(runs, execs)
 
 
+def test_claude_terminal(tmp):
+    """The session with its stdio on a terminal of its own, its sandbox off."""
+    test_claude(tmp, False, tty=True)
+
+
+def test_claude_background(tmp):
+    """A server that one Bash call starts in the background, reached by the next."""
+    claude = agentrun.npm_bin("claude", PACKAGE, "claude")
+    home = agentrun.session_home(tmp)
+    ws = os.path.join(tmp, "workspace")
+    os.mkdir(ws)
+    agentrun.background_test(tmp, ws, MessagesAPI, lambda api: api.tool_results,
+                             [claude, "-p", agentrun.BG_PROMPT, "--allowedTools", "Bash"],
+                             "claude", lambda api: session_env(tmp, 1, api, home))
+
+
 def main():
     common.require_runnerd()
     agentrun.npm_bin("claude", PACKAGE, "claude")
     tests = agentrun.mode_tests("claude -p", [("its sandbox off", False, False),
                                               ("its sandbox on", True, True)], test_claude)
+    tests += [test_claude_terminal, test_claude_background]
     sys.exit(common.run_tests(tests, "rd-e2e-claude-", enter=False))
 
 

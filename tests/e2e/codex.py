@@ -38,6 +38,10 @@ own key; the result reached the model; nothing went elsewhere than the stand-in.
 session without runnerd is the control: there, the canaries do reach the command. Printed only:
 the execs runnerd trapped per session, and the session's wall time with and without runnerd.
 
+Two more sessions under runnerd, in danger-full-access: the same one with the CLI's stdio on a
+terminal of its own, and one whose first call starts a server in the background that the
+second one reaches (agentrun.background_test).
+
 Environment: RUNNERD, NPM_AGENTS (where tests/e2e/npm-agents.sh installed the CLI: make test
 does), RUNNERD_MUST_WORK. Run as root and, by unprivileged.sh, as an unprivileged user.
 """
@@ -100,7 +104,7 @@ MODES = [("sandbox read-only", [], True),
          ("sandbox danger-full-access", ["-s", "danger-full-access"], False)]
 
 
-def test_codex(tmp, mode):
+def test_codex(tmp, mode, tty=False):
     codex = agentrun.npm_bin("codex", PACKAGE, "codex")
     home = agentrun.session_home(tmp)
     ws = os.path.join(tmp, "workspace")
@@ -111,7 +115,8 @@ def test_codex(tmp, mode):
         argv = [codex, "exec", "--skip-git-repo-check"] + mode + [PROMPT]
         runs = agentrun.sessions(tmp, ws, api, argv, "codex",
                                  lambda n: session_env(tmp, n, api, home),
-                                 lambda api: api.tool_outputs)
+                                 lambda api: api.tool_outputs, tty=tty,
+                                 times=1 if tty else agentrun.TIMED_RUNS)
     finally:
         planted.remove()
         api.stop()
@@ -146,10 +151,30 @@ def test_codex(tmp, mode):
     agentrun.report(runs, execs)
 
 
+def test_codex_terminal(tmp):
+    """The session with its stdio on a terminal of its own, danger-full-access (the one mode
+    that runs as root too)."""
+    test_codex(tmp, ["-s", "danger-full-access"], tty=True)
+
+
+def test_codex_background(tmp):
+    """A server that one exec_command call starts in the background, reached by the next; in
+    danger-full-access, since Codex's own sandbox keeps its commands off the network."""
+    codex = agentrun.npm_bin("codex", PACKAGE, "codex")
+    home = agentrun.session_home(tmp)
+    ws = os.path.join(tmp, "workspace")
+    os.mkdir(ws)
+    argv = [codex, "exec", "--skip-git-repo-check", "-s", "danger-full-access",
+            agentrun.BG_PROMPT]
+    agentrun.background_test(tmp, ws, ResponsesAPI, lambda api: api.tool_outputs, argv,
+                             "codex", lambda api: session_env(tmp, 1, api, home))
+
+
 def main():
     common.require_runnerd()
     agentrun.npm_bin("codex", PACKAGE, "codex")
     tests = agentrun.mode_tests("codex exec", MODES, test_codex)
+    tests += [test_codex_terminal, test_codex_background]
     sys.exit(common.run_tests(tests, "rd-e2e-codex-", enter=False))
 
 

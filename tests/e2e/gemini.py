@@ -32,6 +32,10 @@ stand-in. The same session without runnerd is the control: there, the canaries d
 command. Printed only: the execs runnerd trapped per session, and the session's wall time with
 and without runnerd.
 
+Two more sessions under runnerd: the same one with the CLI's stdio on a terminal of its own,
+and one whose first call starts a server in the background that the second one reaches
+(agentrun.background_test).
+
 Environment: RUNNERD, NPM_AGENTS (where tests/e2e/npm-agents.sh installed the CLI: make test
 does), RUNNERD_MUST_WORK. Run as root and, by unprivileged.sh, as an unprivileged user.
 """
@@ -79,7 +83,7 @@ def session_env(tmp, n, api, home):
     return env
 
 
-def test_gemini(tmp):
+def test_gemini(tmp, tty=False):
     gemini = agentrun.npm_bin("gemini", PACKAGE, "gemini")
     home = agentrun.session_home(tmp)
     ws = os.path.join(tmp, "workspace")
@@ -90,7 +94,8 @@ def test_gemini(tmp):
         argv = [gemini, "-p", PROMPT, "--approval-mode", "yolo", "--skip-trust"]
         runs = agentrun.sessions(tmp, ws, api, argv, "gemini",
                                  lambda n: session_env(tmp, n, api, home),
-                                 lambda api: api.function_outputs)
+                                 lambda api: api.function_outputs, tty=tty,
+                                 times=1 if tty else agentrun.TIMED_RUNS)
     finally:
         planted.remove()
         api.stop()
@@ -128,10 +133,28 @@ def test_gemini(tmp):
     agentrun.report(runs, execs)
 
 
+def test_gemini_terminal(tmp):
+    """The session with its stdio on a terminal of its own."""
+    test_gemini(tmp, tty=True)
+
+
+def test_gemini_background(tmp):
+    """A server that one run_shell_command call starts in the background, reached by the
+    next."""
+    gemini = agentrun.npm_bin("gemini", PACKAGE, "gemini")
+    home = agentrun.session_home(tmp)
+    ws = os.path.join(tmp, "workspace")
+    os.mkdir(ws)
+    argv = [gemini, "-p", agentrun.BG_PROMPT, "--approval-mode", "yolo", "--skip-trust"]
+    agentrun.background_test(tmp, ws, GeminiAPI, lambda api: api.function_outputs, argv,
+                             "gemini", lambda api: session_env(tmp, 1, api, home))
+
+
 def main():
     common.require_runnerd()
     agentrun.npm_bin("gemini", PACKAGE, "gemini")
-    sys.exit(common.run_tests([test_gemini], "rd-e2e-gemini-", enter=False))
+    tests = [test_gemini, test_gemini_terminal, test_gemini_background]
+    sys.exit(common.run_tests(tests, "rd-e2e-gemini-", enter=False))
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ The answer is scripted:
   questions, such as its router's complexity score): the least object the schema allows (its
   required properties: strings "e2e", numbers 1, the first of an enum);
 - a request that declares the function named tool_name and carries no functionResponse yet: a
-  functionCall of that function with {"command": command};
-- a request whose last content carries functionResponses: a text that echoes what the
-  function returned (so that what reached the model can also be seen in the CLI's output);
+  functionCall of that function with {"command": command} (the first of a list);
+- a request whose last content carries functionResponses: the next command's functionCall,
+  or, after the last, a text that echoes what the function returned (so that what reached the model can also be seen in the CLI's output);
 - any other request: a short text.
 
 Any other path (countTokens too, which 0.61.0 calls only for images): 404 with the API's error
@@ -117,14 +117,18 @@ class GeminiAPI(StandIn):
         if isinstance(schema, dict):
             return [{"text": json.dumps(schema_value(schema))}]
         responses = _last_function_responses(body)
+        done = sum(1 for c in _contents(body) for p in _parts(c)
+                   if isinstance(p.get("functionResponse"), dict))
+        command = self.next_command(done) if self.tool_name in declared_functions(body) else None
         if responses:
             texts = [response_text(p) for p in responses]
             with self.lock:
                 self.function_outputs += texts
-            return [{"text": "The command printed:\n" + "\n".join(texts)}]
-        if self.tool_name in declared_functions(body) and not _any_function_part(body):
+            if command is None:
+                return [{"text": "The command printed:\n" + "\n".join(texts)}]
+        if command is not None and (responses or not _any_function_part(body)):
             return [{"functionCall": {"id": _id("call"), "name": self.tool_name,
-                                      "args": {"command": self.command}}}]
+                                      "args": {"command": command}}}]
         return [{"text": "Done."}]
 
     # --- HTTP -------------------------------------------------------------------------------

@@ -5,9 +5,10 @@ server-sent events message_start, content_block_start / content_block_delta /
 content_block_stop per block, message_delta and message_stop. The answer is scripted:
 
 - a request that offers the tool named tool_name and carries no tool_result yet: a tool_use
-  block calling that tool with {"command": command};
-- a request whose last user message carries a tool_result: a text that echoes what the tool
-  returned (so that what reached the model can also be seen in the CLI's output);
+  block calling that tool with {"command": command} (command: the first of a list);
+- a request whose last user message carries a tool_result: the next command's tool_use, or,
+  after the last, a text that echoes what the tool returned (so that what reached the model
+  can also be seen in the CLI's output);
 - any other request (a title, a topic, a quota check): a short text.
 
 POST /v1/messages/count_tokens answers a token count. Any other path: 404 with the API's error
@@ -56,13 +57,9 @@ def _last_user_tool_results(body):
     return []
 
 
-def _any_tool_result(body):
-    for m in body.get("messages") or []:
-        content = m.get("content")
-        if isinstance(content, list) and any(
-                isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-            return True
-    return False
+def _count_tool_results(body):
+    return sum(1 for m in body.get("messages") or [] if isinstance(m.get("content"), list)
+               for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
 
 
 class MessagesAPI(StandIn):
@@ -91,16 +88,19 @@ class MessagesAPI(StandIn):
     def answer(self, body):
         """The content blocks and stop reason for one request to /v1/messages."""
         results = _last_user_tool_results(body)
+        done = _count_tool_results(body)
+        tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+        command = self.next_command(done) if self.tool_name in tools else None
         if results:
             texts = [tool_result_text(b) for b in results]
             with self.lock:
                 self.tool_results += texts
-            return [{"type": "text", "text": "The command printed:\n" + "\n".join(texts)}], \
-                "end_turn"
-        tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
-        if self.tool_name in tools and not _any_tool_result(body):
+            if command is None:
+                return [{"type": "text", "text": "The command printed:\n" + "\n".join(texts)}], \
+                    "end_turn"
+        if command is not None and (results or not done):
             return [{"type": "tool_use", "id": _id("toolu"), "name": self.tool_name,
-                     "input": {"command": self.command,
+                     "input": {"command": command,
                                "description": "Run the command the test chose"}}], \
                 "tool_use"
         return [{"type": "text", "text": "Done."}], "end_turn"

@@ -10,9 +10,9 @@ response.completed. The answer is scripted:
 - a request that offers the function tool named tool_name (at the top level or, as Codex 0.169
   sends them, in an "additional_tools" input item, in a namespace) and carries no
   function_call_output yet: a function_call of that tool with {"cmd": command} (exec_command),
-  or {"command": command} (shell_command);
-- a request whose input ends with function_call_outputs: a message that echoes what the tool
-  returned (so that what reached the model can also be seen in the CLI's output);
+  or {"command": command} (shell_command), command being the first of a list;
+- a request whose input ends with function_call_outputs: the next command's function_call,
+  or, after the last, a message that echoes what the tool returned (so that what reached the model can also be seen in the CLI's output);
 - a prewarm ("generate": false, sent first on the websocket): an empty response;
 - any other request: a short message.
 
@@ -104,10 +104,12 @@ class ResponsesAPI(StandIn):
     def __init__(self, command, tool_name="exec_command", websocket=True, log=None):
         self.websocket = websocket  # False: the upgrade is refused (404), the client falls back
         self.tool_outputs = []  # the text of each function_call_output the client sent
+        self.counts = {}  # response id: (function calls, outputs) up to and in it
         super().__init__(command, tool_name, log)
 
     def _reset_results(self):
         self.tool_outputs = []
+        self.counts = {}
 
     def not_found_body(self, path):
         return {"error": {"message": "Not found: " + path, "type": "invalid_request_error",
@@ -121,24 +123,36 @@ class ResponsesAPI(StandIn):
 
     # --- what to answer ---------------------------------------------------------------------
 
-    def answer(self, body):
-        """The output items for one request to /v1/responses."""
+    def answer(self, body, rid=None):
+        """The output items for one request to /v1/responses, whose response is rid. A request
+        that continues an earlier response (previous_response_id, as Codex does on the
+        websocket) carries only what is new: the calls and outputs before it are counted
+        from that response's."""
         if body.get("generate") is False:  # a websocket prewarm: nothing to say
             return []
         outs = _last_outputs(body)
+        with self.lock:
+            calls, done = self.counts.get(body.get("previous_response_id"), (0, 0))
+        calls += sum(1 for i in _input(body) if i.get("type") == "function_call")
+        done += sum(1 for i in _input(body) if i.get("type") == "function_call_output")
+        command = self.next_command(done) if self.tool_name in offered_tools(body) else None
+        items = None
         if outs:
             texts = [output_text(i) for i in outs]
             with self.lock:
                 self.tool_outputs += texts
-            return [_message("The command printed:\n" + "\n".join(texts))]
-        called = any(i.get("type") == "function_call" for i in _input(body))
-        if self.tool_name in offered_tools(body) and not called:
-            args = {"cmd": self.command} if self.tool_name == "exec_command" else {
-                "command": self.command}
-            return [{"type": "function_call", "id": _id("fc"), "call_id": _id("call"),
-                     "name": self.tool_name, "arguments": json.dumps(args),
-                     "status": "completed"}]
-        return [_message("Done.")]
+            if command is None:
+                items = [_message("The command printed:\n" + "\n".join(texts))]
+        if items is None and command is not None and (outs or not calls):
+            args = {"cmd": command} if self.tool_name == "exec_command" else {
+                "command": command}
+            items = [{"type": "function_call", "id": _id("fc"), "call_id": _id("call"),
+                      "name": self.tool_name, "arguments": json.dumps(args),
+                      "status": "completed"}]
+            calls += 1
+        with self.lock:
+            self.counts[rid] = (calls, done)
+        return items if items is not None else [_message("Done.")]
 
     # --- HTTP -------------------------------------------------------------------------------
 
@@ -177,8 +191,9 @@ class ResponsesAPI(StandIn):
 
             def _responses(self, body):
                 if not body.get("stream"):
-                    items = api.answer(body)
-                    self._json(200, _response(body, _id("resp"), items, "completed"))
+                    rid = _id("resp")
+                    items = api.answer(body, rid)
+                    self._json(200, _response(body, rid, items, "completed"))
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream; charset=utf-8")
@@ -191,8 +206,8 @@ class ResponsesAPI(StandIn):
 
             def _stream(self, body):
                 """The events of one response, to the SSE stream or the websocket."""
-                items = api.answer(body)
                 rid = _id("resp")
+                items = api.answer(body, rid)
                 self.seq = itertools.count()
                 self._event({"type": "response.created",
                              "response": _response(body, rid, [], "in_progress")})

@@ -17,7 +17,8 @@ class StandIn:
     REQUEST_ID = "request-id"  # the response header that names a request
 
     def __init__(self, command, tool_name, log=None):
-        self.command = command
+        # The commands of the tool calls, one a turn: a string, or a list for several.
+        self.commands = list(command) if isinstance(command, (list, tuple)) else [command]
         self.tool_name = tool_name
         self.log = log  # a file for one line per request, or None
         self.requests = []  # {"method", "path", "query", "headers", "body"}
@@ -46,6 +47,10 @@ class StandIn:
 
     def _reset_results(self):
         pass
+
+    def next_command(self, done):
+        """The command of the tool call that follows done calls, or None after the last."""
+        return self.commands[done] if done < len(self.commands) else None
 
     def not_found_body(self, path):
         raise NotImplementedError
