@@ -213,8 +213,10 @@ struct spares {
 	struct rd_strv preset_masks;
 	char *preset_home;
 	bool preset_off, preset_unfit;
-	/* What changes at the preset's masked paths (sandbox/maskwatch.h). */
+	/* What changes at the preset's masked paths (sandbox/maskwatch.h); due: to be placed once
+	 * the spare being asked for is on its way (sup_spare_make). */
 	struct rd_mask_watch watch;
+	bool watch_due;
 };
 
 struct masks {

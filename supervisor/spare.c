@@ -92,9 +92,8 @@ static const struct rd_sandbox_preset *spare_preset(struct sup *u)
 	    .n_masks = sp->preset_masks.n,
 	    .net_none = rd_box_is(&box, RD_BOX_NETWORK, RD_NET_NONE),
 	};
-	/* Without inotify (or its limits reached), every masked path is looked up at each use. */
-	if (rd_mask_watch_init(&sp->watch, sp->preset_masks.v, sp->preset_masks.n) == 0)
-		sp->preset.watch = &sp->watch;
+	/* The watch comes once this preset's first spare is on its way (sup_spare_make). */
+	sp->watch_due = true;
 	const struct rd_bpf *filter = rd_cmd_filter(u->s, &box);
 	if (filter) {
 		sp->preset.filter = filter->insns;
@@ -160,6 +159,16 @@ void sup_spare_make(struct sup *u)
 	if (!sup_spare_wanted(u))
 		return;
 	int r = rd_sandbox_spare_begin(&sp->zygote, u->full_ids, spare_preset(u), &sp->spare, &err);
+	/* The masks' watch, placed while the zygote makes that spare: watching a directory makes
+	 * the kernel mark each entry it has cached there, 8.5 ms for a busy /tmp here, which the
+	 * session's first command would otherwise wait for. A spare asked for before the watch
+	 * has its masked paths looked up when it is used. Without inotify (or its limits
+	 * reached), every spare's are. */
+	if (sp->watch_due) {
+		sp->watch_due = false;
+		if (rd_mask_watch_init(&sp->watch, sp->preset_masks.v, sp->preset_masks.n) == 0)
+			sp->preset.watch = &sp->watch;
+	}
 	zygote_check(u);
 	if (r < 0)
 		spare_failed(u, &err);
