@@ -65,8 +65,10 @@ test: test-deps $(BUILD)/Makefile
 fuzz: test-deps
 	./tests/fuzz/run.sh $(CURDIR) $(CURDIR)/$(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-# Per-exec cost of plain fork+exec, unshare, bwrap and runnerd, measured in one run.
+# Per-exec cost of plain fork+exec, unshare, bwrap and runnerd, measured in one run; then whole
+# sessions of the real agent CLIs (installed as make test does), plain and under runnerd.
 bench: build
+	-./tests/e2e/npm-agents.sh $(BUILD)/npm-agents
 	./bench/run.sh $(BUILD)
 
 install: build

@@ -12,6 +12,11 @@
 #   FDS=1000                         the fds the caller holds in the "fds open" variants
 #   BASE=DIR                         another build (DIR/bin/runnerd, DIR/etc/runnerd) timed in the
 #                                    same rounds, for a before/after comparison in one run
+#   RUNS=5                           the agent sessions' runs, plain and under runnerd each
+#
+# Last, whole agent sessions (bench/agents.py): each real CLI of tests/e2e, as make test installs
+# it into BUILD_DIR/npm-agents, with one tool call against its loopback stand-in, plain and under
+# runnerd alternating; the ratio of the medians.
 #
 # The last variant pins runnerd, the agent and every command to CPU 0: the handoff is a chain of
 # wake-ups, which cost more when they cross CPUs (notably in a VM, where waking an idle vCPU is an
@@ -363,7 +368,19 @@ else
 	echo "  runnerd: failed (exit $rd_rc): $(tail -n 2 "$tmp/mem_rd.out" | tr '\n' ' ')"
 fi
 
+# Whole agent sessions: the real CLIs of the end-to-end tests, plain and under runnerd
+# (bench/agents.py); a CLI that is not installed is n/a, with the reason.
+echo
+agents_rc=0
+py=$(command -v python3 || true)
+if [ -n "$py" ]; then
+	"$py" "$repo/bench/agents.py" "$build" || agents_rc=$?
+else
+	echo "agent sessions: n/a: no python3"
+fi
+
 fail=0
+[ "$agents_rc" = 0 ] || fail=1
 for id in "${order[@]}"; do
 	case $id:${status[$id]} in
 	bwrap:n/a | rd_1cpu:n/a | *:ok) ;;
