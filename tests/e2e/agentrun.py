@@ -213,7 +213,8 @@ def check_command(under, plain, canary_env, file_canary):
     check("runnerd: the command's output came back through the CLI", MARKER in under["out"],
           under["out"][-2000:])
     check("runnerd: the command listed its environment", "\nPATH=" in "\n" + result, result)
-    listed = result.split("== file=[", 1)[-1].split("]", 1)[0] if "== file=[" in result else ""
+    # The last one: a CLI may show the command itself before its output (Qwen Code does).
+    listed = result.rsplit("== file=[", 1)[-1].split("]", 1)[0] if "== file=[" in result else ""
     check("runnerd: the command read the masked file, and found nothing there",
           "No such file or directory" in listed, result)
     for name, v in canary_env.items():
@@ -253,7 +254,7 @@ def command_execs(under, key):
 def env_names(run):
     """The names of the variables the command listed (between "== env" and "== file")."""
     text = "\n".join(run["results"])
-    listed = text.split("== env", 1)[-1].split("== file", 1)[0]
+    listed = text.rsplit("== env", 1)[-1].split("== file", 1)[0]
     return {l.split("=", 1)[0] for l in listed.splitlines()
             if re.match(r"[A-Za-z_][A-Za-z0-9_]*=", l)}
 

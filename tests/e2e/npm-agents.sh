@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The agent CLIs the end-to-end tests run, from npm, pinned, each installed once into a
 # directory of its own under DIR (its own .installed marker):
-#   npm-agents.sh DIR        DIR/claude: Claude Code, DIR/codex: Codex, DIR/gemini: Gemini CLI
+#   npm-agents.sh DIR        DIR/claude: Claude Code, DIR/codex: Codex, DIR/gemini: Gemini CLI,
+#                            DIR/qwen: Qwen Code
 # Claude Code's package is a launcher whose postinstall links bin/claude.exe to the native
 # program of its platform package (an optionalDependency); Codex's launcher, codex.js, starts
-# the native program of its own (@openai/codex-linux-x64); Gemini CLI is bundled JavaScript.
+# the native program of its own (@openai/codex-linux-x64); Gemini CLI and Qwen Code (0.15.10,
+# the last for node 20) are bundled JavaScript.
 # Each install counts once CLI --version runs.
 set -uo pipefail
 deps=$(dirname "$0")/../integration/npm-deps.sh
 "$deps" "$1/claude" "@anthropic-ai/claude-code@2.1.331" claude
 "$deps" "$1/codex" "@openai/codex@0.169.0" codex
 "$deps" "$1/gemini" "@google/gemini-cli@0.61.0" gemini
+"$deps" "$1/qwen" "@qwen-code/qwen-code@0.15.10" qwen

@@ -46,7 +46,7 @@ chmod 755 "$work"
 # The agent CLIs of the end-to-end tests, where they are if the user can run them there (they
 # are large), else copied.
 agents=$build/npm-agents
-clis="claude codex gemini" # npm-agents.sh installs each into $agents/CLI
+clis="claude codex gemini qwen" # npm-agents.sh installs each into $agents/CLI
 runnable=1
 for cli in $clis; do
 	[ -f "$agents/$cli/.installed" ] &&

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Qwen Code end to end: the real CLI from npm, run as its users run it with an
+OpenAI-compatible endpoint (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, as Qwen Code's
+documentation gives them for any such provider),
+
+    runnerd --profile LOCAL -- qwen -p PROMPT --yolo
+
+LOCAL being the shipped qwen profile plus those three names in agent.env_allow: the shipped one
+leaves OPENAI_* out on purpose (an operator's OpenAI key is not another vendor's CLI's to
+have), and docs/profiles.md tells a user who wants them to write such a local profile.
+
+against a loopback stand-in of the Chat Completions API (chat_api.py). The stand-in answers the
+first request with a run_shell_command tool call whose command prints its environment and a
+canary file at a masked path, and computes a marker; the CLI runs the command (trapped by
+runnerd, run in a sandbox) and sends the result back, which the stand-in records. Like Gemini
+CLI, of which it is a fork, the CLI starts itself again (node --max-old-space-size=N qwen ...),
+which runs as the agent.
+
+The agent's environment has canary secrets (AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, and
+OPENAI_API_KEY itself, the agent's own key) and the home a canary at ~/.aws/rd-e2e-canary
+(planted, removed after). Checked: the session ends with 0; the command ran under runnerd (the
+audit's exec, its marker); no canary reached the command (nor the model); the agent sent its
+own key (Authorization: Bearer); the result reached the model. The same session without
+runnerd is the control: there, the canaries do reach the command. No HTTPS_PROXY catches calls
+to other hosts here: 0.15.10 sends every request through a proxy it is given, to 127.0.0.1 too,
+whatever NO_PROXY says. Version 0.15.10 is the last that runs on node 20 (later ones want 22).
+
+Environment: RUNNERD, NPM_AGENTS (where tests/e2e/npm-agents.sh installed the CLI: make test
+does), RUNNERD_MUST_WORK. Run as root and, by unprivileged.sh, as an unprivileged user.
+"""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import common  # noqa: E402
+from common import check  # noqa: E402
+import agentrun  # noqa: E402
+from agentrun import COMMAND, PROMPT  # noqa: E402
+from chat_api import ChatAPI  # noqa: E402
+
+VERSION = "0.15.10"
+PACKAGE = "@qwen-code/qwen-code@" + VERSION
+CANARY = "canary-e2e-9e77"
+TEST_KEY = "sk-" + CANARY + "-key"
+CANARY_ENV = {"OPENAI_API_KEY": TEST_KEY, "AWS_SECRET_ACCESS_KEY": "aws-" + CANARY,
+              "GITHUB_TOKEN": "ghp_" + CANARY + "-gh"}
+FILE_CANARY = "file-" + CANARY
+
+SETTINGS = {"security": {"auth": {"selectedType": "openai"}},
+            "privacy": {"usageStatisticsEnabled": False}}
+
+
+def session_env(tmp, n, api, home):
+    """The environment a user's shell would give the CLI: the stand-in as its OpenAI-compatible
+    endpoint; its settings (the OpenAI auth, no usage statistics) in HOME/.qwen; the canaries;
+    scratch files in a directory of their own."""
+    env = common.base_env()
+    scratch = os.path.join(tmp, "tmp-%d" % n)
+    os.mkdir(scratch)
+    os.makedirs(os.path.join(home, ".qwen"), exist_ok=True)
+    with open(os.path.join(home, ".qwen", "settings.json"), "w") as f:
+        json.dump(SETTINGS, f)
+    env.update(HOME=home, TMPDIR=scratch, OPENAI_BASE_URL=api.url + "/v1",
+               OPENAI_MODEL="qwen-e2e")
+    env.update(CANARY_ENV)
+    return env
+
+
+def local_profile(tmp):
+    """The shipped qwen profile, with OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL for the
+    agent: written into tmp/profile/qwen.json (a profile's file is named after it)."""
+    with open(os.path.join(common.shipped_config()["profiles_dir"], "qwen.json")) as f:
+        prof = json.load(f)
+    prof["agent"]["env_allow"] += ["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"]
+    os.mkdir(os.path.join(tmp, "profile"))
+    path = os.path.join(tmp, "profile", "qwen.json")
+    with open(path, "w") as f:
+        json.dump(prof, f)
+    return path
+
+
+def test_qwen(tmp):
+    qwen = agentrun.npm_bin("qwen", PACKAGE, "qwen")
+    home = agentrun.session_home(tmp)
+    ws = os.path.join(tmp, "workspace")
+    os.mkdir(ws)
+    api = ChatAPI(COMMAND).start()
+    planted = agentrun.Planted(FILE_CANARY)
+    try:
+        argv = [qwen, "-p", PROMPT, "--yolo"]
+        runs = agentrun.sessions(tmp, ws, api, argv, local_profile(tmp),
+                                 lambda n: session_env(tmp, n, api, home),
+                                 lambda api: api.tool_results)
+    finally:
+        planted.remove()
+        api.stop()
+
+    plain, under = runs["plain"][0], runs["runnerd"][0]
+    print("the CLI's requests (runnerd session): " +
+          agentrun.describe_requests(under["requests"]))
+    print("unknown endpoints: %s" % (under["unknown"] + plain["unknown"] or "none"))
+    agentrun.check_control(plain, CANARY_ENV, FILE_CANARY)
+    check("runnerd: the session exits 0", under["status"] == 0,
+          "status %s: %s" % (under["status"], under["err"][-2000:]))
+    turns = [r for r in under["requests"] if r["path"] == "/v1/chat/completions"]
+    check("runnerd: the CLI asked the stand-in (two turns at least)", len(turns) >= 2,
+          agentrun.describe_requests(under["requests"]))
+    auths = {r["headers"].get("authorization") for r in turns}
+    check("runnerd: the agent sent its own key (Authorization: Bearer)",
+          auths == {"Bearer " + TEST_KEY},
+          "authorization values: %r" % sorted(a[:12] + "..." if a else a for a in auths))
+    agentrun.check_command(under, plain, CANARY_ENV, FILE_CANARY)
+    execs = agentrun.command_execs(under, "OPENAI_API_KEY")
+    agent = [e for e in execs if qwen in e.get("argv", [])[1:3]
+             and all(a.startswith("--max-old-space-size=")
+                     for a in e["argv"][1:e["argv"].index(qwen)])]
+    check("runnerd: the audit has the CLI's relaunch (node [--max-old-space-size=N] qwen) as "
+          "the agent", len(agent) == 1 and agent[0].get("action") == "agent",
+          json.dumps(execs)[:2000])
+    starts = [e for e in under["audit"] if e.get("event") == "session_start"]
+    check("runnerd: the audit's session is qwen's (node running the CLI)",
+          len(starts) == 1 and starts[0].get("profile") == "qwen"
+          and starts[0].get("argv", [])[1:2] == [qwen], json.dumps(starts)[:1000])
+    agentrun.report(runs, execs)
+
+
+def main():
+    common.require_runnerd()
+    agentrun.npm_bin("qwen", PACKAGE, "qwen")
+    sys.exit(common.run_tests([test_qwen], "rd-e2e-qwen-", enter=False))
+
+
+if __name__ == "__main__":
+    main()
