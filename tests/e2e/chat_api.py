@@ -160,9 +160,5 @@ class ChatAPI(StandIn):
                 self._chunk(b"data: [DONE]\n\n")
                 self._chunk(b"")
 
-            def _chunk(self, data):
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
-
         Handler.api = api
         return Handler

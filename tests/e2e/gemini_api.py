@@ -189,10 +189,6 @@ class GeminiAPI(StandIn):
                     self._event(_response(model, [piece], "STOP" if last else None, rid))
                 self._chunk(b"")
 
-            def _chunk(self, data):
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
-
             def _event(self, obj):
                 self._chunk(("data: %s\r\n\r\n" % json.dumps(obj)).encode())
 

@@ -184,10 +184,6 @@ class MessagesAPI(StandIn):
                 self._event("message_stop", {"type": "message_stop"})
                 self._chunk(b"")
 
-            def _chunk(self, data):
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
-
             def _event(self, name, obj):
                 self._chunk(("event: %s\ndata: %s\n\n" % (name, json.dumps(obj))).encode())
 

@@ -312,10 +312,6 @@ class ResponsesAPI(StandIn):
                 self._event({"type": "response.output_item.done", "output_index": n,
                              "item": item})
 
-            def _chunk(self, data):
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
-
             def _event(self, obj):
                 obj = dict(obj, sequence_number=next(self.seq))
                 if getattr(self, "ws", False):

@@ -98,6 +98,11 @@ class StandInHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _chunk(self, data):
+        """One chunk of a chunked response; b"" is the last."""
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
     def _not_found(self):
         with self.api.lock:
             self.api.unknown.append("%s %s%s" % (
