@@ -210,8 +210,11 @@ static bool walk_fixed(const struct rd_view_paths *v, const char *cwd, const cha
 			up[up == cur] = '\0';
 			continue;
 		}
+		/* /proc and /dev/fd name the looker's own process and fds: runnerd's here, the
+		 * caller's when the kernel walks it (/proc/self/cwd/..). Never fixed. */
 		if (snprintf(entry, sizeof(entry), "%s/%.*s", strcmp(cur, "/") ? cur : "", (int)n,
 		             name) >= (int)sizeof(entry) ||
+		    strcmp(entry, "/proc") == 0 || strcmp(entry, "/dev/fd") == 0 ||
 		    rd_view_entry_replaceable(v, entry))
 			return false;
 		ssize_t len = readlink(entry, target, sizeof(target) - 1);
@@ -243,7 +246,7 @@ static bool walk_fixed(const struct rd_view_paths *v, const char *cwd, const cha
  * call goes on with CONTINUE, which re-reads its arguments from the caller's memory, which
  * only the agent can write (the threat model trusts it with its own memory), and walks the
  * path again; a sandboxed command's execs are never trapped, so none comes here. */
-static bool agent_program(struct sup *u, struct req *q)
+static bool agent_program(struct sup *u, struct req *q, int dirfd)
 {
 	const struct rd_agent_files *a = &u->s->agent_files;
 	const struct rd_profile *prof = u->s->prof;
@@ -277,6 +280,9 @@ static bool agent_program(struct sup *u, struct req *q)
 			cwd = cwd_buf;
 		}
 	}
+	/* A relative path from another directory than cwd (execveat's dirfd): not walked here. */
+	if (q->path[0] != '/' && dirfd != AT_FDCWD)
+		return false;
 	if (strcmp(q->path, "/proc/self/exe") != 0 && !walk_fixed(&u->s->any_rule, cwd, q->path))
 		return false;
 	if (file)
@@ -293,7 +299,7 @@ static bool agent_program(struct sup *u, struct req *q)
  * audit line, written before anything runs. */
 static enum outcome phase_decide(struct sup *u, struct exec *x)
 {
-	if (agent_program(u, x->q)) {
+	if (agent_program(u, x->q, x->dirfd)) {
 		struct req *q = x->q;
 		sup_log(u, "exec %llu: %s is the agent's own program: it runs as the agent",
 		        (unsigned long long)x->id, q->tg.resolved ? q->tg.resolved : q->path);

@@ -317,6 +317,13 @@ run(process.execPath, ['--max-old-space-size=100', __filename, 'relaunched']);
 run(process.execPath, ['-e', 'console.log("eval=[" + (process.env.RD_AGENT_API_KEY || "") + "]")',
                        __filename]);
 run('/bin/sh', ['-c', 'echo "cmd=[$RD_AGENT_API_KEY]"']);
+// The script named through /proc/self/cwd: runnerd's own cwd (this one) leads to the agent's
+// script, the started node's (evil, where a command could have written) to another.
+const evil = path.join(process.cwd(), 'evil');
+require('fs').mkdirSync(path.join(evil, 'pkg', 'bin'), {recursive: true});
+require('fs').writeFileSync(path.join(evil, 'pkg', 'bin', 'agent.js'),
+  'console.log("procself=[" + (process.env.RD_AGENT_API_KEY || "") + "]")');
+spawnSync(process.execPath, ['/proc/self/cwd/pkg/bin/agent.js'], {stdio: 'inherit', cwd: evil});
 """)
     vendor = os.path.join(pkg, "vendor", "agentbin")
     with open(vendor, "w") as f:
@@ -377,6 +384,9 @@ run('/bin/sh', ['-c', 'echo "cmd=[$RD_AGENT_API_KEY]"']);
           got.get("byvendor") == "[]", repr(got.get("byvendor")))
     check("agent programs: a file of the agent's reached through a symlink where commands can "
           "write is a command", got.get("link") == "[]", repr(got.get("link")))
+    check("agent programs: node on a script named through /proc/self/cwd, which runnerd would "
+          "resolve in its own cwd, is a command", got.get("procself") == "[]",
+          repr(got.get("procself")))
     events = [json.loads(l) for l in open(audit)] if os.path.exists(audit) else []
     agents = [e for e in events if e.get("event") == "exec" and e.get("action") == "agent"]
     check("agent programs: each agent exec is audited as the agent's (4)", len(agents) == 4,
