@@ -544,9 +544,13 @@ static void apply_masks(char *const *masks, size_t n_masks, int err_fd, struct p
 		close(fd);
 		if (own >= 0)
 			close(own);
-		if (r < 0 && seen && (e == ENOENT || e == ENOTDIR)) {
-			/* A spare: gone between the open and the mount, so recorded absent; if it
-			 * comes back, runnerd's check finds it and does not use this spare. */
+		/* A spare: gone between the open and the mount, so recorded absent; if it comes
+		 * back, runnerd's check finds it (its directory is watched) and does not use this
+		 * spare. Only if the path itself is gone: masking with exceptions looks up names
+		 * inside it, and one of those gone (no watch sees in there) must not leave the
+		 * directory unmasked in a spare taken for masked. */
+		if (r < 0 && seen && (e == ENOENT || e == ENOTDIR) && lstat(path, &st) < 0 &&
+		    (errno == ENOENT || errno == ENOTDIR)) {
 			seen[i].absent = 1;
 			continue;
 		}
