@@ -84,22 +84,33 @@ def session_home(tmp):
     return home
 
 
+def kill_group(pgid):
+    """What a session left behind in its process group (a plain run's helpers)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def run_session(argv, env, cwd, tty=False):
     """(exit status, stdout, stderr, seconds) of one session; with tty, its stdin, stdout and
     stderr are a new pseudo-terminal of 120x40, its controlling terminal, and what came out
-    of it (escape sequences and carriage returns taken out) is the stdout."""
+    of it (escape sequences and carriage returns taken out) is the stdout and the stderr.
+    What the session left in its process group is killed."""
     start = time.monotonic()
     if not tty:
         p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
         out, err = common.finish(p, timeout=SESSION_TIMEOUT)
+        kill_group(p.pid)
         return p.returncode, out, err, time.monotonic() - start
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    p = subprocess.Popen(argv, env=dict(env, TERM="xterm-256color"), cwd=cwd, stdin=slave,
-                         stdout=slave, stderr=slave, start_new_session=True,
-                         preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    # setsid(1) makes the session and takes the terminal (-c): no preexec_fn, which may
+    # deadlock in a child of a process with threads (the stand-in's).
+    p = subprocess.Popen(["setsid", "-c"] + list(argv), env=dict(env, TERM="xterm-256color"),
+                         cwd=cwd, stdin=slave, stdout=slave, stderr=slave)
     os.close(slave)
     data, deadline, ended = b"", start + SESSION_TIMEOUT, None
     while True:
@@ -117,13 +128,19 @@ def run_session(argv, env, cwd, tty=False):
                 chunk = os.read(master, 65536)
             except OSError:  # EIO: every end of the terminal is closed
                 chunk = b""
-            if not chunk and ended is not None:
+            if not chunk:
                 break
             data += chunk
+    if ended is None:
+        try:
+            p.wait(timeout=SESSION_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
     os.close(master)
     text = re.sub(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-B]|"
                   r"\x1b[=>78]|\r", "", data.decode("utf-8", "replace"))
-    return p.wait(), text, "", time.monotonic() - start
+    kill_group(p.pid)
+    return p.wait(), text, text, time.monotonic() - start  # one stream: both
 
 
 def read_audit(path):
@@ -204,7 +221,7 @@ def check_control(plain, canary_env, file_canary):
               result[-2000:])
 
 
-def check_command(under, plain, canary_env, file_canary):
+def check_command(under, plain, canary_env, file_canary, proxy=True):
     """Under runnerd: the command ran, its result reached the model, and no canary did."""
     check = common.check
     result = "\n".join(under["results"])
@@ -226,6 +243,9 @@ def check_command(under, plain, canary_env, file_canary):
     bodies = json.dumps([r["body"] for r in under["requests"]])
     found = leaks(bodies, canary_env, file_canary)
     check("runnerd: no canary in anything the model received", not found, "found: %s" % found)
+    if not proxy:
+        print("(no proxy catches requests to other hosts for this CLI)")
+        return
     check("runnerd: nothing was sent elsewhere (the proxy saw no request)",
           not under["proxied"] and not plain["proxied"],
           "runnerd: %s; plain: %s" % (under["proxied"], plain["proxied"]))
@@ -246,7 +266,7 @@ def command_execs(under, key):
     if ran:
         env_names = {x["name"]: x for x in ran[0].get("env", [])}
         check("runnerd: the audit shows %s stripped from the command" % key,
-              env_names and (key not in env_names or not env_names[key]["passed"]),
+              key in env_names and not env_names[key]["passed"],
               json.dumps(env_names)[:1000])
     return execs
 

@@ -113,7 +113,7 @@ def test_qwen(tmp):
     check("runnerd: the agent sent its own key (Authorization: Bearer)",
           auths == {"Bearer " + TEST_KEY},
           "authorization values: %r" % sorted(a[:12] + "..." if a else a for a in auths))
-    agentrun.check_command(under, plain, CANARY_ENV, FILE_CANARY)
+    agentrun.check_command(under, plain, CANARY_ENV, FILE_CANARY, proxy=False)
     execs = agentrun.command_execs(under, "OPENAI_API_KEY")
     agent = [e for e in execs if qwen in e.get("argv", [])[1:3]
              and all(a.startswith("--max-old-space-size=")

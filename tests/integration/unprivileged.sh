@@ -88,6 +88,9 @@ for cli in $clis; do
 	else
 		# npm-agents.sh said why; e2e.$cli skips too.
 		echo "SKIP as $user: $cli end to end: nothing installed in $agents/$cli"
-		[ "${RUNNERD_MUST_WORK:-0}" = 1 ] && { echo "RUNNERD_MUST_WORK=1: a skip is a failure"; exit 1; }
+		if [ "${RUNNERD_MUST_WORK:-0}" = 1 ]; then
+			echo "RUNNERD_MUST_WORK=1: a skip is a failure"
+			exit 1
+		fi
 	fi
 done
