@@ -3,6 +3,7 @@
 #ifndef RD_SYSCALLS_H
 #define RD_SYSCALLS_H
 
+#include <errno.h>
 #include <linux/filter.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
@@ -42,9 +43,19 @@ static inline int rd_pidfd_send_signal(int pidfd, int sig, siginfo_t *info, unsi
 	return (int)syscall(__NR_pidfd_send_signal, pidfd, sig, info, flags);
 }
 
+/* clone3, or clone where clone3 is ENOSYS: an older kernel, or a container's seccomp profile
+ * (docker's default answers clone3 so, for libc to fall back). Fork-like only: the fallback
+ * takes args->flags, pidfd and exit_signal, and refuses what clone cannot pass (a stack, tids,
+ * a cgroup) with the ENOSYS it got. x86_64's argument order: flags, stack, parent_tid (where
+ * CLONE_PIDFD writes the pidfd), child_tid, tls. */
 static inline long rd_clone3(struct clone_args *args, size_t size)
 {
-	return syscall(__NR_clone3, args, size);
+	long r = syscall(__NR_clone3, args, size);
+	if (r >= 0 || errno != ENOSYS || args->stack || args->set_tid || args->cgroup ||
+	    args->exit_signal > 0xff || args->flags > 0xffffffffULL)
+		return r;
+	return syscall(__NR_clone, (unsigned long)(args->flags | args->exit_signal), 0UL,
+	               (int *)(uintptr_t)args->pidfd, (int *)0, 0UL);
 }
 
 static inline int rd_close_range(unsigned int first, unsigned int last, unsigned int flags)
