@@ -1,5 +1,7 @@
-/* runnerd check: validate runner.json and the profiles, print every error, exit 1 on any. */
+/* runnerd check: validate runner.json and the profiles, print every error, exit 1 on any.
+ * runnerd check --system: try what runnerd needs of the kernel here (runnerd/preflight.h). */
 #include "runnerd/cli.h"
+#include "runnerd/preflight.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -10,15 +12,41 @@ static const struct option longopts[] = {
     {"config", required_argument, NULL, 'c'},
     {"profile", required_argument, NULL, 'p'},
     {"verbose", no_argument, NULL, 'v'},
+    {"system", no_argument, NULL, 's'},
     {NULL, 0, NULL, 0},
 };
+
+static int check_system(void)
+{
+	struct rd_preflight pf;
+	size_t failed = rd_preflight_run(&pf);
+	printf("runnerd: what runnerd needs, tried in %s:\n", pf.where);
+	for (int i = 0; i < RD_PROBE_COUNT; i++) {
+		const struct rd_probe_result *r = &pf.r[i];
+		if (!r->err)
+			printf("  ok      %s\n", r->name);
+		else
+			printf("  FAILED  %s: %s.\n          Fix: %s.\n", r->name, r->cause,
+			       r->fix);
+	}
+	if (failed)
+		printf("runnerd: %zu of %d failed: runnerd refuses to start here\n", failed,
+		       RD_PROBE_COUNT);
+	else
+		printf("runnerd: all %d work\n", RD_PROBE_COUNT);
+	return failed ? 1 : 0;
+}
 
 int rd_cmd_check(struct rd_cli *cli, int argc, char **argv)
 {
 	int c;
 	optind = 1;
+	bool system = false;
 	while ((c = getopt_long(argc, argv, "c:p:v", longopts, NULL)) != -1) {
 		switch (c) {
+		case 's':
+			system = true;
+			break;
 		case 'c':
 			cli->config = optarg;
 			break;
@@ -29,7 +57,8 @@ int rd_cmd_check(struct rd_cli *cli, int argc, char **argv)
 			cli->verbose++;
 			break;
 		default:
-			fprintf(stderr, "Usage: runnerd check [--config FILE] [--profile NAME]\n");
+			fprintf(stderr, "Usage: runnerd check [--config FILE] [--profile NAME]\n"
+			                "       runnerd check --system\n");
 			return 2;
 		}
 	}
@@ -37,6 +66,8 @@ int rd_cmd_check(struct rd_cli *cli, int argc, char **argv)
 		fprintf(stderr, "runnerd check: unexpected argument \"%s\"\n", argv[optind]);
 		return 2;
 	}
+	if (system)
+		return check_system();
 
 	struct rd_config cfg = {0};
 	if (rd_cli_load_config(cli, &cfg) < 0)

@@ -7,6 +7,7 @@
 #include "policy/rules.h"
 #include "runnerd/agent_path.h"
 #include "runnerd/cli.h"
+#include "runnerd/preflight.h"
 #include "supervisor/audit.h"
 #include "supervisor/supervisor.h"
 
@@ -559,6 +560,17 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 			goto fail;
 		}
 	}
+	/* What runnerd needs of the kernel, tried before the agent exists (the probes run while
+	 * runnerd goes on with its start): where a sandbox cannot be made (a container's
+	 * defaults, a sysctl), one message with the cause and the fix, rather than every command
+	 * failing later. */
+	struct rd_preflight pf;
+	int pr = rd_preflight_start(&pf);
+	if (pr < 0) {
+		rd_error_set(&err, -pr, "cannot start the checks of what runnerd needs: %s",
+		             strerror(-pr));
+		goto fail;
+	}
 	/* Before the scrub: --audit's value lives in the argument block it zeroes. */
 	if (rd_audit_open(&audit, cli->audit ? cli->audit : cfg.audit_path, &err) < 0)
 		goto fail;
@@ -577,6 +589,10 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	    rd_cmdfilter_build(&s.cmd_filter, true, &err) < 0 ||
 	    rd_cmdfilter_build(&s.cmd_filter_strict, false, &err) < 0)
 		goto fail;
+	if (rd_preflight_finish(&pf) > 0) {
+		rd_preflight_error(&pf, &err);
+		goto fail;
+	}
 
 	size_t n_args = 0;
 	while (agent_argv[n_args])

@@ -79,6 +79,8 @@ echo "== as $user: sessions, signals and lifetimes"
 run "$py '$work/src/tests/integration/lifetime.py'" | grep -Ev '^ok '
 echo "== as $user: churn and limits"
 run "$py '$work/src/tests/integration/robustness.py'" | grep -Ev '^ok '
+echo "== as $user: container conditions"
+run "$py '$work/src/tests/integration/container.py'" | grep -Ev '^ok '
 echo "== as $user: terminals"
 run "NODE_PTY='$work/build/npm' $py '$work/src/tests/integration/terminal.py'" | grep -Ev '^ok '
 for cli in $clis; do
