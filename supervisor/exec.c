@@ -187,10 +187,32 @@ static bool agent_file(const struct rd_agent_files *a, dev_t dev, ino_t ino)
 	return false;
 }
 
+/* Whether no entry on the way to the directory dir (absolute, without symlinks) is one a
+ * command could replace. */
+static bool dir_fixed(const struct rd_view_paths *v, const char *dir)
+{
+	char prefix[PATH_MAX];
+	size_t len = strlen(dir);
+	if (len >= sizeof(prefix))
+		return false;
+	memcpy(prefix, dir, len + 1);
+	for (size_t at = 1; at <= len; at++) {
+		if (prefix[at] != '/' && prefix[at] != '\0')
+			continue;
+		char c = prefix[at];
+		prefix[at] = '\0';
+		if (rd_view_entry_replaceable(v, prefix))
+			return false;
+		prefix[at] = c;
+	}
+	return true;
+}
+
 /* Whether where path leads is fixed until the kernel walks it again (an agent exec goes on with
  * CONTINUE, and an interpreter opens its script by name): no directory entry on the way,
  * symlinks followed, is one a command could replace (v: where the commands of any rule
- * write). A relative path starts at cwd (its path; NULL: unknown). */
+ * write). A relative path starts at cwd (its path; NULL: unknown). The kernel takes ".." from
+ * a directory, not from its name: climbing out of cwd, cwd itself must be fixed. */
 static bool walk_fixed(const struct rd_view_paths *v, const char *cwd, const char *path)
 {
 	char cur[PATH_MAX], rest[PATH_MAX], entry[PATH_MAX], target[PATH_MAX];
@@ -199,6 +221,8 @@ static bool walk_fixed(const struct rd_view_paths *v, const char *cwd, const cha
 	    snprintf(rest, sizeof(rest), "%s", path) >= (int)sizeof(rest))
 		return false;
 	int links = 0;
+	size_t below = 0;               /* entries walked down from cwd, each found fixed */
+	bool from_cwd = path[0] != '/'; /* cur is cwd or below it */
 	for (char *p = rest; *p;) {
 		char *name = p + strspn(p, "/");
 		size_t n = strcspn(name, "/");
@@ -206,6 +230,12 @@ static bool walk_fixed(const struct rd_view_paths *v, const char *cwd, const cha
 		if (n == 0 || (n == 1 && name[0] == '.'))
 			continue;
 		if (n == 2 && name[0] == '.' && name[1] == '.') {
+			if (from_cwd && below == 0) {
+				if (!dir_fixed(v, cwd))
+					return false;
+				from_cwd = false;
+			}
+			below -= below > 0;
 			char *up = strrchr(cur, '/');
 			up[up == cur] = '\0';
 			continue;
@@ -222,6 +252,7 @@ static bool walk_fixed(const struct rd_view_paths *v, const char *cwd, const cha
 			return false;
 		if (len < 0) { /* not a symlink */
 			memcpy(cur, entry, strlen(entry) + 1);
+			below++;
 			continue;
 		}
 		/* A symlink: its target, then what was left, from its directory or from "/". */
@@ -229,8 +260,10 @@ static bool walk_fixed(const struct rd_view_paths *v, const char *cwd, const cha
 			return false;
 		memmove(rest + len, p, strlen(p) + 1);
 		memcpy(rest, target, (size_t)len);
-		if (target[0] == '/')
+		if (target[0] == '/') {
 			strcpy(cur, "/");
+			from_cwd = false;
+		}
 		p = rest;
 	}
 	return true;
@@ -269,6 +302,9 @@ static bool agent_program(struct sup *u, struct req *q, int dirfd)
 	for (; !file && i < argc && argv[i][0] == '-'; i++)
 		if (!rd_glob_match_any(&prof->agent_interp_opts, argv[i]))
 			return false;
+	/* A relative path from another directory than cwd (execveat's dirfd): not walked here. */
+	if (q->path[0] != '/' && dirfd != AT_FDCWD)
+		return false;
 	struct rd_error err = {0};
 	char cwd_buf[PATH_MAX], link[64];
 	const char *cwd = NULL;
@@ -280,9 +316,6 @@ static bool agent_program(struct sup *u, struct req *q, int dirfd)
 			cwd = cwd_buf;
 		}
 	}
-	/* A relative path from another directory than cwd (execveat's dirfd): not walked here. */
-	if (q->path[0] != '/' && dirfd != AT_FDCWD)
-		return false;
 	if (strcmp(q->path, "/proc/self/exe") != 0 && !walk_fixed(&u->s->any_rule, cwd, q->path))
 		return false;
 	if (file)

@@ -279,7 +279,8 @@ def test_agent_programs(tmp):
     before ran each as the agent, with the key): a program that starts itself again with a
     first argument the profile's self_exec does not name (a command line the model chose, run
     without a shell); node started on the agent's script by another program; a file reached
-    through a symlink a command could replace."""
+    through a symlink a command could replace, or by a relative path whose ".." climbs out of a
+    cwd a command could move (the build before ran it as the agent)."""
     node = shutil.which("node")
     if not node:
         common.skip_part("agent programs: node is needed")
@@ -306,6 +307,10 @@ if (process.argv[2] === 'byvendor') {
   console.log('byvendor=[' + key() + ']');
   process.exit(0);
 }
+if (process.argv[2] === 'dotdot') {
+  console.log('dotdot=[' + key() + ']');
+  process.exit(0);
+}
 console.log('agent=[' + key() + ']');
 run(path.join(__dirname, '..', 'vendor', 'agentbin'), ['vendor', process.execPath, __filename]);
 run(path.join(__dirname, '..', '..', 'link'), ['link']);
@@ -324,6 +329,12 @@ require('fs').mkdirSync(path.join(evil, 'pkg', 'bin'), {recursive: true});
 require('fs').writeFileSync(path.join(evil, 'pkg', 'bin', 'agent.js'),
   'console.log("procself=[" + (process.env.RD_AGENT_API_KEY || "") + "]")');
 spawnSync(process.execPath, ['/proc/self/cwd/pkg/bin/agent.js'], {stdio: 'inherit', cwd: evil});
+// The script by a path that climbs out of a cwd a command could move: the kernel takes ".."
+// from the directory, wherever it was moved, not from the name runnerd read.
+const deep = path.join(evil, 'a', 'b');
+require('fs').mkdirSync(deep, {recursive: true});
+spawnSync(process.execPath, [path.relative(deep, __filename), 'dotdot'], {stdio: 'inherit',
+                                                                       cwd: deep});
 """)
     vendor = os.path.join(pkg, "vendor", "agentbin")
     with open(vendor, "w") as f:
@@ -387,6 +398,8 @@ spawnSync(process.execPath, ['/proc/self/cwd/pkg/bin/agent.js'], {stdio: 'inheri
     check("agent programs: node on a script named through /proc/self/cwd, which runnerd would "
           "resolve in its own cwd, is a command", got.get("procself") == "[]",
           repr(got.get("procself")))
+    check("agent programs: node on a script reached by \"..\" out of a cwd where commands "
+          "can write is a command", got.get("dotdot") == "[]", repr(got.get("dotdot")))
     events = [json.loads(l) for l in open(audit)] if os.path.exists(audit) else []
     agents = [e for e in events if e.get("event") == "exec" and e.get("action") == "agent"]
     check("agent programs: each agent exec is audited as the agent's (4)", len(agents) == 4,
