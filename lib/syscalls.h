@@ -51,9 +51,13 @@ static inline int rd_pidfd_send_signal(int pidfd, int sig, siginfo_t *info, unsi
 static inline long rd_clone3(struct clone_args *args, size_t size)
 {
 	long r = syscall(__NR_clone3, args, size);
-	if (r >= 0 || errno != ENOSYS || args->stack || args->set_tid || args->cgroup ||
+	if (r >= 0 || errno != ENOSYS || args->stack || args->stack_size || args->set_tid ||
+	    args->cgroup || args->parent_tid || args->child_tid || args->tls ||
 	    args->exit_signal > 0xff || args->flags > 0xffffffffULL)
 		return r;
+#if !defined(__x86_64__)
+#error "rd_clone3's fallback passes clone's arguments in x86_64's order"
+#endif
 	return syscall(__NR_clone, (unsigned long)(args->flags | args->exit_signal), 0UL,
 	               (int *)(uintptr_t)args->pidfd, (int *)0, 0UL);
 }

@@ -460,6 +460,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	char **agent_argv = NULL;
 	char *launched = NULL;
 	int ret = 125;
+	struct rd_preflight pf;
+	bool probing = false; /* pf's probes started, not waited for */
 
 	if (argc < 1) {
 		fprintf(stderr, "runnerd: no agent to run after \"--\"\n");
@@ -564,8 +566,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	 * runnerd goes on with its start): where a sandbox cannot be made (a container's
 	 * defaults, a sysctl), one message with the cause and the fix, rather than every command
 	 * failing later. */
-	struct rd_preflight pf;
 	int pr = rd_preflight_start(&pf);
+	probing = pr == 0;
 	if (pr < 0) {
 		rd_error_set(&err, -pr, "cannot start the checks of what runnerd needs: %s",
 		             strerror(-pr));
@@ -589,6 +591,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	    rd_cmdfilter_build(&s.cmd_filter, true, &err) < 0 ||
 	    rd_cmdfilter_build(&s.cmd_filter_strict, false, &err) < 0)
 		goto fail;
+	probing = false;
 	if (rd_preflight_finish(&pf) > 0) {
 		rd_preflight_error(&pf, &err);
 		goto fail;
@@ -645,6 +648,8 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 fail:
 	rd_cli_print_error(&err);
 out:
+	if (probing)
+		rd_preflight_finish(&pf);
 	free_env(env);
 	rd_strv_free(&secrets);
 	rd_strv_free(&write);

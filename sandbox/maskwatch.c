@@ -174,14 +174,26 @@ static void close_apart(int fd)
 	(void)pid;
 }
 
-void rd_mask_watch_free(struct rd_mask_watch *w)
+static void release(struct rd_mask_watch *w, bool apart)
 {
-	if (w->fd >= 0)
+	if (w->fd >= 0 && apart)
 		close_apart(w->fd);
+	else if (w->fd >= 0)
+		close(w->fd);
 	for (size_t i = 0; i < w->n_dirs; i++)
 		free(w->dirs[i].path);
 	free(w->dirs);
 	uint64_t gen = w->gen;
 	*w = RD_MASK_WATCH_NONE;
 	w->gen = gen;
+}
+
+void rd_mask_watch_free(struct rd_mask_watch *w)
+{
+	release(w, false);
+}
+
+void rd_mask_watch_end(struct rd_mask_watch *w)
+{
+	release(w, true);
 }

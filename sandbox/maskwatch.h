@@ -39,6 +39,12 @@ static inline bool rd_mask_watch_on(const struct rd_mask_watch *w)
 	return w && w->fd >= 0;
 }
 
+/* Close and forget the watches; their last close waits for the kernel (close_apart in
+ * maskwatch.c), here. */
 void rd_mask_watch_free(struct rd_mask_watch *w);
+
+/* The same at runnerd's end: a child of runnerd's does the last close, so that runnerd's exit,
+ * and its caller, do not wait for it (forks once). */
+void rd_mask_watch_end(struct rd_mask_watch *w);
 
 #endif

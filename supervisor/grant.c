@@ -104,7 +104,6 @@ static int check_replaceable(const char *path, dev_t dev, ino_t ino, char *why, 
 /* The largest program pinned: its copy is memory of runnerd's, outside every sandbox's. */
 #define PIN_MAX_BYTES (512L << 20)
 
-/* A sealed copy of fd's file and its SHA-256, into memfd and hex. 0 or -errno. */
 /* The sha256 of fd's first size bytes, in hex. 0 or -errno. */
 static int hash_fd(int fd, off_t size, char hex[65])
 {
@@ -117,6 +116,7 @@ static int hash_fd(int fd, off_t size, char hex[65])
 	return 0;
 }
 
+/* A sealed copy of fd's file and its SHA-256, into memfd and hex. 0 or -errno. */
 static int seal_copy(int fd, off_t size, int *memfd, char hex[65])
 {
 	int m = memfd_create("runnerd-pinned", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);

@@ -253,6 +253,6 @@ void sup_spare_teardown(struct sup *u)
 	rd_sandbox_close(&sp->spare);
 	rd_zygote_stop(&sp->zygote);
 	free(sp->preset_home);
-	rd_mask_watch_free(&sp->watch);
+	rd_mask_watch_end(&sp->watch);
 	rd_strv_free(&sp->preset_masks);
 }
