@@ -20,7 +20,7 @@ static int check_system(void)
 {
 	struct rd_preflight pf;
 	size_t failed = rd_preflight_run(&pf);
-	printf("runnerd: what runnerd needs, tried in %s:\n", pf.where);
+	printf("runnerd: what runnerd needs, tried %s:\n", rd_preflight_where(&pf));
 	for (int i = 0; i < RD_PROBE_COUNT; i++) {
 		const struct rd_probe_result *r = &pf.r[i];
 		if (!r->err)

@@ -1,9 +1,11 @@
 #include "runnerd/preflight.h"
 
 #include "lib/syscalls.h"
+#include "sandbox/launch.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 enum engine { HOST, PODMAN, DOCKER, OTHER_CONTAINER };
@@ -29,8 +32,8 @@ struct outcome {
 
 static const char *const names[RD_PROBE_COUNT] = {
     [RD_PROBE_USERNS] = "a user namespace",
-    [RD_PROBE_SANDBOX] = "a sandbox (new user, pid, mount and IPC namespaces, a fresh /proc, "
-                         "a devpts instance)",
+    [RD_PROBE_SANDBOX] = "a sandbox (new user, pid, mount and IPC namespaces, runnerd's uid "
+                         "and gid maps, a fresh /proc)",
     [RD_PROBE_PTRACE] = "ptrace of a child",
     [RD_PROBE_VM_READV] = "process_vm_readv of a child",
     [RD_PROBE_PIDFD_GETFD] = "pidfd_getfd of a child's fd",
@@ -44,8 +47,6 @@ enum sandbox_step {
 	S_FORK,
 	S_PRIVATE,
 	S_PROC,
-	S_TMPFS,
-	S_DEVPTS,
 };
 
 static const char *const sandbox_steps[] = {
@@ -55,9 +56,10 @@ static const char *const sandbox_steps[] = {
     [S_FORK] = "starting pid 1 of the new pid namespace",
     [S_PRIVATE] = "making its mounts private",
     [S_PROC] = "mounting a fresh /proc",
-    [S_TMPFS] = "mounting a tmpfs",
-    [S_DEVPTS] = "mounting a devpts instance",
 };
+
+/* A probe that died without a word: step DIED, err its signal. */
+enum { DIED = -2 };
 
 /* A sysctl's number, or -1 when it is not there (not this kernel's) or unreadable. */
 static long sysctl_value(const char *path)
@@ -105,7 +107,8 @@ static bool overlay_root(void)
 	return yes;
 }
 
-/* The engine's own marks (/run/.containerenv, /.dockerenv, the cgroup's name); a /.dockerenv
+/* The engine's own marks (/run/.containerenv, /.dockerenv, the cgroup's name, systemd's and
+ * Kubernetes' files; runnerd's environment is scrubbed by now); a /.dockerenv
  * alone (an image that became a machine) counts only with the root or /proc a container has. */
 static enum engine which_engine(void)
 {
@@ -117,15 +120,17 @@ static enum engine which_engine(void)
 	     (overlay_root() || proc_covers(covers, sizeof(covers)) > 0)))
 		return DOCKER;
 	if (file_has("/proc/self/cgroup", "kubepods") ||
-	    file_has("/proc/self/cgroup", "containerd"))
+	    file_has("/proc/self/cgroup", "containerd") ||
+	    access("/run/systemd/container", F_OK) == 0 ||
+	    access("/var/run/secrets/kubernetes.io", F_OK) == 0)
 		return OTHER_CONTAINER;
 	return HOST;
 }
 
 static const char *engine_name(enum engine e)
 {
-	static const char *const n[] = {"this host", "a podman container", "a docker container",
-	                                "a container"};
+	static const char *const n[] = {"on this host", "in a podman container",
+	                                "in a docker container", "in a container"};
 	return n[e];
 }
 
@@ -170,22 +175,27 @@ static size_t proc_covers(char *buf, size_t size)
 	return n;
 }
 
-/* Start fn in a child of its own, its outcome to come through the pipe *rfd. */
+/* Start fn in a child of its own, its outcome to come through the pipe *rfd. The child holds
+ * nothing of runnerd's but that pipe (not the control socket, not the terminal), and dies with
+ * runnerd. */
 static pid_t start_child(void (*fn)(int out), int *rfd)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 	if (pid < 0) {
 		close(p[0]);
 		close(p[1]);
 		return -1;
 	}
 	if (pid == 0) {
-		close(p[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		fn(p[1]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(1);
+		if (dup2(p[1], 3) < 0)
+			_exit(1);
+		rd_close_range(4, ~0U, 0);
+		fn(3);
 		_exit(0);
 	}
 	close(p[1]);
@@ -193,15 +203,37 @@ static pid_t start_child(void (*fn)(int out), int *rfd)
 	return pid;
 }
 
-/* Its outcome; a child that dies without a word failed at step -1 with EPROTO. */
-static struct outcome finish_child(pid_t pid, int rfd)
+/* Its outcome, by the deadline (then it is killed: ETIMEDOUT). One that dies without a word
+ * failed at step DIED, with its signal, or EPROTO. */
+static struct outcome finish_child(pid_t pid, int rfd, const struct timespec *deadline)
 {
-	struct outcome o;
-	if (read(rfd, &o, sizeof(o)) != sizeof(o))
-		o = (struct outcome){.step = -1, .err = EPROTO};
+	struct outcome o = {.step = -1, .err = ETIMEDOUT};
+	for (;;) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long ms = (deadline->tv_sec - now.tv_sec) * 1000 +
+		          (deadline->tv_nsec - now.tv_nsec) / 1000000;
+		struct pollfd pfd = {.fd = rfd, .events = POLLIN};
+		int r = poll(&pfd, 1, ms > 0 ? (int)ms : 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		ssize_t n = read(rfd, &o, sizeof(o));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != sizeof(o))
+			o = (struct outcome){.step = DIED, .err = 0};
+		break;
+	}
 	close(rfd);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	if (o.step == DIED)
+		o.err = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 	return o;
 }
 
@@ -218,42 +250,48 @@ static void probe_userns(int out)
 	say(out, r < 0 ? S_USERNS : 0, r < 0 ? errno : 0);
 }
 
-static int write_text(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = write(fd, text, strlen(text));
-	int e = errno;
-	close(fd);
-	errno = n == (ssize_t)strlen(text) ? 0 : (n < 0 ? e : EIO);
-	return errno ? -1 : 0;
-}
-
-/* As a sandbox is made: a user namespace with the caller's ids, new pid, mount and IPC
- * namespaces, and in pid 1 a fresh /proc and a devpts instance on a tmpfs of its own. */
+/* As runnerd makes a sandbox: a child in a user namespace of its own, whose maps this process
+ * writes from outside as runnerd does (every id to itself with CAP_SETUID and CAP_SETGID,
+ * else its own), new pid, mount and IPC namespaces, and in pid 1 a fresh /proc. */
 static void probe_sandbox(int out)
 {
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
-	char map[64];
+	int ready[2], go[2];
+	if (pipe(ready) < 0 || pipe(go) < 0)
+		return say(out, S_FORK, errno);
+	pid_t child = fork();
+	if (child < 0)
+		return say(out, S_FORK, errno);
+	if (child > 0) {
+		close(ready[1]);
+		close(go[0]);
+		char c;
+		/* Nothing to read: the child said why it could not (its user namespace). */
+		if (read(ready[0], &c, 1) == 1) {
+			int r = rd_write_id_maps(child, rd_sandbox_can_map_all_ids());
+			if (r < 0)
+				say(out, S_MAPS, -r);
+			else if (write(go[1], "g", 1) != 1)
+				say(out, S_FORK, errno);
+		}
+		close(go[1]);
+		while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+			;
+		return;
+	}
+	close(ready[0]);
+	close(go[1]);
+	char c;
 	if (unshare(CLONE_NEWUSER) < 0)
 		return say(out, S_USERNS, errno);
-	snprintf(map, sizeof(map), "%u %u 1\n", uid, uid);
-	if (write_text("/proc/self/setgroups", "deny") < 0 ||
-	    write_text("/proc/self/uid_map", map) < 0)
-		return say(out, S_MAPS, errno);
-	snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
-	if (write_text("/proc/self/gid_map", map) < 0)
-		return say(out, S_MAPS, errno);
+	if (write(ready[1], "u", 1) != 1 || read(go[0], &c, 1) != 1)
+		return; /* the maps failed, said by the parent */
 	if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) < 0)
 		return say(out, S_NAMESPACES, errno);
 	pid_t pid = fork();
 	if (pid < 0)
 		return say(out, S_FORK, errno);
 	if (pid > 0) {
-		int st;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		return;
 	}
@@ -261,79 +299,72 @@ static void probe_sandbox(int out)
 		return say(out, S_PRIVATE, errno);
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return say(out, S_PROC, errno);
-	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16k") < 0 ||
-	    mkdir("/tmp/pts", 0755) < 0)
-		return say(out, S_TMPFS, errno);
-	if (mount("devpts", "/tmp/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-	          "newinstance,ptmxmode=0666,mode=0620") < 0)
-		return say(out, S_DEVPTS, errno);
 	say(out, 0, 0);
 }
 
 static volatile unsigned long probe_word = 0x72756e6e657264UL;
 
-/* A child of the probe that only waits, with a pipe's read end at rfd. */
-static pid_t target(int *rfd)
+/* Try one call on a child that only waits (on its fd 0, a pipe this probe holds the other end
+ * of: it exits with the probe), as runnerd's calls reach the agent's children. */
+static void probe_on_target(int out, int (*call)(pid_t target))
 {
 	int p[2];
 	if (pipe(p) < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(p[1]);
-		for (;;)
-			pause();
+		return say(out, -1, errno);
+	pid_t parent = getpid(), t = fork();
+	if (t < 0)
+		return say(out, -1, errno);
+	if (t == 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent ||
+		    dup2(p[0], 0) < 0)
+			_exit(1);
+		rd_close_range(1, ~0U, 0);
+		char c;
+		while (read(0, &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
 	}
-	close(p[1]);
-	*rfd = p[0];
-	return pid;
+	close(p[0]);
+	int e = call(t);
+	kill(t, SIGKILL);
+	while (waitpid(t, NULL, 0) < 0 && errno == EINTR)
+		;
+	say(out, e ? 1 : 0, e);
 }
 
-static void end_target(pid_t pid)
+static int try_ptrace(pid_t t)
 {
-	kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	return ptrace(PTRACE_SEIZE, t, 0, PTRACE_O_EXITKILL) < 0 ? errno : 0;
+}
+
+static int try_vm_readv(pid_t t)
+{
+	unsigned long got = 0;
+	struct iovec local = {&got, sizeof(got)}, remote = {(void *)&probe_word, sizeof(got)};
+	ssize_t n = process_vm_readv(t, &local, 1, &remote, 1, 0);
+	return n < 0 ? errno : (got == probe_word ? 0 : EIO);
+}
+
+/* The target's fd 0. */
+static int try_pidfd_getfd(pid_t t)
+{
+	int pidfd = rd_pidfd_open(t, 0);
+	return pidfd < 0 || rd_pidfd_getfd(pidfd, 0, 0) < 0 ? errno : 0;
 }
 
 static void probe_ptrace(int out)
 {
-	int rfd;
-	pid_t t = target(&rfd);
-	if (t < 0)
-		return say(out, -1, errno);
-	int r = ptrace(PTRACE_SEIZE, t, 0, PTRACE_O_EXITKILL) < 0 ? errno : 0;
-	end_target(t);
-	say(out, r ? 1 : 0, r);
+	probe_on_target(out, try_ptrace);
 }
 
 static void probe_vm_readv(int out)
 {
-	int rfd;
-	pid_t t = target(&rfd);
-	if (t < 0)
-		return say(out, -1, errno);
-	unsigned long got = 0;
-	struct iovec local = {&got, sizeof(got)}, remote = {(void *)&probe_word, sizeof(got)};
-	ssize_t n = process_vm_readv(t, &local, 1, &remote, 1, 0);
-	int e = n < 0 ? errno : (got == probe_word ? 0 : EIO);
-	end_target(t);
-	say(out, e ? 1 : 0, e);
+	probe_on_target(out, try_vm_readv);
 }
 
 static void probe_pidfd_getfd(int out)
 {
-	int rfd;
-	pid_t t = target(&rfd);
-	if (t < 0)
-		return say(out, -1, errno);
-	int e = 0, pidfd = rd_pidfd_open(t, 0);
-	if (pidfd < 0)
-		e = errno;
-	else if (rd_pidfd_getfd(pidfd, rfd, 0) < 0)
-		e = errno;
-	end_target(t);
-	say(out, e ? 1 : 0, e);
+	probe_on_target(out, try_pidfd_getfd);
 }
 
 static void probe_listener(int out)
@@ -407,18 +438,6 @@ static void why_sandbox(struct rd_probe_result *r, int step, enum engine eng)
 		why_userns(r, eng);
 		return;
 	}
-	if (aa == 1 && step > S_USERNS && !has_cap(CAP_SYS_ADMIN)) {
-		set(r,
-		    "load an AppArmor profile for runnerd that allows user namespaces "
-		    "(\"userns,\", "
-		    "as Ubuntu ships one for bwrap), or as root: sysctl -w "
-		    "kernel.apparmor_restrict_unprivileged_userns=0",
-		    "AppArmor lets only programs with a profile that allows it use a user "
-		    "namespace "
-		    "(kernel.apparmor_restrict_unprivileged_userns = 1): %s: %s",
-		    sandbox_steps[step], strerror(r->err));
-		return;
-	}
 	if (step == S_PROC && r->err == EPERM && proc_covers(covers, sizeof(covers)) > 0) {
 		const char *fix =
 		    eng == PODMAN ? "start the container with --security-opt unmask=/proc/* "
@@ -436,12 +455,34 @@ static void why_sandbox(struct rd_probe_result *r, int step, enum engine eng)
 		    covers, eng != HOST ? ": the container runtime put them there" : "");
 		return;
 	}
+	if (step == S_MAPS && r->err == EPERM && rd_sandbox_can_map_all_ids()) {
+		set(r,
+		    "run runnerd as a user other than root in the container (--user), where it "
+		    "maps its own uid and gid alone (docs/containers.md)",
+		    "runnerd has CAP_SETUID and CAP_SETGID, so it maps every uid and gid to "
+		    "itself, but its own user namespace does not have them all (the root of a "
+		    "rootless container, which has only the ids the engine maps)");
+		return;
+	}
+	if (aa == 1 && !has_cap(CAP_SYS_ADMIN)) {
+		set(r,
+		    "load an AppArmor profile for runnerd that allows user namespaces "
+		    "(\"userns,\", "
+		    "as Ubuntu ships one for bwrap), or as root: sysctl -w "
+		    "kernel.apparmor_restrict_unprivileged_userns=0",
+		    "AppArmor lets only programs with a profile that allows it use a user "
+		    "namespace "
+		    "(kernel.apparmor_restrict_unprivileged_userns = 1): %s: %s",
+		    sandbox_steps[step], strerror(r->err));
+		return;
+	}
 	set(r, "see docs/containers.md", "%s: %s",
-	    step > 0 && step <= S_DEVPTS ? sandbox_steps[step] : "the probe", strerror(r->err));
+	    step > 0 && step <= S_PROC ? sandbox_steps[step] : "the probe", strerror(r->err));
 }
 
 /* ptrace, process_vm_readv and pidfd_getfd: the same access check (ptrace's, with the real
- * credentials), and the same Yama and seccomp causes. */
+ * credentials), and the same Yama and seccomp causes. Docker's default profile allows the first
+ * two (kernels 4.8 and later), pidfd_getfd only with CAP_SYS_PTRACE. */
 static void why_trace(struct rd_probe_result *r, const char *call, enum engine eng)
 {
 	long yama = sysctl_value("/proc/sys/kernel/yama/ptrace_scope");
@@ -461,7 +502,8 @@ static void why_trace(struct rd_probe_result *r, const char *call, enum engine e
 		    "Yama allows %s only to processes with CAP_SYS_PTRACE "
 		    "(kernel.yama.ptrace_scope = 2)",
 		    call);
-	else if (eng == DOCKER && seccomp_filtered() && !has_cap(CAP_SYS_PTRACE))
+	else if (eng == DOCKER && seccomp_filtered() && !has_cap(CAP_SYS_PTRACE) &&
+	         strcmp(call, "pidfd_getfd") == 0)
 		set(r,
 		    "start the container with --security-opt seccomp=unconfined: runnerd's own "
 		    "filter still confines every command (docs/containers.md)",
@@ -488,36 +530,72 @@ int rd_preflight_start(struct rd_preflight *pf)
 	    [RD_PROBE_PIDFD_GETFD] = probe_pidfd_getfd, [RD_PROBE_LISTENER] = probe_listener,
 	};
 	memset(pf, 0, sizeof(*pf));
-	for (int i = 0; i < RD_PROBE_COUNT; i++) {
+	for (int i = 0; i < RD_PROBE_COUNT; i++)
 		pf->r[i].name = names[i];
+	for (int i = 0; i < RD_PROBE_COUNT; i++) {
 		pf->pid[i] = start_child(probes[i], &pf->fd[i]);
 		if (pf->pid[i] < 0) {
 			int e = errno;
-			while (--i >= 0)
-				finish_child(pf->pid[i], pf->fd[i]);
+			while (--i >= 0) {
+				kill(pf->pid[i], SIGKILL);
+				close(pf->fd[i]);
+				while (waitpid(pf->pid[i], NULL, 0) < 0 && errno == EINTR)
+					;
+			}
 			return -e;
 		}
 	}
 	return 0;
 }
 
+/* Each probe takes a few ms; one stuck (a call that blocks under some filter or LSM) is given
+ * up after this long, as failed. */
+#define PROBES_TIMEOUT_S 10
+
 size_t rd_preflight_finish(struct rd_preflight *pf)
 {
-	enum engine eng = which_engine();
-	pf->where = engine_name(eng);
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += PROBES_TIMEOUT_S;
+	struct outcome o[RD_PROBE_COUNT];
+	for (int i = 0; i < RD_PROBE_COUNT; i++) {
+		o[i] = finish_child(pf->pid[i], pf->fd[i], &deadline);
+		pf->failed += o[i].step != 0;
+	}
+	/* Worked out only when needed: the host or container it ran in. */
+	enum engine eng = pf->failed ? which_engine() : HOST;
+	pf->where = pf->failed ? engine_name(eng) : NULL;
 	for (int i = 0; i < RD_PROBE_COUNT; i++) {
 		struct rd_probe_result *r = &pf->r[i];
-		struct outcome o = finish_child(pf->pid[i], pf->fd[i]);
-		if (o.step == 0)
+		if (o[i].step == 0)
 			continue;
-		r->err = o.err ? o.err : EPROTO;
-		pf->failed++;
+		r->err = o[i].err ? o[i].err : EPROTO;
+		if (o[i].step == DIED && o[i].err == 0) {
+			r->err = EPROTO;
+			set(r, "see docs/containers.md", "the probe ended without an answer");
+			continue;
+		}
+		if (o[i].step == DIED) {
+			r->err = EPROTO;
+			set(r,
+			    o[i].err == SIGSYS ? "run runnerd where a seccomp filter does not kill "
+			                         "these calls (docs/containers.md)"
+			                       : "see docs/containers.md",
+			    "the probe died of signal %d (%s)%s", o[i].err, strsignal(o[i].err),
+			    o[i].err == SIGSYS ? ": a seccomp filter on runnerd kills the call"
+			                       : "");
+			continue;
+		}
+		if (o[i].step == -1 && o[i].err == ETIMEDOUT) {
+			set(r, "see docs/containers.md", "no answer in %d s", PROBES_TIMEOUT_S);
+			continue;
+		}
 		switch (i) {
 		case RD_PROBE_USERNS:
 			why_userns(r, eng);
 			break;
 		case RD_PROBE_SANDBOX:
-			why_sandbox(r, o.step, eng);
+			why_sandbox(r, o[i].step, eng);
 			break;
 		case RD_PROBE_PTRACE:
 			why_trace(r, "ptrace", eng);
@@ -538,13 +616,21 @@ size_t rd_preflight_finish(struct rd_preflight *pf)
 	return pf->failed;
 }
 
+const char *rd_preflight_where(struct rd_preflight *pf)
+{
+	if (!pf->where)
+		pf->where = engine_name(which_engine());
+	return pf->where;
+}
+
 size_t rd_preflight_run(struct rd_preflight *pf)
 {
 	int r = rd_preflight_start(pf);
 	if (r < 0) {
 		pf->where = engine_name(which_engine());
-		pf->r[0].err = -r;
-		set(&pf->r[0], "see the error", "starting the probes: %s", strerror(-r));
+		pf->r[RD_PROBE_USERNS].err = -r;
+		set(&pf->r[RD_PROBE_USERNS], "see the error", "starting the probes: %s",
+		    strerror(-r));
 		return pf->failed = 1;
 	}
 	return rd_preflight_finish(pf);
@@ -555,11 +641,10 @@ int rd_preflight_error(const struct rd_preflight *pf, struct rd_error *err)
 	for (int i = 0; i < RD_PROBE_COUNT; i++) {
 		const struct rd_probe_result *r = &pf->r[i];
 		if (r->err)
-			return rd_error_set(
-			    err, r->err,
-			    "cannot sandbox commands in %s: %s. Fix: %s. (\"runnerd "
-			    "check --system\" tries each thing runnerd needs)",
-			    pf->where, r->cause, r->fix);
+			return rd_error_set(err, r->err,
+			                    "cannot sandbox commands %s: %s. Fix: %s. (\"runnerd "
+			                    "check --system\" tries each thing runnerd needs)",
+			                    pf->where, r->cause, r->fix);
 	}
 	return 0;
 }

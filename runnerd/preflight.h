@@ -33,7 +33,7 @@ struct rd_probe_result {
 };
 
 struct rd_preflight {
-	const char *where; /* "the host", "a podman container", "a docker container", ... */
+	const char *where; /* "on this host", "in a podman container", ...: set when one failed */
 	struct rd_probe_result r[RD_PROBE_COUNT];
 	size_t failed;
 	pid_t pid[RD_PROBE_COUNT]; /* the probes under way */
@@ -47,10 +47,13 @@ int rd_preflight_start(struct rd_preflight *pf) _wur_;
 /* Wait for the probes started and judge them. Returns the number that failed. */
 size_t rd_preflight_finish(struct rd_preflight *pf);
 
+/* Where the probes ran: "on this host", "in a podman container", "in a docker container", ... */
+const char *rd_preflight_where(struct rd_preflight *pf);
+
 /* Both. A failure to start the probes is a failed probe. */
 size_t rd_preflight_run(struct rd_preflight *pf);
 
-/* The first failure as one message in err ("runnerd cannot sandbox commands in ...: CAUSE.
+/* The first failure as one message in err ("cannot sandbox commands in ...: CAUSE.
  * Fix: FIX."), returning -errno; 0 when every probe passed. */
 int rd_preflight_error(const struct rd_preflight *pf, struct rd_error *err);
 

@@ -115,6 +115,11 @@ struct rd_sandbox {
  * mostly; decided by the capabilities, not by the uid)? */
 bool rd_sandbox_can_map_all_ids(void);
 
+/* The maps of pid's new user namespace, written from its parent namespace: every id to itself
+ * (full: runnerd has CAP_SETUID and CAP_SETGID), else runnerd's uid and gid alone, with
+ * setgroups denied. Returns 0 or -errno. */
+int rd_write_id_maps(pid_t pid, bool full);
+
 /* The same in two steps, so that runnerd goes on while the zygote clones: begin asks the
  * zygote and returns with out->pending set (or, without a zygote, makes the spare at once);
  * finish takes the zygote's answer, once z->fd is readable or when the spare is needed (it

@@ -63,11 +63,6 @@ static inline bool rd_root_ids(bool full_ids)
 	return full_ids || geteuid() == 0;
 }
 
-/* The maps of pid's new user namespace, written from its parent namespace: every id to itself
- * (full: runnerd has CAP_SETUID and CAP_SETGID), else runnerd's uid and gid alone, with
- * setgroups denied. Returns 0 or -errno. */
-int rd_write_id_maps(pid_t pid, bool full);
-
 /* In the zygote, once: what its reapers would otherwise each do. Returns RD_INHERIT_* for
  * what it did. */
 unsigned rd_reaper_parent_setup(void);

@@ -1,24 +1,25 @@
 #!/usr/bin/env python3
 """runnerd where a container engine's defaults take away what it needs, each condition made on
-the real kernel without the engine:
+the real kernel without the engine, and nothing written to the machine's own files:
 
 - parts of /proc covered by other mounts, as runtimes cover /proc/kcore, /proc/acpi, ... (a
-  private mount namespace with such mounts; podman's mark /run/.containerenv, or docker's
-  /.dockerenv, for the fix each engine needs): the kernel refuses a fresh /proc in a user
-  namespace there;
+  private mount namespace with such mounts, and the engine's mark: podman's
+  /run/.containerenv, docker's name in runnerd's cgroup), for the fix each engine needs: the
+  kernel refuses a fresh /proc in a user namespace there;
 - docker's default seccomp profile for a container without CAP_SYS_ADMIN and CAP_SYS_PTRACE
-  (helpers/seccomp_like docker, root without those two capabilities): no new namespaces, clone3 ENOSYS, no process_vm_readv or
-  pidfd_getfd;
+  (helpers/seccomp_like docker, root without those two capabilities): no new namespaces,
+  clone3 ENOSYS, no pidfd_getfd;
 - clone3 answered ENOSYS alone (helpers/seccomp_like clone3), as docker's profile and older
   kernels do: runnerd falls back to clone and commands run;
 - user namespaces turned off (user.max_user_namespaces = 0 in a user namespace of the test's
-  own, which leaves the machine's setting alone).
+  own, which leaves the machine's setting alone);
+- the root of a user namespace that maps one id, as a rootless container's root.
 
 Where a sandbox cannot be made, "runnerd check --system" names each failed need with its cause
 and fix, and runnerd refuses to start the agent with one message: never an agent whose every
-command fails. The /proc and docker conditions need mounts in the machine's user namespace,
-and the sysctl is root's to write: they run in the root pass of make test (the unprivileged
-pass runs the others).
+command fails. All but clone3 and the working case need root in the machine's user namespace
+(mounts, the sysctl, a one-id map of root): they run in the root pass of make test; the
+unprivileged pass runs those two.
 
 Environment: RUNNERD, HELPERS, RUNNERD_MUST_WORK. Prints one line per check and
 "N passed, M failed".
@@ -41,11 +42,17 @@ COVER_DIRS = [p for p in ("/proc/acpi", "/proc/scsi") if os.path.isdir(p)][:1]
 
 
 def covered_proc_setup(engine):
-    """Shell lines that make, in a private mount namespace, /proc as the engine leaves it."""
+    """Shell lines that make, in a private mount namespace, /proc as the engine leaves it, and
+    the engine's mark: podman's /run/.containerenv (on a tmpfs of the namespace's own),
+    docker's name in the cgroup of the process that goes on to exec runnerd (its pid kept), so
+    that nothing is written to the machine's own files."""
     lines = ["mount --bind /dev/null %s" % p for p in COVER_FILES]
     lines += ["mount -t tmpfs -o ro tmpfs %s" % p for p in COVER_DIRS]
     if engine == "podman":
         lines += ["mount -t tmpfs tmpfs /run", "touch /run/.containerenv"]
+    if engine == "docker":
+        lines += ["mount -t tmpfs tmpfs /run", "echo 0::/system.slice/docker-0a1b2c.scope "
+                  "> /run/cgroup", "mount --bind /run/cgroup /proc/$$/cgroup"]
     return " && ".join(lines)
 
 
@@ -70,7 +77,7 @@ def check_refused(label, r, mark, cause, fix):
           "rc=%d err=%r" % (r.returncode, err))
     check(label + ": the agent never started", not os.path.exists(mark))
     check(label + ": one message, with the cause and the fix",
-          err.count("\n") == 0 and "cannot sandbox commands in" in err and cause in err and
+          err.count("\n") == 0 and "runnerd: cannot sandbox commands " in err and cause in err and
           "Fix: " + fix in err, err)
 
 
@@ -81,7 +88,9 @@ def test_proc_covered(tmp):
         common.skip_part("proc covered: nothing under /proc to cover on this kernel")
         return
     covers = (COVER_FILES + COVER_DIRS)[0]
-    for engine, fix in (("podman", "start the container with --security-opt unmask=/proc/*"),):
+    for engine, fix in (("podman", "start the container with --security-opt unmask=/proc/*"),
+                        ("docker", "start the container with --security-opt "
+                                   "systempaths=unconfined")):
         setup = covered_proc_setup(engine)
         r = in_mount_ns(setup, [common.RUNNERD, "check", "--system"], tmp)
         out = r.stdout
@@ -89,7 +98,7 @@ def test_proc_covered(tmp):
               "rc=%d %s %s" % (r.returncode, out, r.stderr))
         check("proc covered (%s): it is the sandbox, named with the mounts" % engine,
               "FAILED  a sandbox" in out and "while mounts cover parts of /proc (" in out and
-              covers in out and "tried in a podman container" in out, out)
+              covers in out and "tried in a %s container" % engine in out, out)
         check("proc covered (%s): and the engine's fix" % engine, "Fix: " + fix in out, out)
         check("proc covered (%s): the rest works" % engine, out.count("  ok  ") == 5, out)
         argv, mark = agent_marker(tmp)
@@ -101,38 +110,49 @@ def test_proc_covered(tmp):
 def test_docker_defaults(tmp):
     if not ROOT:
         return
-    made = not os.path.exists("/.dockerenv")
-    if made:
-        open("/.dockerenv", "w").close()
-    try:
-        setup = covered_proc_setup("docker") or "true"
-        # Root as docker makes it: no CAP_SYS_ADMIN, no CAP_SYS_PTRACE (after the setup's
-        # mounts), under docker's profile.
-        like = ["setpriv", "--bounding-set", "-sys_admin,-sys_ptrace",
-                os.path.join(HELPERS, "seccomp_like"), "docker", "--"]
-        r = in_mount_ns(setup, [common.RUNNERD, "check", "--system"], tmp, like)
-        out = r.stdout
-        check("docker defaults: check --system fails (1)", r.returncode == 1,
-              "rc=%d %s %s" % (r.returncode, out, r.stderr))
-        check("docker defaults: new namespaces refused by docker's profile, and the fix",
-              "FAILED  a user namespace: docker's default seccomp profile refuses new "
-              "namespaces" in out and "Fix: start the container with --security-opt "
-              "seccomp=unconfined" in out and "tried in a docker container" in out, out)
-        for call in ("process_vm_readv", "pidfd_getfd"):
-            check("docker defaults: %s needs CAP_SYS_PTRACE under docker's profile" % call,
-                  "FAILED  %s of a child" % call in out and
-                  "docker's default seccomp profile allows %s only to a container with "
-                  "CAP_SYS_PTRACE" % call in out, out)
-        check("docker defaults: ptrace and the listener work",
-              "ok      ptrace of a child" in out and "ok      a seccomp listener" in out, out)
-        argv, mark = agent_marker(tmp)
-        r = in_mount_ns(setup, runnerd_cmd("generic", argv), tmp, like)
-        check_refused("docker defaults", r, mark,
-                      "docker's default seccomp profile refuses new namespaces",
-                      "start the container with --security-opt seccomp=unconfined")
-    finally:
-        if made:
-            os.unlink("/.dockerenv")
+    setup = covered_proc_setup("docker")
+    # Root as docker makes it: no CAP_SYS_ADMIN, no CAP_SYS_PTRACE (after the setup's mounts),
+    # under docker's profile.
+    like = ["setpriv", "--bounding-set", "-sys_admin,-sys_ptrace",
+            os.path.join(HELPERS, "seccomp_like"), "docker", "--"]
+    r = in_mount_ns(setup, [common.RUNNERD, "check", "--system"], tmp, like)
+    out = r.stdout
+    check("docker defaults: check --system fails (1)", r.returncode == 1,
+          "rc=%d %s %s" % (r.returncode, out, r.stderr))
+    check("docker defaults: new namespaces refused by docker's profile, and the fix",
+          "FAILED  a user namespace: docker's default seccomp profile refuses new "
+          "namespaces" in out and "Fix: start the container with --security-opt "
+          "seccomp=unconfined" in out and "tried in a docker container" in out, out)
+    check("docker defaults: pidfd_getfd needs CAP_SYS_PTRACE under docker's profile",
+          "FAILED  pidfd_getfd of a child" in out and "docker's default seccomp profile "
+          "allows pidfd_getfd only to a container with CAP_SYS_PTRACE" in out, out)
+    check("docker defaults: ptrace, process_vm_readv and the listener work",
+          "ok      ptrace of a child" in out and "ok      process_vm_readv" in out and
+          "ok      a seccomp listener" in out, out)
+    argv, mark = agent_marker(tmp)
+    r = in_mount_ns(setup, runnerd_cmd("generic", argv), tmp, like)
+    check_refused("docker defaults", r, mark,
+                  "docker's default seccomp profile refuses new namespaces",
+                  "start the container with --security-opt seccomp=unconfined")
+
+
+def test_rootless_root(tmp):
+    """Root of a user namespace that maps one id (a rootless container's root): runnerd, with
+    CAP_SETUID and CAP_SETGID there, maps every id to itself, which that namespace cannot."""
+    if not ROOT:
+        return
+    argv, mark = agent_marker(tmp)
+    base = ["unshare", "--user", "--map-root-user"]
+    r = subprocess.run(base + [common.RUNNERD, "check", "--system"], capture_output=True,
+                       text=True, timeout=60, env=common.base_env(), cwd=tmp)
+    check("rootless root: check --system names the maps and says to run as another user",
+          r.returncode == 1 and "FAILED  a sandbox" in r.stdout and
+          "does not have them all" in r.stdout and "Fix: run runnerd as a user other than "
+          "root in the container (--user)" in r.stdout, "rc=%d %s" % (r.returncode, r.stdout))
+    r = subprocess.run(base + runnerd_cmd("generic", argv), capture_output=True, text=True,
+                       timeout=60, env=common.base_env(), cwd=tmp)
+    check_refused("rootless root", r, mark, "maps every uid and gid to itself",
+                  "run runnerd as a user other than root in the container (--user)")
 
 
 def test_clone3_enosys(tmp):
@@ -181,7 +201,7 @@ def main():
     if not os.access("/usr/bin/unshare", os.X_OK):
         common.skip("unshare (util-linux) is missing")
     tests = (test_here, test_clone3_enosys, test_userns_off, test_proc_covered,
-             test_docker_defaults)
+             test_docker_defaults, test_rootless_root)
     return common.run_tests(tests, "rd-container-")
 
 

@@ -2,11 +2,12 @@
  * there without the engine:
  *   seccomp_like clone3 -- CMD...   clone3 is ENOSYS (docker's default, older kernels): libc
  *                                   and runnerd fall back to clone
- *   seccomp_like docker -- CMD...   docker's default profile for a container without
- *                                   CAP_SYS_ADMIN and CAP_SYS_PTRACE, in the calls runnerd
- *                                   needs: clone3 ENOSYS; unshare, setns, mount, umount2 and
- *                                   clone with a CLONE_NEW* flag EPERM; process_vm_readv,
- *                                   process_vm_writev and pidfd_getfd EPERM
+ *   seccomp_like docker -- CMD...   docker's default profile (moby's default.json) for a
+ *                                   container without CAP_SYS_ADMIN and CAP_SYS_PTRACE, in
+ *                                   the calls runnerd needs: clone3 ENOSYS; unshare, setns,
+ *                                   mount, umount2 and clone with a CLONE_NEW* flag EPERM;
+ *                                   pidfd_getfd, kcmp and process_madvise EPERM (ptrace and
+ *                                   process_vm_readv it allows on kernels from 4.8)
  * Sets no_new_privs (the filter needs it without CAP_SYS_ADMIN), then execs CMD. */
 #include <errno.h>
 #include <sched.h>
@@ -39,7 +40,7 @@ int main(int argc, char **argv)
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = ctx ? deny(ctx, ENOSYS, "clone3") : -ENOMEM;
 	static const char *const admin[] = {"unshare", "setns", "mount", "umount2"};
-	static const char *const peek[] = {"process_vm_readv", "process_vm_writev", "pidfd_getfd"};
+	static const char *const peek[] = {"pidfd_getfd", "kcmp", "process_madvise"};
 	for (size_t i = 0; docker && r == 0 && i < sizeof(admin) / sizeof(admin[0]); i++)
 		r = deny(ctx, EPERM, admin[i]);
 	for (size_t i = 0; docker && r == 0 && i < sizeof(peek) / sizeof(peek[0]); i++)
