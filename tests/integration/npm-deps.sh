@@ -11,6 +11,8 @@ dir=$1
 want=${2:-node-pty@1.1.0}
 bin=${3:-}
 mkdir -p "$dir"
+# Absolute: node takes require('build/...') for a module name.
+dir=$(cd "$dir" && pwd)
 if [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "$want" ]; then
 	exit 0
 fi

@@ -650,7 +650,7 @@ def test_seccomp(tmp):
         "unshare -U true 2>/dev/null; echo unshare=$?",
         "sh -c 'unshare -U true 2>/dev/null; echo strict=$? #STRICT'",
         "%s %s %s" % (sys.executable, nested, secret),
-        "unshare -Ur true 2>&1 | grep -q uid_map && echo map=refused",
+        "m=$(unshare -Ur true 2>&1); echo \"map=$? $(printf %s \"$m\" | grep -c uid_map)\"",
         "sh -c 'sh -c \"exit 6\"'; echo forks=$?",
         "cp /bin/true %s/suid && chmod 4755 %s/suid 2>/dev/null; echo chmod=$?" % (tmp, tmp),
         "chmod g+s %s/suid 2>/dev/null; echo chmodg=$?" % tmp,
@@ -679,10 +679,13 @@ def test_seccomp(tmp):
           got.get("open_tree") == "1" and got.get("setns") == "1", repr(got))
     check("seccomp: a command's user namespace can map uid 0 only when it is not the "
           "machine's root (the kernel asks CAP_SETFCAP for that)",
-          ("map" in got) == (os.getuid() == 0), repr(got))
+          (got.get("map", "").split()[:1] != ["0"] and got.get("map", "").split()[1:] != ["0"])
+          if os.getuid() == 0 else got.get("map", "").split()[:1] == ["0"], repr(got))
     check("seccomp: ordinary forks and execs inside still work", "forks=6" in lines,
           out.stdout)
     check("seccomp: /etc is untouched", not os.path.exists("/etc/rd-nested"))
+    if os.path.exists("/etc/rd-nested"):
+        os.unlink("/etc/rd-nested")  # a failed check leaves nothing behind
     made = [n for n in os.listdir(tmp) if n.startswith(("suid", "sgid"))
             and os.stat(os.path.join(tmp, n)).st_mode & (stat.S_ISUID | stat.S_ISGID)]
     check("seccomp: a command makes no file setuid or setgid (chmod, install, open)",
