@@ -63,6 +63,8 @@ struct rd_box_key {
 	  .words = {"session", "command"}, .dflt = RD_LIFETIME_SESSION)                            \
 	X(MAX_SANDBOXES, .name = "max_sandboxes", .type = RD_BOX_COUNT,                            \
 	  .where = RD_IN_SANDBOX | RD_IN_COMMANDS, .max = 4096, .dflt = 128)                       \
+	X(EXECS_PER_SECOND, .name = "execs_per_second", .type = RD_BOX_COUNT,                      \
+	  .where = RD_IN_SANDBOX | RD_IN_COMMANDS, .max = 100000)                                  \
 	X(NOFILE, .name = "nofile", .group = "rlimits", .type = RD_BOX_RLIMIT, .where = RD_IN_ALL, \
 	  .resource = RLIMIT_NOFILE)                                                               \
 	X(NPROC, .name = "nproc", .group = "rlimits", .type = RD_BOX_RLIMIT, .where = RD_IN_ALL,   \

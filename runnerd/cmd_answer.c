@@ -171,6 +171,22 @@ static void print_pending(const char *sid, json_t *list)
 	}
 }
 
+static void print_session(const char *sid, json_t *rep)
+{
+	printf("session %.*s  profile ", SHOWN_SESSION, sid);
+	print_safe(json_string_value(json_object_get(rep, "profile")));
+	printf("  runnerd pid %lld  agent pid %lld%s  up %.0fs  %lld command%s started, %lld "
+	       "sandbox%s alive\n",
+	       (long long)json_integer_value(json_object_get(rep, "pid")),
+	       (long long)json_integer_value(json_object_get(rep, "agent_pid")),
+	       json_is_false(json_object_get(rep, "agent_running")) ? " (exited)" : "",
+	       json_real_value(json_object_get(rep, "uptime_s")),
+	       (long long)json_integer_value(json_object_get(rep, "commands_started")),
+	       json_integer_value(json_object_get(rep, "commands_started")) == 1 ? "" : "s",
+	       (long long)json_integer_value(json_object_get(rep, "sandboxes_live")),
+	       json_integer_value(json_object_get(rep, "sandboxes_live")) == 1 ? "" : "es");
+}
+
 static void print_sandboxes(const char *sid, json_t *list)
 {
 	size_t i;
@@ -226,7 +242,10 @@ static int list_all(const char *op, const char *key, bool as_json)
 			json_array_append(all, rep);
 		} else {
 			json_t *list = json_object_get(rep, key);
-			waiting += json_array_size(list);
+			/* ps: every session is listed, with its sandboxes or none */
+			waiting += strcmp(op, "ps") == 0 ? 1 : json_array_size(list);
+			if (strcmp(op, "ps") == 0)
+				print_session(ss[i].id, rep);
 			if (strcmp(op, "ps") == 0)
 				print_sandboxes(ss[i].id, list);
 			else
@@ -240,9 +259,12 @@ static int list_all(const char *op, const char *key, bool as_json)
 			puts(text);
 		free(text);
 	} else if (!waiting) {
-		const char *none = strcmp(op, "ps") == 0 ? "no sandbox is running"
+		const char *none = strcmp(op, "ps") == 0 ? "no session of this user is running"
 		                                         : "no command is waiting for approval";
-		printf("%s%s\n", none, ret ? " in the sessions that answered" : "");
+		if (strcmp(op, "ps") == 0 && ret)
+			none = "no session of this user answered";
+		printf("%s%s\n", none,
+		       ret && strcmp(op, "ps") != 0 ? " in the sessions that answered" : "");
 	}
 	json_decref(all);
 	return ret;
@@ -312,6 +334,61 @@ static int answer(const char *op, const char *id)
 	return ret;
 }
 
+/* runnerd kill SESSION: the one running session whose ID starts with SESSION. */
+static int kill_session(const char *sid)
+{
+	struct session_sock ss[MAX_SESSIONS];
+	size_t n;
+	if (list_sessions(ss, MAX_SESSIONS, &n) < 0)
+		return 1;
+	const struct session_sock *match = NULL;
+	size_t matches = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(ss[i].id, sid, strlen(sid)) != 0)
+			continue;
+		bool stale;
+		int fd = connect_session(&ss[i], &stale);
+		if (fd < 0 && stale)
+			continue;
+		if (fd >= 0)
+			close(fd);
+		match = &ss[i];
+		matches++;
+	}
+	if (matches != 1) {
+		if (matches == 0)
+			fprintf(stderr,
+			        "runnerd: no running session of this user starts with %s "
+			        "(runnerd ps lists them)\n",
+			        sid);
+		else
+			fprintf(stderr,
+			        "runnerd: %zu running sessions start with %s: give more of the ID "
+			        "(runnerd ps lists them)\n",
+			        matches, sid);
+		return 1;
+	}
+	bool stale;
+	json_t *rep = ask_session(match, json_pack("{s:s}", "op", "kill"), &stale);
+	if (!rep)
+		return 1;
+	int ret = 0;
+	if (json_is_true(json_object_get(rep, "ok"))) {
+		long long procs = json_integer_value(json_object_get(rep, "processes"));
+		long long boxes = json_integer_value(json_object_get(rep, "sandboxes"));
+		printf("killed session %.*s: SIGKILL to %lld process%s of the agent's and %lld "
+		       "sandbox%s\n",
+		       SHOWN_SESSION, match->id, procs, procs == 1 ? "" : "es", boxes,
+		       boxes == 1 ? "" : "es");
+	} else {
+		fprintf(stderr, "runnerd: %s\n",
+		        json_string_value(json_object_get(rep, "error")) ?: "refused");
+		ret = 1;
+	}
+	json_decref(rep);
+	return ret;
+}
+
 int rd_cmd_answer(struct rd_cli *cli, int argc, char **argv)
 {
 	(void)cli;
@@ -329,6 +406,13 @@ int rd_cmd_answer(struct rd_cli *cli, int argc, char **argv)
 			return 2;
 		}
 	}
+	if (strcmp(op, "kill") == 0 && !id) {
+		fprintf(stderr, "runnerd kill: which session? (runnerd kill SESSION; runnerd ps "
+		                "lists them)\n");
+		return 2;
+	}
+	if (strcmp(op, "kill") == 0)
+		return kill_session(id);
 	if (strcmp(op, "pending") != 0 && strcmp(op, "ps") != 0 && !id) {
 		fprintf(stderr,
 		        "runnerd %s: which request? (runnerd %s ID; runnerd pending lists "

@@ -28,8 +28,11 @@ static void usage(FILE *f)
 	    "             sessions [--json]\n"
 	    "  approve ID run the waiting command ID (as pending shows it)\n"
 	    "  deny ID    refuse it: its caller sees exit status 126\n"
-	    "  ps         list the sandboxes of running sessions, their commands running or\n"
-	    "             ended with background processes left [--json]\n"
+	    "  ps         list the running sessions and their sandboxes, their commands running\n"
+	    "             or ended with background processes left [--json]\n"
+	    "  kill SESSION\n"
+	    "             end a session now: SIGKILL to its agent, the agent's processes and\n"
+	    "             every sandbox (SESSION: its ID, or the start of it, as ps shows)\n"
 	    "\n"
 	    "Options:\n"
 	    "  -c, --config FILE   runner.json to use (default: ../etc/runnerd/runner.json next\n"
@@ -92,8 +95,9 @@ int main(int argc, char **argv)
 		return rd_cmd_check(&cli, argc - optind, argv + optind);
 	if (!after_dashes && strcmp(word, "explain") == 0)
 		return rd_cmd_explain(&cli, argc - optind, argv + optind);
-	if (!after_dashes && (strcmp(word, "pending") == 0 || strcmp(word, "approve") == 0 ||
-	                      strcmp(word, "deny") == 0 || strcmp(word, "ps") == 0))
+	if (!after_dashes &&
+	    (strcmp(word, "pending") == 0 || strcmp(word, "approve") == 0 ||
+	     strcmp(word, "deny") == 0 || strcmp(word, "ps") == 0 || strcmp(word, "kill") == 0))
 		return rd_cmd_answer(&cli, argc - optind, argv + optind);
 	if (!after_dashes) {
 		fprintf(

@@ -283,3 +283,87 @@ void sup_cmd_kill_all(struct sup *u)
 			sup_kill_sandbox(c);
 		}
 }
+
+/* Is pid one of runnerd's own children: the zygote, the spare, a command's reaper? */
+static bool runnerd_own(const struct sup *u, pid_t pid)
+{
+	if (pid == u->sp.zygote.pid || pid == u->sp.spare.reaper)
+		return true;
+	for (const struct cmd *c = u->cmds; c; c = c->next)
+		if (c->run.sb.reaper == pid)
+			return true;
+	return false;
+}
+
+/* SIGKILL to the agent's tree: every live process below runnerd whose ancestor just below
+ * runnerd is not one of runnerd's own, that is the agent and its orphans (runnerd is their
+ * subreaper). None of them can exec any more, but they may fork while this runs: again until a
+ * pass finds none (a SIGKILLed process is gone, or a zombie, within a few passes). */
+static long kill_agent_tree(struct sup *u)
+{
+	pid_t self = getpid(), *seen = NULL;
+	size_t n_seen = 0, cap = 0;
+	for (int pass = 0; pass < 200; pass++) {
+		struct sup_procs t = sup_read_procs(true);
+		size_t found = 0;
+		for (size_t i = 0; i < t.n; i++) {
+			pid_t pid = t.pp[i][0], up = pid, top = 0;
+			for (int depth = 0; up > 1 && up != self && depth < 4096; depth++) {
+				top = up;
+				up = sup_procs_parent(&t, up);
+			}
+			if (up != self || top <= 0 || runnerd_own(u, top))
+				continue;
+			kill(pid, SIGKILL);
+			found++;
+			bool known = false;
+			for (size_t k = 0; k < n_seen && !known; k++)
+				known = seen[k] == pid;
+			if (!known && n_seen == cap) {
+				cap = cap ? 2 * cap : 64;
+				pid_t *more = realloc(seen, cap * sizeof(*seen));
+				if (more)
+					seen = more;
+				else
+					known = true; /* not counted; killed all the same */
+			}
+			if (!known)
+				seen[n_seen++] = pid;
+		}
+		free(t.pp);
+		if (!found)
+			break;
+		usleep(1000);
+	}
+	free(seen);
+	return (long)n_seen;
+}
+
+size_t sup_session_kill(struct sup *u, uid_t uid, pid_t pid, const char *comm, long *procs)
+{
+	snprintf(u->killed_by, sizeof(u->killed_by), "uid %u, pid %d (%s)", (unsigned)uid, (int)pid,
+	         comm);
+	/* First no exec, then no sandbox, then no process of the agent's. */
+	if (u->listener >= 0) {
+		close(u->listener);
+		u->listener = -1;
+	}
+	size_t boxes = 0;
+	for (struct cmd *c = u->cmds; c; c = c->next)
+		if (sup_cmd_live(c)) {
+			if (!c->run.status_known)
+				c->run.killed = "runnerd kill";
+			sup_kill_sandbox(c);
+			boxes++;
+		}
+	*procs = kill_agent_tree(u);
+	rd_audit(u->s->audit, "session_kill",
+	         json_pack("{s:i, s:i, s:s, s:I, s:I}", "by_uid", (int)uid, "by_pid", (int)pid,
+	                   "by_comm", comm, "sandboxes", (json_int_t)boxes, "processes",
+	                   (json_int_t)*procs));
+	fprintf(stderr,
+	        "runnerd: session %s killed by runnerd kill from %s: SIGKILL to the agent's "
+	        "%ld processes (the agent among them) and %zu sandboxes\n",
+	        u->s->session, u->killed_by, *procs, boxes);
+	return boxes;
+}

@@ -1,13 +1,15 @@
-/* The control socket: where an operator answers an "ask" (the terminal prompt: prompt.c).
+/* The control socket: where an operator answers an "ask" (the terminal prompt: prompt.c), lists
+ * the session's sandboxes, and ends the session.
  *
  * One SOCK_SEQPACKET socket per session, $XDG_RUNTIME_DIR/runnerd/SESSION.sock (or
  * /run/runnerd/SESSION.sock as root), mode 0600 in a 0700 directory. A connection carries one
- * JSON request and gets one JSON reply: {"op":"pending"}, {"op":"approve","id":N},
- * {"op":"deny","id":N}. The peer must be runnerd's own user (or root), and neither runnerd
- * nor anything it started: an agent, or a command, must never answer its own ask. Commands
+ * JSON request and gets one JSON reply: {"op":"pending"}, {"op":"ps"}, {"op":"approve","id":N},
+ * {"op":"deny","id":N}, {"op":"kill"}. The peer must be runnerd's own user (or root), and neither
+ * runnerd nor anything it started: an agent, or a command, must never answer its own ask. Commands
  * cannot even see the socket: its directory is masked in every sandbox. */
 #include "supervisor/control.h"
 #include "supervisor/approvals.h"
+#include "supervisor/command.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -299,13 +301,12 @@ void sup_control_accept(struct sup *u)
 		else if (cr.uid != geteuid() && cr.uid != 0)
 			why = "it runs as another user";
 		else if (cr.pid <= 0 || ours(cr.pid))
-			why =
-			    "it is runnerd, the agent or something they started: an approval must "
-			    "come from outside the session";
+			why = "it is runnerd, the agent or something they started: a request must "
+			      "come from outside the session";
 		else if (other_namespaces(cr.pid))
 			why = "it runs in other namespaces than runnerd (a sandbox, of this "
 			      "session or "
-			      "another): an approval must come from outside any sandbox";
+			      "another): a request must come from outside any sandbox";
 		if (why && ++u->ctl.n_refused_total <= AUDIT_REFUSED + 1) {
 			json_t *ev = json_pack("{s:i, s:i, s:s}", "uid", (int)cr.uid, "pid",
 			                       (int)cr.pid, "reason", why);
@@ -348,80 +349,12 @@ static json_t *bounded(const char *s, size_t max, bool *cut)
 	return part ? rd_json_bytes(part) : json_null();
 }
 
-/* Every process's parent, by the /proc/PID/stat anyone may read (a sandbox's pid 1 is not
- * dumpable, so its /proc/PID/ns is not), read once for a whole answer: pid and ppid, by pid. */
-struct procs {
-	pid_t (*pp)[2];
-	size_t n;
-};
-
-static int by_pid(const void *a, const void *b)
-{
-	pid_t x = (*(const pid_t(*)[2])a)[0], y = (*(const pid_t(*)[2])b)[0];
-	return (x > y) - (x < y);
-}
-
-static struct procs read_procs(void)
-{
-	struct procs t = {0};
-	size_t cap = 0;
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		char p[64], buf[512];
-		snprintf(p, sizeof(p), "/proc/%d/stat", atoi(e->d_name));
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		const char *rp = len > 0 ? (buf[len] = 0, strrchr(buf, ')')) : NULL;
-		int ppid;
-		if (!rp || sscanf(rp, ") %*c %d", &ppid) != 1)
-			continue;
-		if (t.n == cap) {
-			cap = cap ? 2 * cap : 256;
-			pid_t(*more)[2] = realloc(t.pp, cap * sizeof(*t.pp));
-			if (!more)
-				break;
-			t.pp = more;
-		}
-		t.pp[t.n][0] = atoi(e->d_name);
-		t.pp[t.n++][1] = ppid;
-	}
-	if (d)
-		closedir(d);
-	if (t.n)
-		qsort(t.pp, t.n, sizeof(*t.pp), by_pid);
-	return t;
-}
-
-/* How many processes live in the sandbox whose pid 1 is reaper, pid 1 left out: those that
- * have reaper among their ancestors (every orphan of a pid namespace is its pid 1's child). */
-static long processes_of(const struct procs *t, pid_t reaper)
-{
-	long count = 0;
-	for (size_t i = 0; i < t->n; i++) {
-		pid_t up = t->pp[i][1];
-		/* A chain of parents is short; the bound only guards against a table read while
-		 * processes came and went. */
-		for (int depth = 0; up > 1 && up != reaper && depth < 256; depth++) {
-			pid_t key[2] = {up, 0};
-			const pid_t(*at)[2] = bsearch(&key, t->pp, t->n, sizeof(*t->pp), by_pid);
-			up = at ? (*at)[1] : 0;
-		}
-		count += up == reaper;
-	}
-	return count;
-}
-
 /* runnerd ps: the sandboxes of this session that are still there, their command running or
  * ended with processes of theirs left. */
 static json_t *sandboxes_json(struct sup *u)
 {
 	json_t *list = json_array();
-	struct procs procs = read_procs();
+	struct sup_procs procs = sup_read_procs(false);
 	for (struct cmd *c = u->cmds; c; c = c->next) {
 		if (!sup_cmd_live(c))
 			continue;
@@ -433,8 +366,8 @@ static json_t *sandboxes_json(struct sup *u)
 		    json_pack("{s:I, s:o, s:o, s:b, s:s, s:I, s:f, s:o}", "id", (json_int_t)c->id,
 		              "path", rd_json_bytes(c->path), "argv", argv, "argv_truncated",
 		              c->argv_cut, "state", r->status_known ? "ended" : "running",
-		              "processes", (json_int_t)processes_of(&procs, r->sb.reaper), "age_s",
-		              sup_ms_since(&r->start) / 1000.0, "rule",
+		              "processes", (json_int_t)sup_procs_below(&procs, r->sb.reaper),
+		              "age_s", sup_ms_since(&r->start) / 1000.0, "rule",
 		              c->rule >= 0 ? json_integer(c->rule) : json_null());
 		if (e && r->status_known)
 			json_object_set_new(
@@ -514,6 +447,19 @@ static json_t *answer(struct sup *u, const struct client *cl, json_t *req, bool 
 	                   (unsigned long long)id);
 }
 
+static json_t *kill_session(struct sup *u, const struct client *cl)
+{
+	if (u->killed_by[0])
+		return error_reply("session %s is ending already: runnerd kill from %s",
+		                   u->s->session, u->killed_by);
+	char comm[17];
+	comm_of(cl->cred.pid, comm);
+	long procs = 0;
+	size_t boxes = sup_session_kill(u, cl->cred.uid, cl->cred.pid, comm, &procs);
+	return json_pack("{s:b, s:s, s:I, s:I}", "ok", true, "session", u->s->session, "processes",
+	                 (json_int_t)procs, "sandboxes", (json_int_t)boxes);
+}
+
 void sup_control_client(struct sup *u, struct client *cl)
 {
 	char buf[MAX_REQUEST + 1];
@@ -542,15 +488,21 @@ void sup_control_client(struct sup *u, struct client *cl)
 		                "pid", (int)getpid(), "profile", u->s->prof->name, "pending",
 		                pending_json(u));
 	else if (op && strcmp(op, "ps") == 0)
-		out = json_pack("{s:b, s:s, s:i, s:s, s:o}", "ok", true, "session", u->s->session,
-		                "pid", (int)getpid(), "profile", u->s->prof->name, "sandboxes",
-		                sandboxes_json(u));
+		out =
+		    json_pack("{s:b, s:s, s:i, s:s, s:i, s:b, s:f, s:I, s:I, s:o}", "ok", true,
+		              "session", u->s->session, "pid", (int)getpid(), "profile",
+		              u->s->prof->name, "agent_pid", (int)u->s->agent.pid, "agent_running",
+		              !u->agent_done, "uptime_s", sup_ms_since(&u->started_at) / 1000.0,
+		              "commands_started", (json_int_t)u->n_started, "sandboxes_live",
+		              (json_int_t)sup_cmd_live_count(u), "sandboxes", sandboxes_json(u));
 	else if (op && (strcmp(op, "approve") == 0 || strcmp(op, "deny") == 0))
 		out = answer(u, cl, req, strcmp(op, "approve") == 0);
+	else if (op && strcmp(op, "kill") == 0)
+		out = kill_session(u, cl);
 	else
 		out =
-		    error_reply("unknown request (\"op\" must be \"pending\", \"ps\", \"approve\" "
-		                "or \"deny\")");
+		    error_reply("unknown request (\"op\" must be \"pending\", \"ps\", \"approve\", "
+		                "\"deny\" or \"kill\")");
 	json_decref(req);
 	reply(cl->fd, out);
 	drop_client(u, cl);

@@ -6,6 +6,7 @@
 #include "lib/stub_proto.h"
 #include "lib/syscalls.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -373,4 +374,69 @@ void sup_kill_sandbox(struct cmd *c)
 {
 	if (!c->run.reaped && c->run.sb.reaper_pidfd >= 0)
 		rd_pidfd_send_signal(c->run.sb.reaper_pidfd, SIGKILL, NULL, 0);
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	pid_t x = (*(const pid_t(*)[2])a)[0], y = (*(const pid_t(*)[2])b)[0];
+	return (x > y) - (x < y);
+}
+
+struct sup_procs sup_read_procs(bool live_only)
+{
+	struct sup_procs t = {0};
+	size_t cap = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		char p[64], buf[512];
+		snprintf(p, sizeof(p), "/proc/%d/stat", atoi(e->d_name));
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		const char *rp = len > 0 ? (buf[len] = 0, strrchr(buf, ')')) : NULL;
+		int ppid;
+		char state;
+		if (!rp || sscanf(rp, ") %c %d", &state, &ppid) != 2 ||
+		    (live_only && (state == 'Z' || state == 'X')))
+			continue;
+		if (t.n == cap) {
+			cap = cap ? 2 * cap : 256;
+			pid_t(*more)[2] = realloc(t.pp, cap * sizeof(*t.pp));
+			if (!more)
+				break;
+			t.pp = more;
+		}
+		t.pp[t.n][0] = atoi(e->d_name);
+		t.pp[t.n++][1] = ppid;
+	}
+	if (d)
+		closedir(d);
+	if (t.n)
+		qsort(t.pp, t.n, sizeof(*t.pp), by_pid);
+	return t;
+}
+
+pid_t sup_procs_parent(const struct sup_procs *t, pid_t pid)
+{
+	pid_t key[2] = {pid, 0};
+	const pid_t(*at)[2] = bsearch(&key, t->pp, t->n, sizeof(*t->pp), by_pid);
+	return at ? (*at)[1] : 0;
+}
+
+long sup_procs_below(const struct sup_procs *t, pid_t reaper)
+{
+	long count = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		pid_t up = t->pp[i][1];
+		/* A chain of parents is short; the bound only guards against a table read while
+		 * processes came and went. */
+		for (int depth = 0; up > 1 && up != reaper && depth < 256; depth++)
+			up = sup_procs_parent(t, up);
+		count += up == reaper;
+	}
+	return count;
 }

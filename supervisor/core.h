@@ -305,6 +305,18 @@ struct sup {
 	bool warned_ptrace, warned_full;
 	uint64_t said_errnos; /* runnerd's own failures said on stderr, by errno (bit e) */
 	size_t max_sandboxes; /* sandbox.max_sandboxes: live sandboxes at once */
+	/* sandbox.execs_per_second (0: no limit): a bucket of that many execs, refilled at that
+	 * rate, so a burst of up to one second's worth passes. */
+	struct rate {
+		uint64_t per_s;
+		double tokens;
+		struct timespec at;
+		bool warned;
+	} rate;
+	uint64_t n_started; /* commands started (a sandbox launched or held for an answer) */
+	struct timespec started_at;
+	/* runnerd kill: who ended the session ("uid U, pid P (COMM)"), empty while it runs. */
+	char killed_by[96];
 	struct src signal_src;
 	struct spares sp;
 	struct masks mk;
@@ -313,6 +325,19 @@ struct sup {
 	struct control ctl;
 	struct prompt tty;
 };
+
+/* Every process's parent, by the /proc/PID/stat anyone may read (a sandbox's pid 1 is not
+ * dumpable, so its /proc/PID/ns is not), read at once: pid and ppid, by pid. */
+struct sup_procs {
+	pid_t (*pp)[2];
+	size_t n;
+};
+struct sup_procs sup_read_procs(bool live_only); /* live_only: no zombies */
+/* The parent of pid in t (0: not in it). */
+pid_t sup_procs_parent(const struct sup_procs *t, pid_t pid);
+/* How many processes have pid among their ancestors (every orphan of a pid namespace is its
+ * pid 1's child, so for a sandbox's pid 1: what lives in the sandbox, pid 1 left out). */
+long sup_procs_below(const struct sup_procs *t, pid_t pid);
 
 /* Logging (-v) and time. */
 void sup_log(struct sup *u, const char *fmt, ...) _printf_(2, 3);

@@ -330,6 +330,24 @@ static bool agent_program(struct sup *u, struct req *q, int dirfd)
 
 /* Phase 2: the first rule that matches (else commands.default), the command's env, and the
  * audit line, written before anything runs. */
+/* execs_per_second: one token an exec, the bucket refilled at that rate and holding at most
+ * one second's worth. */
+static bool rate_allows(struct sup *u)
+{
+	struct rate *r = &u->rate;
+	if (!r->per_s)
+		return true;
+	double ms = sup_ms_since(&r->at);
+	clock_gettime(CLOCK_MONOTONIC, &r->at);
+	r->tokens += ms / 1000.0 * (double)r->per_s;
+	if (r->tokens > (double)r->per_s)
+		r->tokens = (double)r->per_s;
+	if (r->tokens < 1.0)
+		return false;
+	r->tokens -= 1.0;
+	return true;
+}
+
 static enum outcome phase_decide(struct sup *u, struct exec *x)
 {
 	if (agent_program(u, x->q, x->dirfd)) {
@@ -428,6 +446,16 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 		if (!u->warned_full)
 			fprintf(stderr, "runnerd: %s\n", x->why);
 		u->warned_full = true;
+		return REFUSE;
+	}
+	if (!rate_allows(u)) {
+		refuse(x, EAGAIN,
+		       "this session has started %llu commands in the last second, the most its "
+		       "execs_per_second allows: commands fail with EAGAIN until the rate drops",
+		       (unsigned long long)u->rate.per_s);
+		if (!u->rate.warned)
+			fprintf(stderr, "runnerd: %s\n", x->why);
+		u->rate.warned = true;
 		return REFUSE;
 	}
 	const struct rd_inherit *h = &q->t.inh;
@@ -681,6 +709,7 @@ static enum outcome phase_launch(struct sup *u, struct exec *x)
 	}
 	if (r == 0 && caller_fd_free(q, c->ho.ctl_target)) {
 		if (sup_handoff_pipelined(u, c, x->n->id, &err) == 0) {
+			u->n_started++;
 			sup_spare_make(u);
 			return HANDED;
 		}
@@ -696,6 +725,7 @@ static enum outcome phase_launch(struct sup *u, struct exec *x)
 		return answer(x, FAILED, sup_launch_errno(x->exec_errno, err.err));
 	}
 	sup_handoff_begin(u, c, x->n->id);
+	u->n_started++;
 	/* The next command's sandbox, now: this one's command is already running, and what its
 	 * caller waits for is its end, not the rest of this handoff. */
 	sup_spare_make(u);
@@ -719,6 +749,7 @@ static enum outcome phase_ask(struct sup *u, struct exec *x)
 	sup_ask_hold(u, c, q);
 	x->q = NULL; /* c's now */
 	sup_handoff_begin(u, c, x->n->id);
+	u->n_started++;
 	return HANDED;
 }
 

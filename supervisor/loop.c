@@ -207,6 +207,10 @@ static int setup(struct sup *u, struct rd_session *s)
 	}
 	struct rd_box_opts box = rd_box_resolve(s->cfg, s->prof, NULL);
 	u->max_sandboxes = box.v[RD_BOX_MAX_SANDBOXES];
+	u->rate.per_s = box.v[RD_BOX_EXECS_PER_SECOND];
+	u->rate.tokens = (double)u->rate.per_s;
+	clock_gettime(CLOCK_MONOTONIC, &u->rate.at);
+	u->started_at = u->rate.at;
 	sup_prompt_open(u);
 	int r = sup_control_open(u);
 	if (r < 0)
@@ -242,12 +246,15 @@ int rd_supervise(struct rd_session *s)
 			ending = true;
 			/* The agent's other processes exec no more: ENOSYS, as when runnerd ends.
 			 */
-			close(u.listener);
+			if (u.listener >= 0)
+				close(u.listener);
 			pf[0].fd = u.listener = -1;
 			sup_ask_session_end(&u);
 			sup_cmd_session_end(&u);
 			clock_gettime(CLOCK_MONOTONIC, &end);
-			end.tv_sec += sup_cmd_grace(&u);
+			/* After runnerd kill, no grace: its sandboxes have their SIGKILL already.
+			 */
+			end.tv_sec += u.killed_by[0] ? 0 : sup_cmd_grace(&u);
 			continue;
 		}
 		int wait_ms = -1;
@@ -266,6 +273,7 @@ int rd_supervise(struct rd_session *s)
 		bool want_spare = spare_ms == 0;
 		if (spare_ms > 0 && (wait_ms < 0 || spare_ms < wait_ms))
 			wait_ms = (int)spare_ms;
+		pf[0].fd = u.listener; /* -1 once closed (runnerd kill) */
 		int pn = poll(pf, 2, want_spare ? 0 : wait_ms);
 		if (pn < 0 && errno == EINTR)
 			continue;
@@ -281,8 +289,11 @@ int rd_supervise(struct rd_session *s)
 		}
 		if (pf[0].revents & POLLIN)
 			notification(&u);
-		else if (pf[0].revents)
-			pf[0].fd = -1; /* POLLHUP: no task is left under the filter */
+		else if (pf[0].revents) {
+			/* POLLHUP: no task is left under the filter, none will be */
+			close(u.listener);
+			pf[0].fd = u.listener = -1;
+		}
 		int n = pf[1].revents ? epoll_wait(u.epfd, evs, 32, 0) : 0;
 		for (int i = 0; i < n; i++) {
 			struct src *src = evs[i].data.ptr;

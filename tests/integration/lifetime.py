@@ -9,7 +9,9 @@
   command; timeout_s ends the whole sandbox; a session's live sandboxes are bounded;
 - a command's stops: continued from inside its sandbox, or by its caller many times over;
   runnerd's marks to a sandbox's pid 1 cannot be forged from inside;
-- runnerd ps lists the live sandboxes of the user's sessions;
+- runnerd ps lists the user's sessions and their live sandboxes; runnerd kill ends a session,
+  its agent, the agent's orphans and every sandbox, at once, audited with who asked;
+- execs_per_second bounds the commands a session starts: EAGAIN beyond it, said once;
 - the command's cwd is one the kernel reports as reachable (a static musl program's getcwd).
 
 Environment: RUNNERD, RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed".
@@ -244,6 +246,111 @@ def test_ps_and_limit(tmp):
           "a sleep is left")
 
 
+def pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def test_kill(tmp):
+    """runnerd kill SESSION (a prefix of its ID, as ps shows it): the agent, a command still
+    running, a background process left in a sandbox and an orphan of the agent's all end at
+    once, runnerd exits as its killed agent did, and the audit says who asked."""
+    mark = "8." + str(os.getpid())
+    audit = os.path.join(tmp, "audit.jsonl")
+    orphan = 0
+    p = start_session([common.PY, common.agent("session_kill_agent.py"), tmp, mark],
+                      audit=audit, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = common.wait_file(os.path.join(tmp, "ready"), 30)
+        check("kill: the agent has a background sandbox, a running command and an orphan",
+              ready)
+        if ready:
+            orphan = int(open(os.path.join(tmp, "orphan")).read() or 0)
+        ps = subprocess.run([common.RUNNERD, "ps", "--json"], env=common.base_env(),
+                            capture_output=True, text=True, timeout=30)
+        mine = {}
+        try:
+            mine = [s for s in json.loads(ps.stdout) if s.get("pid") == p.pid][0]
+        except (ValueError, IndexError):
+            pass
+        check("kill: runnerd ps shows the session, its agent and what it started",
+              mine.get("agent_running") is True and mine.get("commands_started") == 2 and
+              mine.get("sandboxes_live") == 2 and mine.get("uptime_s", -1) >= 0,
+              ps.stdout + ps.stderr)
+        text = subprocess.run([common.RUNNERD, "ps"], env=common.base_env(),
+                              capture_output=True, text=True, timeout=30).stdout
+        sid = mine.get("session", "")
+        check("kill: runnerd ps says it in words",
+              ("session %s  profile generic" % sid[:8]) in text and
+              "2 commands started, 2 sandboxes alive" in text, text)
+        k = subprocess.run([common.RUNNERD, "kill", sid[:6] or "none"],
+                           env=common.base_env(), capture_output=True, text=True, timeout=30)
+        check("kill: runnerd kill SESSION says what it ended",
+              k.returncode == 0 and "killed session %s: SIGKILL to 3 processes of the "
+              "agent's and 2 sandboxes" % sid[:8] in k.stdout, k.stdout + k.stderr)
+        try:
+            rc = p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        check("kill: runnerd ends as its agent did, by SIGKILL", rc in (-9, 137), repr(rc))
+        # before finish(), which would signal the session runnerd was started in
+        check("kill: the agent's orphan (a session of its own) is gone",
+              orphan > 0 and
+              common.wait_for(lambda: not pid_alive(orphan), 10, 0.02) is not None,
+              "pid %d" % orphan)
+    finally:
+        _, err = common.finish(p)
+        if orphan > 0 and pid_alive(orphan):
+            os.kill(orphan, signal.SIGKILL)  # failed above; nothing is left behind
+    check("kill: runnerd says who ended the session",
+          "killed by runnerd kill from uid %d" % os.getuid() in err, err)
+    check("kill: the background sleep and the running command are gone",
+          common.gone_within("sleep\x00300" + mark, 10) and
+          common.gone_within("sleep\x00301" + mark, 10), "a sleep is left")
+    events = [json.loads(line) for line in open(audit)] if os.path.exists(audit) else []
+    kills = [e for e in events if e.get("event") == "session_kill"]
+    check("kill: audited with who asked",
+          len(kills) == 1 and kills[0]["by_uid"] == os.getuid() and
+          kills[0]["by_comm"] == "runnerd" and kills[0]["sandboxes"] == 2 and
+          kills[0]["processes"] == 3, repr(kills))
+    again = subprocess.run([common.RUNNERD, "kill", sid[:6] or "none"], env=common.base_env(),
+                           capture_output=True, text=True, timeout=30)
+    check("kill: a session that has ended is no longer found",
+          again.returncode == 1 and "no running session" in again.stderr,
+          again.stdout + again.stderr)
+
+
+def test_rate(tmp):
+    """execs_per_second: a burst beyond it fails with EAGAIN (each refusal audited, said once on
+    stderr); a second later commands run again."""
+    prof = common.write_profile(tmp, "rate", {"default": "allow", "execs_per_second": 5})
+    audit = os.path.join(tmp, "audit.jsonl")
+    script = ("import subprocess, time\n"
+              "n = 0\n"
+              "for i in range(12):\n"
+              "    try:\n"
+              "        n += subprocess.run(['/bin/true']).returncode == 0\n"
+              "    except BlockingIOError:\n"
+              "        pass\n"
+              "print('ran', n)\n"
+              "time.sleep(1.2)\n"
+              "print('again' if subprocess.run(['/bin/true']).returncode == 0 else 'no')\n")
+    r = subprocess.run(runnerd_cmd(prof, [common.PY, "-c", script], audit=audit),
+                       env=common.base_env(), capture_output=True, text=True, timeout=60)
+    check("rate: 5 of a burst of 12 run, then after a second commands run again",
+          r.stdout == "ran 5\nagain\n", r.stdout + r.stderr)
+    check("rate: runnerd says once why",
+          r.stderr.count("execs_per_second allows") == 1, r.stderr)
+    events = [json.loads(line) for line in open(audit)] if os.path.exists(audit) else []
+    refused = [e for e in events if e.get("event") == "refused" and e.get("errno") == "EAGAIN"]
+    check("rate: each refusal is audited with EAGAIN and the reason",
+          len(refused) == 7 and all("execs_per_second" in e["reason"] for e in refused),
+          repr(refused[:2]))
+
+
 GETCWD_C = r"""
 #include <errno.h>
 #include <stdio.h>
@@ -287,7 +394,8 @@ def main():
     common.require_runnerd()
     tests = (test_signals, test_background, test_killed_command, test_stops,
              test_marks_unforgeable, test_marks_not_drowned, test_lifetime_command,
-             test_timeout_ends_sandbox, test_ps_and_limit, test_cwd_musl)
+             test_timeout_ends_sandbox, test_ps_and_limit, test_kill, test_rate,
+             test_cwd_musl)
     return common.run_tests(tests, "rd-life-")
 
 
