@@ -6,12 +6,14 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
 struct launch_msg {
-	int stage; /* 1: loading the filter, 2: exec */
+	int stage; /* 1: loading the filter, 2: exec, 3: dropping capabilities */
 	int err;
 };
 
@@ -27,6 +29,37 @@ int rd_notif_reply(int listener, uint64_t id, int error, bool continue_call)
 	return 0;
 }
 
+/* What runnerd may need and an agent never does: CAP_SYS_ADMIN (namespaces and mounts where
+ * user namespaces are not to be had) and CAP_SYS_PTRACE (reading a caller where a container's
+ * seccomp profile or Yama asks for it). An operator may give a container them for runnerd;
+ * the agent does not keep them: not in its effective, permitted, inheritable or ambient sets,
+ * and not in its bounding set where runnerd may drop from it. The filter's no_new_privs keeps
+ * whatever the agent runs from getting them back. Every other capability stays. */
+static int drop_runnerd_caps(void)
+{
+	static const cap_value_t drop[] = {CAP_SYS_ADMIN, CAP_SYS_PTRACE};
+	const int n = (int)(sizeof(drop) / sizeof(drop[0]));
+	for (int i = 0; i < n; i++) {
+		/* Ambient first: the kernel takes a capability out of the ambient set when it
+		 * leaves the permitted or inheritable one, but says so only this way. */
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, drop[i], 0, 0) < 0 &&
+		    errno != EINVAL)
+			return -errno;
+		if (CAP_IS_SUPPORTED(CAP_SETPCAP) && prctl(PR_CAPBSET_READ, drop[i], 0, 0, 0) == 1)
+			prctl(PR_CAPBSET_DROP, drop[i], 0, 0, 0); /* needs CAP_SETPCAP */
+	}
+	cap_t c = cap_get_proc();
+	if (!c)
+		return -errno;
+	int r = 0;
+	if (cap_set_flag(c, CAP_EFFECTIVE, n, drop, CAP_CLEAR) < 0 ||
+	    cap_set_flag(c, CAP_PERMITTED, n, drop, CAP_CLEAR) < 0 ||
+	    cap_set_flag(c, CAP_INHERITABLE, n, drop, CAP_CLEAR) < 0 || cap_set_proc(c) < 0)
+		r = -errno;
+	cap_free(c);
+	return r;
+}
+
 static _Noreturn void child(int sock, const char *path, char *const argv[], char *const envp[],
                             const struct rd_bpf *filter, const sigset_t *sigmask)
 {
@@ -35,7 +68,14 @@ static _Noreturn void child(int sock, const char *path, char *const argv[], char
 	 * starter ignored (nohup's SIGHUP, a background job's SIGINT) the agent ignores too. */
 	sigprocmask(SIG_SETMASK, sigmask, NULL);
 
-	int fd = rd_filter_load(filter);
+	int fd = drop_runnerd_caps();
+	if (fd < 0) {
+		m.stage = 3;
+		m.err = -fd;
+		send(sock, &m, sizeof(m), MSG_NOSIGNAL);
+		_exit(127);
+	}
+	fd = rd_filter_load(filter);
 	if (fd < 0) {
 		m.err = -fd;
 		send(sock, &m, sizeof(m), MSG_NOSIGNAL);
@@ -81,7 +121,11 @@ int rd_agent_start(const char *path, char *const argv[], char *const envp[],
 		if (n_fds == 1)
 			close(out->listener);
 		out->listener = -1;
-		r = rd_error_set(err, m.err ? m.err : EPROTO, "loading the exec filter failed: %s",
+		r = rd_error_set(err, m.err ? m.err : EPROTO, "%s failed: %s",
+		                 m.stage == 3
+		                     ? "dropping CAP_SYS_ADMIN and CAP_SYS_PTRACE from the "
+		                       "agent"
+		                     : "loading the exec filter",
 		                 m.err ? strerror(m.err) : "the launcher died");
 		if (m.err == EINVAL)
 			rd_error_set(err, EINVAL,

@@ -13,7 +13,9 @@ the real kernel without the engine, and nothing written to the machine's own fil
   kernels do: runnerd falls back to clone and commands run;
 - user namespaces turned off (user.max_user_namespaces = 0 in a user namespace of the test's
   own, which leaves the machine's setting alone);
-- the root of a user namespace that maps one id, as a rootless container's root.
+- the root of a user namespace that maps one id, as a rootless container's root;
+- the agent never holds CAP_SYS_ADMIN or CAP_SYS_PTRACE, which a container may be given for
+  runnerd alone, in any of its sets; every other capability it keeps, and commands run.
 
 Where a sandbox cannot be made, "runnerd check --system" names each failed need with its cause
 and fix, and runnerd refuses to start the agent with one message: never an agent whose every
@@ -186,6 +188,47 @@ def test_userns_off(tmp):
                   "as root on the host: sysctl -w user.max_user_namespaces=")
 
 
+CAPS_AGENT = r"""
+import subprocess
+sets = {}
+for line in open("/proc/self/status"):
+    k, _, v = line.partition(":")
+    if k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        sets[k] = int(v, 16)
+print(" ".join("%s=%x" % kv for kv in sorted(sets.items())))
+print(subprocess.run(["/bin/echo", "a-command-ran"], capture_output=True, text=True).stdout,
+      end="")
+"""
+
+
+def test_agent_caps(tmp):
+    """CAP_SYS_ADMIN (21) and CAP_SYS_PTRACE (19) are runnerd's to need, never the agent's."""
+    r = subprocess.run(runnerd_cmd("generic", [common.PY, "-c", CAPS_AGENT]),
+                       capture_output=True, text=True, timeout=60, env=common.base_env(),
+                       cwd=tmp)
+    lines = r.stdout.splitlines()
+    sets = dict(kv.split("=") for kv in lines[0].split()) if lines else {}
+    sets = {k: int(v, 16) for k, v in sets.items()}
+    two = (1 << 21) | (1 << 19)
+    # The bounding set only with CAP_SETPCAP (8), which root has; with no_new_privs it gives
+    # nothing back anyway.
+    sets_held = [k for k in sets if k != "CapBnd" or ROOT]
+    check("agent caps: neither CAP_SYS_ADMIN nor CAP_SYS_PTRACE in the agent's sets",
+          len(sets) == 5 and all(sets[k] & two == 0 for k in sets_held),
+          "rc=%d %r %s" % (r.returncode, sets, r.stderr))
+    if ROOT:
+        mine = {}
+        for line in open("/proc/self/status"):
+            k, _, v = line.partition(":")
+            if k in sets:
+                mine[k] = int(v, 16)
+        check("agent caps: as root, every other capability is the agent's still",
+              sets.get("CapEff") == mine["CapEff"] & ~two and
+              sets.get("CapBnd") == mine["CapBnd"] & ~two, "%r, runnerd's %r" % (sets, mine))
+    check("agent caps: its commands run", lines[1:] == ["a-command-ran"],
+          r.stdout + r.stderr)
+
+
 def test_here(tmp):
     r = subprocess.run([common.RUNNERD, "check", "--system"], capture_output=True, text=True,
                        timeout=60, env=common.base_env(), cwd=tmp)
@@ -201,7 +244,7 @@ def main():
     if not os.access("/usr/bin/unshare", os.X_OK):
         common.skip("unshare (util-linux) is missing")
     tests = (test_here, test_clone3_enosys, test_userns_off, test_proc_covered,
-             test_docker_defaults, test_rootless_root)
+             test_docker_defaults, test_rootless_root, test_agent_caps)
     return common.run_tests(tests, "rd-container-")
 
 
