@@ -17,7 +17,8 @@ TEST_DEPS  := $(BUILD_DEPS) python3 libpython3.11-testsuite nodejs busybox-stati
               clang libclang-rt-14-dev clang-format tmux python3-pexpect musl-tools g++ \
               $(if $(shell command -v npm 2>/dev/null),,npm)
 
-.PHONY: all build run test fuzz bench deps test-deps install clean format format-check
+.PHONY: all build run test fuzz bench deps test-deps install deb test-containers clean format \
+	format-check
 
 all: build
 
@@ -74,6 +75,15 @@ bench: build
 install: build
 	cmake --install $(BUILD)
 
+# A .deb of runnerd for /usr (binaries, config, profiles, man page, AppArmor profiles), built
+# in its own tree: $(DEB_BUILD)/runnerd_VERSION_ARCH.deb
+DEB_BUILD ?= build-deb
+deb: deps
+	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr
+	cmake --build $(DEB_BUILD) -j $(JOBS) --target runnerd runnerd-stub runnerd-zygote \
+		runnerd-config
+	cd $(DEB_BUILD) && cpack -G DEB
+
 format:
 	clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 
@@ -81,4 +91,4 @@ format-check:
 	./tests/format-check.sh $(CURDIR)
 
 clean:
-	rm -rf $(BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD) $(DEB_BUILD)
