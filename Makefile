@@ -62,6 +62,15 @@ test: test-deps $(BUILD)/Makefile
 	./tests/e2e/npm-agents.sh $(BUILD)/npm-agents
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# runnerd in a real container engine: podman (rootful, and rootless as runnerd-ci) with runc,
+# an image made from a Debian 12 root by debootstrap (kept in $(BUILD)/containers) and the .deb
+# of make deb, packaging/Containerfile; needs root. .ci/run runs it after make test.
+CONTAINER_DEPS := podman runc debootstrap uidmap
+test-containers: deb
+	$(call install_missing,$(CONTAINER_DEPS))
+	DEB=$$(ls -t $(DEB_BUILD)/runnerd_*.deb | head -n 1) WORK=$(CURDIR)/$(BUILD)/containers \
+		python3 tests/containers/engines.py
+
 # A longer fuzz run on its own: make fuzz FUZZ_SECONDS=300
 fuzz: test-deps
 	./tests/fuzz/run.sh $(CURDIR) $(CURDIR)/$(FUZZ_BUILD) $(FUZZ_SECONDS)

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""runnerd in a real container engine (make test-containers): podman with runc, rootful and
+rootless (as the CI's unprivileged user, runnerd-ci).
+
+The image is made here, from nothing a registry holds: a minimal Debian 12 root by debootstrap
+(kept under WORK and reused), a copy of it with the .deb of `make deb` installed by dpkg (a
+clean Debian 12 root taking the package), imported into podman. Then, in containers of it:
+
+- under the engine's defaults, runnerd refuses to start the agent, with the cause and the fix
+  docs/containers.md gives (root, and --user), and `runnerd check --system` says the same;
+- with that recipe (--security-opt unmask=/proc/*), commands run, as root and as --user, and a
+  command sees no secret of the container's environment that its profile does not grant, nor
+  the agent's environment through /proc;
+- the demo of `make run` runs, from the installed package;
+- packaging/Containerfile, built FROM that Debian root, makes an agent image whose commands
+  run with the recipe;
+- rootless: the container's root is refused with its own cause and fix (--user), and the
+  recipe with --user runs commands.
+
+Environment: DEB (the .deb), WORK (where the Debian root is kept), DEBIAN_MIRROR,
+RUNNERD_MUST_WORK. Needs root, podman, runc and debootstrap (make test-containers installs
+them). Prints one line per check and "N passed, M failed".
+"""
+import glob
+import os
+import pwd
+import shlex
+import shutil
+import tempfile
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "integration"))
+import common  # noqa: E402
+from common import check  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEMO = os.path.join(HERE, "..", "demo")
+WORK = os.path.abspath(os.environ.get("WORK", "build/containers"))
+MIRROR = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
+# What the image needs beyond minbase: runnerd's libraries but one (libseccomp2 and libcap2 are
+# in minbase), the demo's tools, and python3 for the agents here.
+INCLUDE = "python3,libjansson4,procps"
+IMAGE = "localhost/runnerd-test:%d" % os.getpid()
+CANARY = "ghp_canary_%d" % os.getpid()
+
+
+USER = "runnerd-ci"
+rootless = {}  # "home", "run": the unprivileged user's, once set up
+
+
+def as_user(argv):
+    """argv run as USER, with its own HOME and runtime directory (rootless podman's storage
+    and state)."""
+    env = "HOME=%s XDG_RUNTIME_DIR=%s PATH=/usr/sbin:/usr/bin:/sbin:/bin" % (
+        rootless["home"], rootless["run"])
+    return ["su", "-s", "/bin/sh", USER, "-c",
+            "cd / && exec env -i %s %s" % (env, shlex.join(argv))]
+
+
+def podman_run(opts, argv, timeout=120, user=False):
+    """podman run of IMAGE (as USER: rootless). runc: crun refuses hybrid cgroup hierarchies.
+    The ulimits are lower than podman's default (nofile 1048576), which a root without
+    CAP_SYS_RESOURCE cannot give (as in some VMs); they change nothing here."""
+    cmd = ["podman", "run", "--rm", "--runtime", "runc", "--network", "none",
+           "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
+           "-e", "GITHUB_TOKEN=" + CANARY, "-e", "HOME=/home/dev", "-w", "/home/dev/project"]
+    cmd = cmd + opts + [IMAGE] + argv
+    return subprocess.run(as_user(cmd) if user else cmd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def base_root():
+    """The Debian 12 root debootstrap made (once: WORK/base, with a stamp of what it holds)."""
+    base = os.path.join(WORK, "base")
+    stamp = os.path.join(base, ".runnerd-base")
+    if os.path.exists(stamp) and open(stamp).read() == INCLUDE:
+        return base
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(WORK, exist_ok=True)
+    r = subprocess.run(["debootstrap", "--variant=minbase", "--include=" + INCLUDE,
+                        "bookworm", base, MIRROR], capture_output=True, text=True,
+                       timeout=1200)
+    if r.returncode != 0:
+        check("image: debootstrap of Debian 12 from %s" % MIRROR, False,
+              (r.stdout + r.stderr)[-2000:])
+        return None
+    with open(stamp, "w") as f:
+        f.write(INCLUDE)
+    return base
+
+
+def make_image(deb):
+    """A copy of the base root with the .deb installed, imported as IMAGE."""
+    base = base_root()
+    if not base:
+        return False
+    root = os.path.join(WORK, "image")
+    shutil.rmtree(root, ignore_errors=True)
+    subprocess.run(["cp", "-a", base, root], check=True)
+    shutil.copy(deb, os.path.join(root, "tmp", "runnerd.deb"))
+    r = subprocess.run(["chroot", root, "dpkg", "-i", "/tmp/runnerd.deb"], capture_output=True,
+                       text=True, timeout=300)
+    os.unlink(os.path.join(root, "tmp", "runnerd.deb"))
+    check("package: dpkg -i installs the .deb into a clean Debian 12 root", r.returncode == 0,
+          r.stdout + r.stderr)
+    files = ["usr/bin/runnerd", "usr/libexec/runnerd/runnerd-stub",
+             "usr/libexec/runnerd/runnerd-zygote", "etc/runnerd/runner.json",
+             "etc/runnerd/profiles/claude.json", "etc/apparmor.d/runnerd",
+             "usr/share/man/man1/runnerd.1"]
+    missing = [f for f in files if not os.path.exists(os.path.join(root, f))]
+    check("package: binaries, config, profiles, AppArmor profiles and man page in place",
+          not missing, "missing: %s" % missing)
+    r = subprocess.run(["chroot", root, "runnerd", "check"], capture_output=True, text=True,
+                       timeout=60)
+    check("package: runnerd check passes with the installed config (/etc/runnerd)",
+          r.returncode == 0 and "/etc/runnerd/runner.json OK" in r.stdout, r.stdout + r.stderr)
+    if r.returncode != 0 or missing:
+        return False
+    for d in ("home/dev/project", "opt/demo"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    os.chown(os.path.join(root, "home/dev"), 1000, 1000)
+    os.chown(os.path.join(root, "home/dev/project"), 1000, 1000)
+    for f in glob.glob(os.path.join(DEMO, "*")):
+        shutil.copy(f, os.path.join(root, "opt/demo"))
+    tar = os.path.join(WORK, "image.tar")
+    subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
+    os.chmod(tar, 0o644)
+    r = subprocess.run(["podman", "import", tar, IMAGE], capture_output=True, text=True,
+                       timeout=600)
+    check("image: podman imports the root", r.returncode == 0, r.stderr[-2000:])
+    return r.returncode == 0
+
+
+AGENT = ("echo agent-started; /bin/echo a-command-ran; "
+         "env | grep -c %s; cat /proc/1/environ >/dev/null 2>&1 && echo read-environ || "
+         "echo no-environ" % CANARY)
+
+
+def test_defaults():
+    """The engine's defaults: no fresh /proc in a user namespace. runnerd says why and how."""
+    fix = "Fix: start the container with --security-opt unmask=/proc/*"
+    for label, opts in (("root", []), ("--user 1000", ["--user", "1000:1000"])):
+        r = podman_run(opts, ["runnerd", "--profile", "generic", "--", "sh", "-c", AGENT])
+        check("podman defaults, %s: runnerd refuses to start the agent (125)" % label,
+              r.returncode == 125 and "agent-started" not in r.stdout,
+              "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+        check("podman defaults, %s: one message with the cause and the fix" % label,
+              "cannot sandbox commands in a podman container: the kernel refuses a fresh "
+              "/proc in a user namespace" in r.stderr and fix in r.stderr, r.stderr)
+    r = podman_run([], ["runnerd", "check", "--system"])
+    check("podman defaults: runnerd check --system fails (1), naming the sandbox and the fix",
+          r.returncode == 1 and "FAILED  a sandbox" in r.stdout and fix in r.stdout,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+
+
+def test_recipe():
+    """docs/containers.md's recipe for podman: commands run, and see no secret."""
+    for label, opts in (("root", []), ("--user 1000", ["--user", "1000:1000"])):
+        r = podman_run(["--security-opt", "unmask=/proc/*"] + opts,
+                       ["runnerd", "--profile", "generic", "--", "sh", "-c", AGENT])
+        check("podman recipe, %s: the agent's commands run, with no canary and no "
+              "/proc/1/environ" % label,
+              r.returncode == 0 and r.stdout.split() == ["agent-started", "a-command-ran",
+                                                         "0", "no-environ"],
+              "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    r = podman_run(["--security-opt", "unmask=/proc/*"], ["runnerd", "check", "--system"])
+    check("podman recipe: runnerd check --system passes", r.returncode == 0,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+
+
+def test_demo():
+    """make run's demo, from the installed package, in a container of the recipe."""
+    r = podman_run(["--security-opt", "unmask=/proc/*", "-w", "/opt/demo"],
+                   ["bash", "/opt/demo/demo.sh", "/usr/bin/runnerd"])
+    check("demo: runs in the container from the package (exit 0)", r.returncode == 0,
+          "rc=%d %s %s" % (r.returncode, r.stdout[-3000:], r.stderr[-2000:]))
+    check("demo: the agent's commands read no key under runnerd",
+          "matches: 0" in r.stdout and "WITH runnerd" in r.stdout, r.stdout[-3000:])
+
+
+def test_containerfile():
+    """packaging/Containerfile, FROM the plain Debian root (no registry is needed)."""
+    base_image = IMAGE + "-base"
+    agent_image = IMAGE + "-agent"
+    ctx = tempfile.mkdtemp(prefix="runnerd-containerfile.")
+    try:
+        tar = os.path.join(ctx, "base.tar")
+        subprocess.run(["tar", "-C", os.path.join(WORK, "base"), "-cf", tar, "."], check=True)
+        r = subprocess.run(["podman", "import", tar, base_image], capture_output=True,
+                           text=True, timeout=600)
+        os.unlink(tar)
+        shutil.copy(os.environ["DEB"], os.path.join(ctx, "runnerd.deb"))
+        r = subprocess.run(["podman", "build", "--runtime", "runc", "--network", "none",
+                            "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
+                            "-f", os.path.join(HERE, "..", "..", "packaging", "Containerfile"),
+                            "--build-arg", "BASE=" + base_image, "-t", agent_image, ctx],
+                           capture_output=True, text=True, timeout=600)
+        check("Containerfile: podman build makes the agent image", r.returncode == 0,
+              (r.stdout + r.stderr)[-3000:])
+        r = subprocess.run(["podman", "run", "--rm", "--runtime", "runc", "--network", "none",
+                            "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
+                            "--security-opt", "unmask=/proc/*", "-e", "GITHUB_TOKEN=" + CANARY,
+                            agent_image, "sh", "-c", AGENT + "; /usr/bin/id -u; pwd"],
+                           capture_output=True, text=True, timeout=120)
+        check("Containerfile: the agent runs as dev under runnerd; its commands run, "
+              "see no canary",
+              r.returncode == 0 and r.stdout.split() == ["agent-started", "a-command-ran",
+                                                         "0", "no-environ", "1000",
+                                                         "/home/dev/project"],
+              "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    finally:
+        subprocess.run(["podman", "rmi", "-f", agent_image, base_image], capture_output=True)
+        shutil.rmtree(ctx, ignore_errors=True)
+
+
+def setup_rootless():
+    """USER, with a subordinate id range and a runtime directory of its own, and the image in
+    its storage; False with the reason said when rootless podman cannot be had here."""
+    try:
+        pw = pwd.getpwnam(USER)
+    except KeyError:
+        r = subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", USER],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            common.skip_part("rootless podman: cannot create %s: %s" % (USER, r.stderr))
+            return False
+        print("created the user %s for this run" % USER)
+        pw = pwd.getpwnam(USER)
+    ranges = open("/etc/subuid").read() if os.path.exists("/etc/subuid") else ""
+    if not any(line.split(":")[0] in (USER, str(pw.pw_uid)) for line in ranges.splitlines()):
+        common.skip_part("rootless podman: %s has no range in /etc/subuid" % USER)
+        return False
+    rootless["home"] = pw.pw_dir
+    rootless["run"] = tempfile.mkdtemp(prefix="runnerd-rootless.")
+    os.chown(rootless["run"], pw.pw_uid, pw.pw_gid)
+    r = subprocess.run(as_user(["podman", "import", os.path.join(WORK, "image.tar"), IMAGE]),
+                       capture_output=True, text=True, timeout=600)
+    check("rootless: podman imports the root as %s" % USER, r.returncode == 0,
+          r.stderr[-2000:])
+    return r.returncode == 0
+
+
+def test_rootless():
+    """Rootless podman: the container's root maps one id; --user with the recipe works."""
+    r = podman_run(["--security-opt", "unmask=/proc/*"],
+                   ["runnerd", "--profile", "generic", "--", "sh", "-c", AGENT], user=True)
+    check("rootless, root: refused (125), the maps named, and the fix --user",
+          r.returncode == 125 and "agent-started" not in r.stdout and
+          "the root of a rootless container" in r.stderr and
+          "Fix: run runnerd as a user other than root in the container (--user)" in r.stderr,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    r = podman_run(["--user", "1000:1000"],
+                   ["runnerd", "--profile", "generic", "--", "sh", "-c", AGENT], user=True)
+    check("rootless defaults, --user 1000: refused (125) with the fix for /proc",
+          r.returncode == 125 and
+          "Fix: start the container with --security-opt unmask=/proc/*" in r.stderr,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    r = podman_run(["--security-opt", "unmask=/proc/*", "--user", "1000:1000"],
+                   ["runnerd", "--profile", "generic", "--", "sh", "-c", AGENT], user=True)
+    check("rootless recipe, --user 1000: commands run, with no canary and no /proc/1/environ",
+          r.returncode == 0 and r.stdout.split() == ["agent-started", "a-command-ran", "0",
+                                                     "no-environ"],
+          "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+
+
+def main():
+    if os.geteuid() != 0:
+        common.skip("rootful podman needs root")
+    for tool in ("podman", "runc", "debootstrap", "chroot"):
+        if not shutil.which(tool):
+            common.skip("%s is missing (make test-containers installs it)" % tool)
+    deb = os.environ.get("DEB", "")
+    if not os.path.isfile(deb):
+        common.skip("DEB=%r is not a file: make deb first" % deb)
+    try:
+        if make_image(deb):
+            tests = [test_defaults, test_recipe, test_demo, test_containerfile]
+            if setup_rootless():
+                tests.append(test_rootless)
+            for t in tests:
+                try:
+                    t()
+                except Exception as e:  # a test that raises is a failed check
+                    check("%s ran to its end" % t.__name__, False, repr(e))
+    finally:
+        subprocess.run(["podman", "rmi", "-f", IMAGE], capture_output=True)
+        if rootless:
+            subprocess.run(as_user(["podman", "rmi", "-f", IMAGE]), capture_output=True)
+            shutil.rmtree(rootless["run"], ignore_errors=True)
+        shutil.rmtree(os.path.join(WORK, "image"), ignore_errors=True)
+        if os.path.exists(os.path.join(WORK, "image.tar")):
+            os.unlink(os.path.join(WORK, "image.tar"))
+    status = common.summary(common.results.count(True), common.results.count(False))
+    for why in common.skipped_parts:
+        print("SKIP " + why)
+    if common.skipped_parts and common.MUST_WORK:
+        print("RUNNERD_MUST_WORK=1: a skip is a failure")
+        return 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
