@@ -175,6 +175,11 @@ static void print_session(const char *sid, json_t *rep)
 {
 	printf("session %.*s  profile ", SHOWN_SESSION, sid);
 	print_safe(json_string_value(json_object_get(rep, "profile")));
+	const char *where = json_string_value(json_object_get(rep, "where"));
+	if (where && *where) {
+		printf("  ");
+		print_safe(where);
+	}
 	printf("  runnerd pid %lld  agent pid %lld%s  up %.0fs  %lld command%s started, %lld "
 	       "sandbox%s alive\n",
 	       (long long)json_integer_value(json_object_get(rep, "pid")),

@@ -596,6 +596,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		rd_preflight_error(&pf, &err);
 		goto fail;
 	}
+	s.where = rd_preflight_where(&pf);
 
 	size_t n_args = 0;
 	while (agent_argv[n_args])

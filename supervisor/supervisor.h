@@ -58,6 +58,8 @@ struct rd_session {
 	sigset_t orig_mask; /* what runnerd's own mask was before it blocked its signals */
 	int agent_signal;   /* set by rd_supervise: the signal that killed the agent, or 0 */
 	char session[33];
+	/* Where runnerd runs: "on this host", "in a podman container", ... (runnerd ps). */
+	const char *where;
 	/* Approvals ("ask"): the listening control socket (-1: the profile never asks), its
 	 * path, and /dev/tty for --prompt (-1: not asked). */
 	int control_fd;

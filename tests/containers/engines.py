@@ -169,6 +169,14 @@ def test_recipe():
     r = podman_run(["--security-opt", "unmask=/proc/*"], ["runnerd", "check", "--system"])
     check("podman recipe: runnerd check --system passes", r.returncode == 0,
           "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    r = podman_run(["--security-opt", "unmask=/proc/*"],
+                   ["sh", "-c", "runnerd --profile generic -- sleep 5 & sleep 1; runnerd ps; "
+                    "runnerd kill $(runnerd ps --json | python3 -c 'import json, sys; "
+                    "print(json.load(sys.stdin)[0][\"session\"])'); wait"])
+    check("podman recipe: runnerd ps says the session runs in a podman container, and "
+          "runnerd kill ends it",
+          "profile generic  in a podman container" in r.stdout and "killed session" in
+          r.stdout, "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
 
 
 def test_demo():
