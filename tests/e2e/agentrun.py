@@ -32,6 +32,17 @@ PROMPT = "Run the command that prints the environment, then tell me what it prin
 SESSION_TIMEOUT = 60
 
 
+def base_env():
+    """common.base_env, with the node npm-agents.sh pinned ($NPM_AGENTS/node) first on PATH
+    when it is there: the CLIs' launchers are #!/usr/bin/env node scripts, and the system's
+    node may be older than they need (Debian 12's is 18)."""
+    d = os.environ.get("NPM_AGENTS")
+    node_bin = os.path.join(os.path.abspath(d), "node", "node_modules", ".bin") if d else ""
+    if node_bin and os.access(os.path.join(node_bin, "node"), os.X_OK):
+        return common.base_env(path=node_bin + ":" + common.PATH)
+    return common.base_env()
+
+
 def npm_bin(agent, package, name):
     """DIR/agent/node_modules/.bin/name of the pinned package in $NPM_AGENTS, or a loud skip of
     the whole script."""

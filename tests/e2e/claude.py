@@ -60,7 +60,7 @@ def session_env(tmp, n, api, home):
     passes only CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC (by CLAUDE_CODE_*), and it is the one
     that matters: without it, 2.1.331 fetches its bootstrap, the fast-mode status and the MCP
     registry from api.anthropic.com, and the DISABLE_* names stop only its event logging."""
-    env = common.base_env()
+    env = agentrun.base_env()
     scratch = os.path.join(tmp, "tmp-%d" % n)  # the CLI's /tmp/claude-UID and sockets
     os.mkdir(scratch)
     env.update(HOME=home, ANTHROPIC_BASE_URL=api.url, TMPDIR=scratch,

@@ -84,7 +84,7 @@ def session_env(tmp, n, api, home):
     points it at the stand-in; the stand-in as the proxy for everything else; the canaries;
     scratch files in a directory of their own (not holding CODEX_HOME: Codex refuses to put
     its helper links under the temporary directory)."""
-    env = common.base_env()
+    env = agentrun.base_env()
     scratch = os.path.join(tmp, "tmp-%d" % n)
     codex_home = os.path.join(tmp, "codex-home-%d" % n)
     os.mkdir(scratch)

@@ -69,7 +69,7 @@ def session_env(tmp, n, api, home):
     """The environment a user's shell would give the CLI: the stand-in as endpoint and as the
     proxy for everything else; GEMINI_CLI_HOME with the settings; the canaries; scratch files
     in a directory of their own."""
-    env = common.base_env()
+    env = agentrun.base_env()
     scratch = os.path.join(tmp, "tmp-%d" % n)
     cli_home = os.path.join(tmp, "gemini-home-%d" % n)
     os.mkdir(scratch)

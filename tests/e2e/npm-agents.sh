@@ -7,9 +7,17 @@
 # program of its platform package (an optionalDependency); Codex's launcher, codex.js, starts
 # the native program of its own (@openai/codex-linux-x64); Gemini CLI and Qwen Code (0.15.10,
 # the last for node 20) are bundled JavaScript.
-# Each install counts once CLI --version runs.
+# Each install counts once CLI --version runs. First, DIR/node: the node they run on, pinned
+# too (npm's "node" package, a node binary from the registry): Debian 12's own is 18, older
+# than Gemini CLI's and Qwen Code's minimum of 20, and the launchers are #!/usr/bin/env node.
+# The tests put DIR/node/node_modules/.bin first on PATH (tests/e2e/agentrun.py).
 set -uo pipefail
 deps=$(dirname "$0")/../integration/npm-deps.sh
+"$deps" "$1/node" "node@20.20.2" node
+if [ -x "$1/node/node_modules/.bin/node" ]; then
+	PATH=$(cd "$1/node/node_modules/.bin" && pwd):$PATH
+	export PATH
+fi
 "$deps" "$1/claude" "@anthropic-ai/claude-code@2.1.331" claude
 "$deps" "$1/codex" "@openai/codex@0.169.0" codex
 "$deps" "$1/gemini" "@google/gemini-cli@0.61.0" gemini

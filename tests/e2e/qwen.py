@@ -58,7 +58,7 @@ def session_env(tmp, n, api, home):
     """The environment a user's shell would give the CLI: the stand-in as its OpenAI-compatible
     endpoint; its settings (the OpenAI auth, no usage statistics) in HOME/.qwen; the canaries;
     scratch files in a directory of their own."""
-    env = common.base_env()
+    env = agentrun.base_env()
     scratch = os.path.join(tmp, "tmp-%d" % n)
     os.mkdir(scratch)
     os.makedirs(os.path.join(home, ".qwen"), exist_ok=True)
