@@ -62,10 +62,11 @@ test: test-deps $(BUILD)/Makefile
 	./tests/e2e/npm-agents.sh $(BUILD)/npm-agents
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# runnerd in a real container engine: podman (rootful, and rootless as runnerd-ci) with runc,
+# runnerd in real container engines: podman (rootful, and rootless as runnerd-ci) with runc,
+# docker (a dockerd of its own, stopped after),
 # an image made from a Debian 12 root by debootstrap (kept in $(BUILD)/containers) and the .deb
 # of make deb, packaging/Containerfile; needs root. .ci/run runs it after make test.
-CONTAINER_DEPS := podman runc debootstrap uidmap
+CONTAINER_DEPS := podman runc debootstrap uidmap docker.io
 test-containers: deb
 	$(call install_missing,$(CONTAINER_DEPS))
 	DEB=$$(ls -t $(DEB_BUILD)/runnerd_*.deb | head -n 1) WORK=$(CURDIR)/$(BUILD)/containers \

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""runnerd in a real container engine (make test-containers): podman with runc, rootful and
-rootless (as the CI's unprivileged user, runnerd-ci).
+"""runnerd in real container engines (make test-containers): podman with runc, rootful and
+rootless (as the CI's unprivileged user, runnerd-ci), and docker (a dockerd of the test's own,
+started and stopped here).
 
 The image is made here, from nothing a registry holds: a minimal Debian 12 root by debootstrap
 (kept under WORK and reused), a copy of it with the .deb of `make deb` installed by dpkg (a
@@ -15,11 +16,14 @@ clean Debian 12 root taking the package), imported into podman. Then, in contain
 - packaging/Containerfile, built FROM that Debian root, makes an agent image whose commands
   run with the recipe;
 - rootless: the container's root is refused with its own cause and fix (--user), and the
-  recipe with --user runs commands.
+  recipe with --user runs commands;
+- docker: its defaults refused with the seccomp profile's cause and fix, then /proc's, and
+  its recipe (seccomp=unconfined, systempaths=unconfined) running commands, as root and as
+  --user.
 
 Environment: DEB (the .deb), WORK (where the Debian root is kept), DEBIAN_MIRROR,
-RUNNERD_MUST_WORK. Needs root, podman, runc and debootstrap (make test-containers installs
-them). Prints one line per check and "N passed, M failed".
+RUNNERD_MUST_WORK. Needs root, podman, runc, debootstrap and dockerd (make test-containers
+installs them). Prints one line per check and "N passed, M failed".
 """
 import glob
 import os
@@ -119,6 +123,9 @@ def make_image(deb):
           r.returncode == 0 and "/etc/runnerd/runner.json OK" in r.stdout, r.stdout + r.stderr)
     if r.returncode != 0 or missing:
         return False
+    # The user of --user 1000 (podman adds one to /etc/passwd, docker does not).
+    subprocess.run(["chroot", root, "useradd", "--uid", "1000", "--home-dir", "/home/dev",
+                    "--no-create-home", "--shell", "/bin/bash", "dev"], check=True)
     for d in ("home/dev/project", "opt/demo"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
     os.chown(os.path.join(root, "home/dev"), 1000, 1000)
@@ -274,10 +281,94 @@ def test_rootless():
           "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
 
 
+docker = {}  # "proc", "cmd" (the client's argv with -H), "exec_root", "data_root"
+
+
+def start_dockerd():
+    """A dockerd of the test's own: its socket, state and data apart from any other, no
+    network set-up (no iptables, no bridge); stopped and removed by stop_dockerd."""
+    sock = "/run/runnerd-test-docker.%d.sock" % os.getpid()
+    docker["exec_root"] = "/run/runnerd-test-docker.%d" % os.getpid()
+    docker["data_root"] = os.path.join(WORK, "docker")
+    docker["log"] = open(os.path.join(WORK, "dockerd.log"), "w")
+    docker["proc"] = subprocess.Popen(
+        ["dockerd", "--iptables=false", "--ip6tables=false", "--bridge=none",
+         "--host", "unix://" + sock, "--pidfile", docker["exec_root"] + ".pid",
+         "--exec-root", docker["exec_root"], "--data-root", docker["data_root"]],
+        stdout=docker["log"], stderr=subprocess.STDOUT)
+    docker["cmd"] = [shutil.which("docker"), "-H", "unix://" + sock]
+    up = common.wait_for(lambda: subprocess.run(docker["cmd"] + ["version"],
+                                                capture_output=True).returncode == 0, 60, 0.2)
+    check("docker: a dockerd of this test's own starts", up is not None,
+          open(os.path.join(WORK, "dockerd.log")).read()[-2000:])
+    if up is None:
+        return False
+    r = subprocess.run(docker["cmd"] + ["import", os.path.join(WORK, "image.tar"), IMAGE],
+                       capture_output=True, text=True, timeout=600)
+    check("docker: imports the root", r.returncode == 0, r.stderr[-2000:])
+    return r.returncode == 0
+
+
+def stop_dockerd():
+    p = docker.get("proc")
+    if not p:
+        return
+    subprocess.run(docker["cmd"] + ["rmi", "-f", IMAGE], capture_output=True)
+    p.terminate()
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    docker["log"].close()
+    shutil.rmtree(docker["exec_root"], ignore_errors=True)
+    shutil.rmtree(docker["data_root"], ignore_errors=True)
+
+
+def docker_run(opts, argv, timeout=120):
+    cmd = docker["cmd"] + ["run", "--rm", "--network", "none",
+                           "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
+                           "-e", "GITHUB_TOKEN=" + CANARY, "-e", "HOME=/home/dev",
+                           "-w", "/home/dev/project"]
+    return subprocess.run(cmd + opts + [IMAGE] + argv, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_docker():
+    """docker 20.10's defaults: its seccomp profile first (no new namespaces without
+    CAP_SYS_ADMIN), then /proc; its recipe runs commands."""
+    agent = ["runnerd", "--profile", "generic", "--", "sh", "-c", AGENT]
+    r = docker_run([], agent)
+    check("docker defaults: refused (125), the seccomp profile named, and its fix",
+          r.returncode == 125 and "agent-started" not in r.stdout and
+          "cannot sandbox commands in a docker container: docker's default seccomp profile "
+          "refuses new namespaces" in r.stderr and
+          "Fix: start the container with --security-opt seccomp=unconfined" in r.stderr,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    r = docker_run([], ["runnerd", "check", "--system"])
+    check("docker defaults: check --system names the namespaces, process_vm_readv and "
+          "pidfd_getfd",
+          r.returncode == 1 and "FAILED  a user namespace" in r.stdout and
+          "FAILED  process_vm_readv" in r.stdout and "FAILED  pidfd_getfd" in r.stdout,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    r = docker_run(["--security-opt", "seccomp=unconfined"], agent)
+    check("docker, seccomp=unconfined alone: refused (125) with /proc's fix",
+          r.returncode == 125 and
+          "Fix: start the container with --security-opt systempaths=unconfined" in r.stderr,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    recipe = ["--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined"]
+    for label, opts in (("root", []), ("--user 1000", ["--user", "1000:1000"])):
+        r = docker_run(recipe + opts, agent)
+        check("docker recipe, %s: commands run, with no canary and no /proc/1/environ" % label,
+              r.returncode == 0 and r.stdout.split() == ["agent-started", "a-command-ran",
+                                                         "0", "no-environ"],
+              "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+
+
 def main():
     if os.geteuid() != 0:
         common.skip("rootful podman needs root")
-    for tool in ("podman", "runc", "debootstrap", "chroot"):
+    for tool in ("podman", "runc", "debootstrap", "chroot", "dockerd", "docker"):
         if not shutil.which(tool):
             common.skip("%s is missing (make test-containers installs it)" % tool)
     deb = os.environ.get("DEB", "")
@@ -288,12 +379,15 @@ def main():
             tests = [test_defaults, test_recipe, test_demo, test_containerfile]
             if setup_rootless():
                 tests.append(test_rootless)
+            if start_dockerd():
+                tests.append(test_docker)
             for t in tests:
                 try:
                     t()
                 except Exception as e:  # a test that raises is a failed check
                     check("%s ran to its end" % t.__name__, False, repr(e))
     finally:
+        stop_dockerd()
         subprocess.run(["podman", "rmi", "-f", IMAGE], capture_output=True)
         if rootless:
             subprocess.run(as_user(["podman", "rmi", "-f", IMAGE]), capture_output=True)
