@@ -295,6 +295,22 @@ static bool runnerd_own(const struct sup *u, pid_t pid)
 	return false;
 }
 
+/* SIGKILL to pid, if it is still the process the table saw (same start time): through a
+ * pidfd, so that a pid reused since is never signalled. */
+static bool kill_exactly(const struct sup_proc *p)
+{
+	int fd = rd_pidfd_open(p->pid, 0);
+	if (fd < 0)
+		return false;
+	pid_t ppid;
+	unsigned long long start;
+	bool same = sup_proc_stat(p->pid, &ppid, &start) == 0 && start == p->start;
+	if (same)
+		rd_pidfd_send_signal(fd, SIGKILL, NULL, 0);
+	close(fd);
+	return same;
+}
+
 /* SIGKILL to the agent's tree: every live process below runnerd whose ancestor just below
  * runnerd is not one of runnerd's own, that is the agent and its orphans (runnerd is their
  * subreaper). None of them can exec any more, but they may fork while this runs: again until a
@@ -307,14 +323,13 @@ static long kill_agent_tree(struct sup *u)
 		struct sup_procs t = sup_read_procs(true);
 		size_t found = 0;
 		for (size_t i = 0; i < t.n; i++) {
-			pid_t pid = t.pp[i][0], up = pid, top = 0;
+			pid_t pid = t.p[i].pid, up = pid, top = 0;
 			for (int depth = 0; up > 1 && up != self && depth < 4096; depth++) {
 				top = up;
 				up = sup_procs_parent(&t, up);
 			}
-			if (up != self || top <= 0 || runnerd_own(u, top))
+			if (up != self || top <= 0 || runnerd_own(u, top) || !kill_exactly(&t.p[i]))
 				continue;
-			kill(pid, SIGKILL);
 			found++;
 			bool known = false;
 			for (size_t k = 0; k < n_seen && !known; k++)
@@ -330,7 +345,7 @@ static long kill_agent_tree(struct sup *u)
 			if (!known)
 				seen[n_seen++] = pid;
 		}
-		free(t.pp);
+		free(t.p);
 		if (!found)
 			break;
 		usleep(1000);

@@ -378,7 +378,7 @@ static json_t *sandboxes_json(struct sup *u)
 		if (e)
 			json_array_append_new(list, e);
 	}
-	free(procs.pp);
+	free(procs.p);
 	return list;
 }
 

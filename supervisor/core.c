@@ -378,8 +378,36 @@ void sup_kill_sandbox(struct cmd *c)
 
 static int by_pid(const void *a, const void *b)
 {
-	pid_t x = (*(const pid_t(*)[2])a)[0], y = (*(const pid_t(*)[2])b)[0];
+	pid_t x = ((const struct sup_proc *)a)->pid, y = ((const struct sup_proc *)b)->pid;
 	return (x > y) - (x < y);
+}
+
+/* /proc/PID/stat's state, ppid and start time (fields 3, 4 and 22). */
+static int read_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	const char *rp = len > 0 ? (buf[len] = 0, strrchr(buf, ')')) : NULL;
+	int pp;
+	if (!rp || sscanf(rp,
+	                  ") %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+	                  "%*d %*d %llu",
+	                  state, &pp, start) != 3)
+		return -1;
+	*ppid = pp;
+	return 0;
+}
+
+int sup_proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
+{
+	char state;
+	if (read_stat(pid, &state, ppid, start) < 0 || state == 'Z' || state == 'X')
+		return -1;
+	return 0;
 }
 
 struct sup_procs sup_read_procs(bool live_only)
@@ -391,47 +419,39 @@ struct sup_procs sup_read_procs(bool live_only)
 	while (d && (e = readdir(d))) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
-		char p[64], buf[512];
-		snprintf(p, sizeof(p), "/proc/%d/stat", atoi(e->d_name));
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		const char *rp = len > 0 ? (buf[len] = 0, strrchr(buf, ')')) : NULL;
-		int ppid;
+		struct sup_proc one = {.pid = atoi(e->d_name)};
 		char state;
-		if (!rp || sscanf(rp, ") %c %d", &state, &ppid) != 2 ||
+		if (read_stat(one.pid, &state, &one.ppid, &one.start) < 0 ||
 		    (live_only && (state == 'Z' || state == 'X')))
 			continue;
 		if (t.n == cap) {
 			cap = cap ? 2 * cap : 256;
-			pid_t(*more)[2] = realloc(t.pp, cap * sizeof(*t.pp));
+			struct sup_proc *more = realloc(t.p, cap * sizeof(*t.p));
 			if (!more)
 				break;
-			t.pp = more;
+			t.p = more;
 		}
-		t.pp[t.n][0] = atoi(e->d_name);
-		t.pp[t.n++][1] = ppid;
+		t.p[t.n++] = one;
 	}
 	if (d)
 		closedir(d);
 	if (t.n)
-		qsort(t.pp, t.n, sizeof(*t.pp), by_pid);
+		qsort(t.p, t.n, sizeof(*t.p), by_pid);
 	return t;
 }
 
 pid_t sup_procs_parent(const struct sup_procs *t, pid_t pid)
 {
-	pid_t key[2] = {pid, 0};
-	const pid_t(*at)[2] = bsearch(&key, t->pp, t->n, sizeof(*t->pp), by_pid);
-	return at ? (*at)[1] : 0;
+	struct sup_proc key = {.pid = pid};
+	const struct sup_proc *at = bsearch(&key, t->p, t->n, sizeof(*t->p), by_pid);
+	return at ? at->ppid : 0;
 }
 
 long sup_procs_below(const struct sup_procs *t, pid_t reaper)
 {
 	long count = 0;
 	for (size_t i = 0; i < t->n; i++) {
-		pid_t up = t->pp[i][1];
+		pid_t up = t->p[i].ppid;
 		/* A chain of parents is short; the bound only guards against a table read while
 		 * processes came and went. */
 		for (int depth = 0; up > 1 && up != reaper && depth < 256; depth++)

@@ -327,12 +327,19 @@ struct sup {
 };
 
 /* Every process's parent, by the /proc/PID/stat anyone may read (a sandbox's pid 1 is not
- * dumpable, so its /proc/PID/ns is not), read at once: pid and ppid, by pid. */
+ * dumpable, so its /proc/PID/ns is not), read at once, by pid; with its start time (clock
+ * ticks after boot), which with the pid names one process, a reused pid another. */
+struct sup_proc {
+	pid_t pid, ppid;
+	unsigned long long start;
+};
 struct sup_procs {
-	pid_t (*pp)[2];
+	struct sup_proc *p;
 	size_t n;
 };
 struct sup_procs sup_read_procs(bool live_only); /* live_only: no zombies */
+/* The ppid and start time of pid in /proc now: 0, or -1 if it is gone (or a zombie). */
+int sup_proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start);
 /* The parent of pid in t (0: not in it). */
 pid_t sup_procs_parent(const struct sup_procs *t, pid_t pid);
 /* How many processes have pid among their ancestors (every orphan of a pid namespace is its
