@@ -39,22 +39,33 @@ static int drop_runnerd_caps(void)
 {
 	static const cap_value_t drop[] = {CAP_SYS_ADMIN, CAP_SYS_PTRACE};
 	const int n = (int)(sizeof(drop) / sizeof(drop[0]));
-	for (int i = 0; i < n; i++) {
-		/* Ambient first: the kernel takes a capability out of the ambient set when it
-		 * leaves the permitted or inheritable one, but says so only this way. */
-		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, drop[i], 0, 0) < 0 &&
-		    errno != EINVAL)
-			return -errno;
-		if (CAP_IS_SUPPORTED(CAP_SETPCAP) && prctl(PR_CAPBSET_READ, drop[i], 0, 0, 0) == 1)
-			prctl(PR_CAPBSET_DROP, drop[i], 0, 0, 0); /* needs CAP_SETPCAP */
-	}
 	cap_t c = cap_get_proc();
 	if (!c)
 		return -errno;
+	bool held = false, setpcap = false;
+	cap_flag_value_t v;
+	for (int i = 0; i < n; i++) {
+		for (cap_flag_t f = CAP_EFFECTIVE; f <= CAP_INHERITABLE; f++)
+			held = held || (cap_get_flag(c, drop[i], f, &v) == 0 && v == CAP_SET);
+		/* The kernel takes a capability out of the ambient set when it leaves the permitted
+		 * or inheritable one; lowered first all the same, and checked. */
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, drop[i], 0, 0) == 1 &&
+		    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, drop[i], 0, 0) < 0) {
+			int e = errno;
+			cap_free(c);
+			return -e;
+		}
+	}
+	/* The bounding set only with CAP_SETPCAP; no_new_privs makes it moot for exec anyway. */
+	setpcap = cap_get_flag(c, CAP_SETPCAP, CAP_EFFECTIVE, &v) == 0 && v == CAP_SET;
+	for (int i = 0; setpcap && i < n; i++)
+		if (prctl(PR_CAPBSET_READ, drop[i], 0, 0, 0) == 1)
+			prctl(PR_CAPBSET_DROP, drop[i], 0, 0, 0);
 	int r = 0;
-	if (cap_set_flag(c, CAP_EFFECTIVE, n, drop, CAP_CLEAR) < 0 ||
-	    cap_set_flag(c, CAP_PERMITTED, n, drop, CAP_CLEAR) < 0 ||
-	    cap_set_flag(c, CAP_INHERITABLE, n, drop, CAP_CLEAR) < 0 || cap_set_proc(c) < 0)
+	if (held &&
+	    (cap_set_flag(c, CAP_EFFECTIVE, n, drop, CAP_CLEAR) < 0 ||
+	     cap_set_flag(c, CAP_PERMITTED, n, drop, CAP_CLEAR) < 0 ||
+	     cap_set_flag(c, CAP_INHERITABLE, n, drop, CAP_CLEAR) < 0 || cap_set_proc(c) < 0))
 		r = -errno;
 	cap_free(c);
 	return r;
@@ -127,7 +138,7 @@ int rd_agent_start(const char *path, char *const argv[], char *const envp[],
 		                       "agent"
 		                     : "loading the exec filter",
 		                 m.err ? strerror(m.err) : "the launcher died");
-		if (m.err == EINVAL)
+		if (m.err == EINVAL && m.stage != 3)
 			rd_error_set(err, EINVAL,
 			             "this kernel lacks seccomp user notification with "
 			             "WAIT_KILLABLE_RECV (Linux 5.19 or later is needed)");

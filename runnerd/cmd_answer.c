@@ -342,6 +342,11 @@ static int answer(const char *op, const char *id)
 /* runnerd kill SESSION: the one running session whose ID starts with SESSION. */
 static int kill_session(const char *sid)
 {
+	if (!*sid) {
+		fprintf(stderr, "runnerd kill: an empty SESSION names no session (runnerd ps lists "
+		                "them)\n");
+		return 2;
+	}
 	struct session_sock ss[MAX_SESSIONS];
 	size_t n;
 	if (list_sessions(ss, MAX_SESSIONS, &n) < 0)

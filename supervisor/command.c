@@ -251,7 +251,7 @@ void sup_cmd_session_end(struct sup *u)
 		/* A sandbox whose command ended with nothing else in it is ending by itself. */
 		if (c->run.status_known && c->run.left)
 			c->run.ended = "the agent exited";
-		else if (!c->run.status_known)
+		else if (!c->run.status_known && !c->run.killed)
 			c->run.killed = "the agent exited";
 		rd_sandbox_end(&c->run.sb);
 	}
@@ -284,43 +284,50 @@ void sup_cmd_kill_all(struct sup *u)
 		}
 }
 
-/* Is pid one of runnerd's own children: the zygote, the spare, a command's reaper? */
+/* Is pid one of runnerd's own children: the zygote, the spare, a command's reaper not reaped
+ * yet? (A spare the zygote has made but not yet said is not known: it is killed with the rest,
+ * harmlessly, and counted as the agent's.) */
 static bool runnerd_own(const struct sup *u, pid_t pid)
 {
 	if (pid == u->sp.zygote.pid || pid == u->sp.spare.reaper)
 		return true;
 	for (const struct cmd *c = u->cmds; c; c = c->next)
-		if (c->run.sb.reaper == pid)
+		if (c->run.sb.reaper == pid && !c->run.reaped)
 			return true;
 	return false;
 }
 
-/* SIGKILL to pid, if it is still the process the table saw (same start time): through a
+/* SIGKILL to the process the table saw, if pid still names it (same start time): through a
  * pidfd, so that a pid reused since is never signalled. */
-static bool kill_exactly(const struct sup_proc *p)
+static void kill_exactly(const struct sup_proc *p)
 {
 	int fd = rd_pidfd_open(p->pid, 0);
 	if (fd < 0)
-		return false;
-	pid_t ppid;
+		return;
 	unsigned long long start;
-	bool same = sup_proc_stat(p->pid, &ppid, &start) == 0 && start == p->start;
-	if (same)
+	if (sup_proc_start(p->pid, &start) == 0 && start == p->start)
 		rd_pidfd_send_signal(fd, SIGKILL, NULL, 0);
 	close(fd);
-	return same;
 }
 
-/* SIGKILL to the agent's tree: every live process below runnerd whose ancestor just below
- * runnerd is not one of runnerd's own, that is the agent and its orphans (runnerd is their
- * subreaper). None of them can exec any more, but they may fork while this runs: again until a
- * pass finds none (a SIGKILLed process is gone, or a zombie, within a few passes). */
-static long kill_agent_tree(struct sup *u)
+/* SIGKILL to the agent's tree: the agent first, by its pidfd; then every process below runnerd
+ * whose ancestor just below runnerd is not one of runnerd's own, that is the agent's processes
+ * and its orphans (runnerd is their subreaper). Zombies stay in the table, for the walk up.
+ * None of them can exec any more, but they may fork while this runs: again until a pass finds
+ * none still running (a SIGKILLed process is gone, or a zombie, within a few passes). Returns
+ * how many were signalled, or -1 if /proc could not be read. */
+long sup_cmd_kill_agent(struct sup *u)
 {
+	if (!u->agent_done)
+		rd_pidfd_send_signal(u->s->agent.pidfd, SIGKILL, NULL, 0);
 	pid_t self = getpid(), *seen = NULL;
 	size_t n_seen = 0, cap = 0;
 	for (int pass = 0; pass < 200; pass++) {
-		struct sup_procs t = sup_read_procs(true);
+		struct sup_procs t = sup_read_procs();
+		if (!t.n) {
+			free(seen);
+			return -1;
+		}
 		size_t found = 0;
 		for (size_t i = 0; i < t.n; i++) {
 			pid_t pid = t.p[i].pid, up = pid, top = 0;
@@ -328,8 +335,10 @@ static long kill_agent_tree(struct sup *u)
 				top = up;
 				up = sup_procs_parent(&t, up);
 			}
-			if (up != self || top <= 0 || runnerd_own(u, top) || !kill_exactly(&t.p[i]))
+			if (up != self || top <= 0 || runnerd_own(u, top) ||
+			    !sup_proc_running(&t.p[i]))
 				continue;
+			kill_exactly(&t.p[i]);
 			found++;
 			bool known = false;
 			for (size_t k = 0; k < n_seen && !known; k++)
@@ -354,31 +363,15 @@ static long kill_agent_tree(struct sup *u)
 	return (long)n_seen;
 }
 
-size_t sup_session_kill(struct sup *u, uid_t uid, pid_t pid, const char *comm, long *procs)
+size_t sup_cmd_kill_for(struct sup *u, const char *why)
 {
-	snprintf(u->killed_by, sizeof(u->killed_by), "uid %u, pid %d (%s)", (unsigned)uid, (int)pid,
-	         comm);
-	/* First no exec, then no sandbox, then no process of the agent's. */
-	if (u->listener >= 0) {
-		close(u->listener);
-		u->listener = -1;
-	}
 	size_t boxes = 0;
 	for (struct cmd *c = u->cmds; c; c = c->next)
 		if (sup_cmd_live(c)) {
 			if (!c->run.status_known)
-				c->run.killed = "runnerd kill";
+				c->run.killed = why;
 			sup_kill_sandbox(c);
 			boxes++;
 		}
-	*procs = kill_agent_tree(u);
-	rd_audit(u->s->audit, "session_kill",
-	         json_pack("{s:i, s:i, s:s, s:I, s:I}", "by_uid", (int)uid, "by_pid", (int)pid,
-	                   "by_comm", comm, "sandboxes", (json_int_t)boxes, "processes",
-	                   (json_int_t)*procs));
-	fprintf(stderr,
-	        "runnerd: session %s killed by runnerd kill from %s: SIGKILL to the agent's "
-	        "%ld processes (the agent among them) and %zu sandboxes\n",
-	        u->s->session, u->killed_by, *procs, boxes);
 	return boxes;
 }

@@ -40,10 +40,13 @@ size_t sup_cmd_live_count(const struct sup *u);
 /* SIGKILL to every sandbox left. */
 void sup_cmd_kill_all(struct sup *u);
 
-/* runnerd kill, asked by the process pid of uid (comm its name): the agent's processes exec no
- * more (the listener is closed: ENOSYS), and they, the agent and every sandbox get SIGKILL now,
- * without a grace. Audited; says so on stderr. Returns how many sandboxes were killed, and sets
- * *procs to how many processes of the agent's. */
-size_t sup_session_kill(struct sup *u, uid_t uid, pid_t pid, const char *comm, long *procs);
+/* SIGKILL to every sandbox left, each command that still runs audited as killed for why.
+ * Returns how many. */
+size_t sup_cmd_kill_for(struct sup *u, const char *why);
+
+/* runnerd kill: SIGKILL to the agent (its pidfd) and to every process below runnerd that is not
+ * one of runnerd's own (the zygote, the spare, the reapers): the agent's processes and orphans,
+ * again until none runs. Returns how many were signalled, or -1 if /proc could not be read. */
+long sup_cmd_kill_agent(struct sup *u);
 
 #endif

@@ -354,7 +354,7 @@ static json_t *bounded(const char *s, size_t max, bool *cut)
 static json_t *sandboxes_json(struct sup *u)
 {
 	json_t *list = json_array();
-	struct sup_procs procs = sup_read_procs(false);
+	struct sup_procs procs = sup_read_procs();
 	for (struct cmd *c = u->cmds; c; c = c->next) {
 		if (!sup_cmd_live(c))
 			continue;
@@ -424,6 +424,10 @@ static json_t *pending_json(struct sup *u)
 
 static json_t *answer(struct sup *u, const struct client *cl, json_t *req, bool approve)
 {
+	if (u->killed_by[0])
+		return error_reply("session %s was ended by runnerd kill from %s: nothing waits "
+		                   "for an answer",
+		                   u->s->session, u->killed_by);
 	json_t *idj = json_object_get(req, "id");
 	if (!json_is_integer(idj) || json_integer_value(idj) <= 0)
 		return error_reply("\"id\" must be a positive integer");
@@ -447,15 +451,43 @@ static json_t *answer(struct sup *u, const struct client *cl, json_t *req, bool 
 	                   (unsigned long long)id);
 }
 
+/* runnerd kill: first no exec (the listener closed: ENOSYS), no approval and no sandbox; then
+ * no process of the agent's. Again while the agent has not been reaped (a kill that missed
+ * it); refused once it has. */
 static json_t *kill_session(struct sup *u, const struct client *cl)
 {
-	if (u->killed_by[0])
+	if (u->killed_by[0] && u->agent_done)
 		return error_reply("session %s is ending already: runnerd kill from %s",
 		                   u->s->session, u->killed_by);
 	char comm[17];
 	comm_of(cl->cred.pid, comm);
-	long procs = 0;
-	size_t boxes = sup_session_kill(u, cl->cred.uid, cl->cred.pid, comm, &procs);
+	snprintf(u->killed_by, sizeof(u->killed_by), "uid %u, pid %d (%s)", (unsigned)cl->cred.uid,
+	         (int)cl->cred.pid, comm);
+	if (u->listener >= 0) {
+		close(u->listener);
+		u->listener = -1;
+	}
+	sup_ask_session_end(u);
+	size_t boxes = sup_cmd_kill_for(u, "runnerd kill");
+	long procs = sup_cmd_kill_agent(u);
+	rd_audit(u->s->audit, "session_kill",
+	         json_pack("{s:i, s:i, s:s, s:I, s:I}", "by_uid", (int)cl->cred.uid, "by_pid",
+	                   (int)cl->cred.pid, "by_comm", comm, "sandboxes", (json_int_t)boxes,
+	                   "processes", (json_int_t)procs));
+	if (procs < 0) {
+		fprintf(stderr,
+		        "runnerd: session %s: runnerd kill from %s: /proc could not be read: "
+		        "SIGKILL to the agent and %zu sandbox%s only\n",
+		        u->s->session, u->killed_by, boxes, boxes == 1 ? "" : "es");
+		return error_reply("session %s: /proc could not be read: SIGKILL to the agent and "
+		                   "%zu sandbox%s only (runnerd ps shows what is left)",
+		                   u->s->session, boxes, boxes == 1 ? "" : "es");
+	}
+	fprintf(stderr,
+	        "runnerd: session %s killed by runnerd kill from %s: SIGKILL to %ld process%s "
+	        "of the agent's and %zu sandbox%s\n",
+	        u->s->session, u->killed_by, procs, procs == 1 ? "" : "es", boxes,
+	        boxes == 1 ? "" : "es");
 	return json_pack("{s:b, s:s, s:I, s:I}", "ok", true, "session", u->s->session, "processes",
 	                 (json_int_t)procs, "sandboxes", (json_int_t)boxes);
 }

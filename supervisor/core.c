@@ -402,15 +402,33 @@ static int read_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *st
 	return 0;
 }
 
-int sup_proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
+int sup_proc_start(pid_t pid, unsigned long long *start)
 {
 	char state;
-	if (read_stat(pid, &state, ppid, start) < 0 || state == 'Z' || state == 'X')
-		return -1;
-	return 0;
+	pid_t ppid;
+	return read_stat(pid, &state, &ppid, start);
 }
 
-struct sup_procs sup_read_procs(bool live_only)
+bool sup_proc_running(const struct sup_proc *p)
+{
+	if (p->state == 'X')
+		return false;
+	if (p->state != 'Z')
+		return true;
+	char path[64], buf[2048];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)p->pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *t = strstr(buf, "\nThreads:");
+	return t && atoi(t + 9) > 0;
+}
+
+struct sup_procs sup_read_procs(void)
 {
 	struct sup_procs t = {0};
 	size_t cap = 0;
@@ -420,9 +438,7 @@ struct sup_procs sup_read_procs(bool live_only)
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		struct sup_proc one = {.pid = atoi(e->d_name)};
-		char state;
-		if (read_stat(one.pid, &state, &one.ppid, &one.start) < 0 ||
-		    (live_only && (state == 'Z' || state == 'X')))
+		if (read_stat(one.pid, &one.state, &one.ppid, &one.start) < 0)
 			continue;
 		if (t.n == cap) {
 			cap = cap ? 2 * cap : 256;

@@ -332,14 +332,18 @@ struct sup {
 struct sup_proc {
 	pid_t pid, ppid;
 	unsigned long long start;
+	char state; /* Z: a zombie, or a thread group whose leader alone has exited */
 };
 struct sup_procs {
 	struct sup_proc *p;
 	size_t n;
 };
-struct sup_procs sup_read_procs(bool live_only); /* live_only: no zombies */
-/* The ppid and start time of pid in /proc now: 0, or -1 if it is gone (or a zombie). */
-int sup_proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start);
+struct sup_procs sup_read_procs(void);
+/* The start time of pid in /proc now: 0, or -1 if it is gone. */
+int sup_proc_start(pid_t pid, unsigned long long *start);
+/* Does pid still run? Not for a zombie; for a state Z whose threads are not all gone (its
+ * leader exited first), yes. */
+bool sup_proc_running(const struct sup_proc *p);
 /* The parent of pid in t (0: not in it). */
 pid_t sup_procs_parent(const struct sup_procs *t, pid_t pid);
 /* How many processes have pid among their ancestors (every orphan of a pid namespace is its

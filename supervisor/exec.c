@@ -450,8 +450,8 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	}
 	if (!rate_allows(u)) {
 		refuse(x, EAGAIN,
-		       "this session has started %llu commands in the last second, the most its "
-		       "execs_per_second allows: commands fail with EAGAIN until the rate drops",
+		       "this session starts commands faster than its execs_per_second (%llu) "
+		       "allows: commands fail with EAGAIN until the rate drops",
 		       (unsigned long long)u->rate.per_s);
 		if (!u->rate.warned)
 			fprintf(stderr, "runnerd: %s\n", x->why);

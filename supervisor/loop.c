@@ -269,7 +269,7 @@ int rd_supervise(struct rd_session *s)
 				break;
 			wait_ms = left > 0 ? (int)left + 1 : 100;
 		}
-		long spare_ms = ending ? -1 : sup_spare_wait_ms(&u);
+		long spare_ms = ending || u.killed_by[0] ? -1 : sup_spare_wait_ms(&u);
 		bool want_spare = spare_ms == 0;
 		if (spare_ms > 0 && (wait_ms < 0 || spare_ms < wait_ms))
 			wait_ms = (int)spare_ms;

@@ -114,7 +114,8 @@ static void spare_failed(struct sup *u, const struct rd_error *err)
 		zygote_check(u);
 		return;
 	}
-	if (!sp->said_failed)
+	/* After runnerd kill, the spare made meanwhile was killed with the rest: no news. */
+	if (!sp->said_failed && !u->killed_by[0])
 		fprintf(stderr,
 		        "runnerd: a sandbox could not be made ahead of time (%s): each command "
 		        "makes its own until one can be again\n",

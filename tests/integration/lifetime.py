@@ -344,7 +344,7 @@ def test_rate(tmp):
     check("rate: 5 of a burst of 12 run, then after a second commands run again",
           r.stdout == "ran 5\nagain\n", r.stdout + r.stderr)
     check("rate: runnerd says once why",
-          r.stderr.count("execs_per_second allows") == 1, r.stderr)
+          r.stderr.count("faster than its execs_per_second (5) allows") == 1, r.stderr)
     events = [json.loads(line) for line in open(audit)] if os.path.exists(audit) else []
     refused = [e for e in events if e.get("event") == "refused" and e.get("errno") == "EAGAIN"]
     check("rate: each refusal is audited with EAGAIN and the reason",

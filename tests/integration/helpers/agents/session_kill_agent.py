@@ -1,9 +1,12 @@
 """An agent that gives runnerd kill something to end: a sandbox its command left running in
 the background, a command still running, and a process of its own that never exec'd and whose
-parent has exited (an orphan: runnerd, the subreaper, is its parent now). Then it loops.
+parent has exited (an orphan: runnerd, the subreaper, is its parent now). Then its main
+thread exits while another loops.
 argv: DIR MARK. Writes DIR/orphan (the orphan's pid) and DIR/ready once all of it runs."""
+import ctypes
 import os
 import subprocess
+import threading
 import sys
 import time
 
@@ -24,6 +27,14 @@ os.close(w)
 os.wait()
 with open(os.path.join(d, "orphan"), "w") as f:
     f.write(os.read(r, 32).decode())
+
+def spin():
+    while True:
+        time.sleep(0.05)
+
+
+# The agent's main thread exits and another goes on: /proc shows the agent as a zombie (state
+# Z), which it is not.
+threading.Thread(target=spin).start()
 open(os.path.join(d, "ready"), "w").close()
-while True:
-    time.sleep(0.05)
+ctypes.CDLL(None).pthread_exit(None)
