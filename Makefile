@@ -69,7 +69,7 @@ test: test-deps $(BUILD)/Makefile
 CONTAINER_DEPS := podman runc debootstrap uidmap docker.io
 test-containers: deb
 	$(call install_missing,$(CONTAINER_DEPS))
-	DEB=$$(ls -t $(DEB_BUILD)/runnerd_*.deb | head -n 1) WORK=$(CURDIR)/$(BUILD)/containers \
+	DEB=$$(ls -t $(DEB_BUILD)/runnerd_*.deb | head -n 1) WORK=$(abspath $(BUILD))/containers \
 		python3 tests/containers/engines.py
 
 # A longer fuzz run on its own: make fuzz FUZZ_SECONDS=300

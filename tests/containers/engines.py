@@ -30,6 +30,7 @@ import os
 import pwd
 import shlex
 import shutil
+import signal
 import tempfile
 import subprocess
 import sys
@@ -49,6 +50,9 @@ MIRROR = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
 INCLUDE = "python3,libjansson4,procps"
 IMAGE = "localhost/runnerd-test:%d" % os.getpid()
 CANARY = "ghp_canary_%d" % os.getpid()
+# The container's user for --user: one the host is unlikely to run processes as, since rootful
+# containers count --ulimit nproc against the host's uid.
+UID = 4242
 
 
 USER = "runnerd-ci"
@@ -112,24 +116,31 @@ def make_image(deb):
           r.stdout + r.stderr)
     files = ["usr/bin/runnerd", "usr/libexec/runnerd/runnerd-stub",
              "usr/libexec/runnerd/runnerd-zygote", "etc/runnerd/runner.json",
-             "etc/runnerd/profiles/claude.json", "etc/apparmor.d/runnerd",
+             "etc/runnerd/profiles/claude.json", "usr/share/runnerd/apparmor/runnerd",
              "usr/share/man/man1/runnerd.1"]
     missing = [f for f in files if not os.path.exists(os.path.join(root, f))]
     check("package: binaries, config, profiles, AppArmor profiles and man page in place",
           not missing, "missing: %s" % missing)
+    # Debian 12's AppArmor cannot parse them: linked in only where the kernel mediates user
+    # namespaces, which this one does not.
+    mediates = os.path.exists("/sys/kernel/security/apparmor/features/namespaces/userns_create")
+    check("package: the AppArmor profiles linked into /etc/apparmor.d only where the kernel "
+          "mediates user namespaces",
+          os.path.lexists(os.path.join(root, "etc/apparmor.d/runnerd")) == mediates,
+          "mediates=%s" % mediates)
     r = subprocess.run(["chroot", root, "runnerd", "check"], capture_output=True, text=True,
                        timeout=60)
     check("package: runnerd check passes with the installed config (/etc/runnerd)",
           r.returncode == 0 and "/etc/runnerd/runner.json OK" in r.stdout, r.stdout + r.stderr)
     if r.returncode != 0 or missing:
         return False
-    # The user of --user 1000 (podman adds one to /etc/passwd, docker does not).
-    subprocess.run(["chroot", root, "useradd", "--uid", "1000", "--home-dir", "/home/dev",
+    # The user of --user (podman adds one to /etc/passwd, docker does not).
+    subprocess.run(["chroot", root, "useradd", "--uid", str(UID), "--home-dir", "/home/dev",
                     "--no-create-home", "--shell", "/bin/bash", "dev"], check=True)
     for d in ("home/dev/project", "opt/demo"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
-    os.chown(os.path.join(root, "home/dev"), 1000, 1000)
-    os.chown(os.path.join(root, "home/dev/project"), 1000, 1000)
+    os.chown(os.path.join(root, "home/dev"), UID, UID)
+    os.chown(os.path.join(root, "home/dev/project"), UID, UID)
     for f in glob.glob(os.path.join(DEMO, "*")):
         shutil.copy(f, os.path.join(root, "opt/demo"))
     tar = os.path.join(WORK, "image.tar")
@@ -141,15 +152,18 @@ def make_image(deb):
     return r.returncode == 0
 
 
+# What the agent runs: a command, and what a command sees of the container's secret, in its
+# own environment and in every process's it can list (a plain container shows it in the
+# agent's /proc/PID/environ).
 AGENT = ("echo agent-started; /bin/echo a-command-ran; "
-         "env | grep -c %s; cat /proc/1/environ >/dev/null 2>&1 && echo read-environ || "
-         "echo no-environ" % CANARY)
+         "env | grep -c %s; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | "
+         "grep -c %s; true" % (CANARY, CANARY))
 
 
 def test_defaults():
     """The engine's defaults: no fresh /proc in a user namespace. runnerd says why and how."""
     fix = "Fix: start the container with --security-opt unmask=/proc/*"
-    for label, opts in (("root", []), ("--user 1000", ["--user", "1000:1000"])):
+    for label, opts in (("root", []), ("--user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
         r = podman_run(opts, ["runnerd", "--profile", "generic", "--", "sh", "-c", AGENT])
         check("podman defaults, %s: runnerd refuses to start the agent (125)" % label,
               r.returncode == 125 and "agent-started" not in r.stdout,
@@ -165,13 +179,13 @@ def test_defaults():
 
 def test_recipe():
     """docs/containers.md's recipe for podman: commands run, and see no secret."""
-    for label, opts in (("root", []), ("--user 1000", ["--user", "1000:1000"])):
+    for label, opts in (("root", []), ("--user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
         r = podman_run(["--security-opt", "unmask=/proc/*"] + opts,
                        ["runnerd", "--profile", "generic", "--", "sh", "-c", AGENT])
-        check("podman recipe, %s: the agent's commands run, with no canary and no "
-              "/proc/1/environ" % label,
+        check("podman recipe, %s: the agent's commands run, with no canary in any "
+              "environment it can read" % label,
               r.returncode == 0 and r.stdout.split() == ["agent-started", "a-command-ran",
-                                                         "0", "no-environ"],
+                                                         "0", "0"],
               "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
     r = podman_run(["--security-opt", "unmask=/proc/*"], ["runnerd", "check", "--system"])
     check("podman recipe: runnerd check --system passes", r.returncode == 0,
@@ -211,7 +225,8 @@ def test_containerfile():
         r = subprocess.run(["podman", "build", "--runtime", "runc", "--network", "none",
                             "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
                             "-f", os.path.join(HERE, "..", "..", "packaging", "Containerfile"),
-                            "--build-arg", "BASE=" + base_image, "-t", agent_image, ctx],
+                            "--build-arg", "BASE=" + base_image, "--build-arg",
+                            "UID=%d" % UID, "-t", agent_image, ctx],
                            capture_output=True, text=True, timeout=600)
         check("Containerfile: podman build makes the agent image", r.returncode == 0,
               (r.stdout + r.stderr)[-3000:])
@@ -223,7 +238,7 @@ def test_containerfile():
         check("Containerfile: the agent runs as dev under runnerd; its commands run, "
               "see no canary",
               r.returncode == 0 and r.stdout.split() == ["agent-started", "a-command-ran",
-                                                         "0", "no-environ", "1000",
+                                                         "0", "0", str(UID),
                                                          "/home/dev/project"],
               "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
     finally:
@@ -244,10 +259,11 @@ def setup_rootless():
             return False
         print("created the user %s for this run" % USER)
         pw = pwd.getpwnam(USER)
-    ranges = open("/etc/subuid").read() if os.path.exists("/etc/subuid") else ""
-    if not any(line.split(":")[0] in (USER, str(pw.pw_uid)) for line in ranges.splitlines()):
-        common.skip_part("rootless podman: %s has no range in /etc/subuid" % USER)
-        return False
+    for f in ("/etc/subuid", "/etc/subgid"):
+        ranges = open(f).read() if os.path.exists(f) else ""
+        if not any(line.split(":")[0] in (USER, str(pw.pw_uid)) for line in ranges.splitlines()):
+            common.skip_part("rootless podman: %s has no range in %s" % (USER, f))
+            return False
     rootless["home"] = pw.pw_dir
     rootless["run"] = tempfile.mkdtemp(prefix="runnerd-rootless.")
     os.chown(rootless["run"], pw.pw_uid, pw.pw_gid)
@@ -256,6 +272,22 @@ def setup_rootless():
     check("rootless: podman imports the root as %s" % USER, r.returncode == 0,
           r.stderr[-2000:])
     return r.returncode == 0
+
+
+def stop_pause_process():
+    """SIGKILL to the pause processes rootless podman left for USER with this test's runtime
+    directory."""
+    mark = ("XDG_RUNTIME_DIR=%s" % rootless["run"]).encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/comm" % pid) as f:
+                if f.read().strip() != "catatonit":
+                    continue
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                if mark in f.read().split(b"\0"):
+                    os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def test_rootless():
@@ -267,17 +299,18 @@ def test_rootless():
           "the root of a rootless container" in r.stderr and
           "Fix: run runnerd as a user other than root in the container (--user)" in r.stderr,
           "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
-    r = podman_run(["--user", "1000:1000"],
+    r = podman_run(["--user", "%d:%d" % (UID, UID)],
                    ["runnerd", "--profile", "generic", "--", "sh", "-c", AGENT], user=True)
-    check("rootless defaults, --user 1000: refused (125) with the fix for /proc",
+    check("rootless defaults, --user: refused (125) with the fix for /proc",
           r.returncode == 125 and
           "Fix: start the container with --security-opt unmask=/proc/*" in r.stderr,
           "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
-    r = podman_run(["--security-opt", "unmask=/proc/*", "--user", "1000:1000"],
+    r = podman_run(["--security-opt", "unmask=/proc/*", "--user", "%d:%d" % (UID, UID)],
                    ["runnerd", "--profile", "generic", "--", "sh", "-c", AGENT], user=True)
-    check("rootless recipe, --user 1000: commands run, with no canary and no /proc/1/environ",
+    check("rootless recipe, --user: commands run, with no canary in any environment it can "
+          "read",
           r.returncode == 0 and r.stdout.split() == ["agent-started", "a-command-ran", "0",
-                                                     "no-environ"],
+                                                     "0"],
           "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
 
 
@@ -291,10 +324,16 @@ def start_dockerd():
     docker["exec_root"] = "/run/runnerd-test-docker.%d" % os.getpid()
     docker["data_root"] = os.path.join(WORK, "docker")
     docker["log"] = open(os.path.join(WORK, "dockerd.log"), "w")
+    # dockerd writes a key there once; removed after if this test made it
+    docker["made_etc"] = not os.path.exists("/etc/docker")
+    docker["made_key"] = not os.path.exists("/etc/docker/key.json")
+    # Its own containerd namespaces: a system containerd, if one runs, serves it apart.
+    tag = "runnerd-test-%d" % os.getpid()
     docker["proc"] = subprocess.Popen(
         ["dockerd", "--iptables=false", "--ip6tables=false", "--bridge=none",
          "--host", "unix://" + sock, "--pidfile", docker["exec_root"] + ".pid",
-         "--exec-root", docker["exec_root"], "--data-root", docker["data_root"]],
+         "--exec-root", docker["exec_root"], "--data-root", docker["data_root"],
+         "--containerd-namespace", tag, "--containerd-plugins-namespace", tag + "-plugins"],
         stdout=docker["log"], stderr=subprocess.STDOUT)
     docker["cmd"] = [shutil.which("docker"), "-H", "unix://" + sock]
     up = common.wait_for(lambda: subprocess.run(docker["cmd"] + ["version"],
@@ -323,6 +362,13 @@ def stop_dockerd():
     docker["log"].close()
     shutil.rmtree(docker["exec_root"], ignore_errors=True)
     shutil.rmtree(docker["data_root"], ignore_errors=True)
+    for leftover in (docker["exec_root"] + ".pid", docker["cmd"][2][len("unix://"):]):
+        if os.path.exists(leftover):
+            os.unlink(leftover)
+    if docker["made_key"] and os.path.exists("/etc/docker/key.json"):
+        os.unlink("/etc/docker/key.json")
+    if docker["made_etc"] and os.path.isdir("/etc/docker") and not os.listdir("/etc/docker"):
+        os.rmdir("/etc/docker")
 
 
 def docker_run(opts, argv, timeout=120):
@@ -357,11 +403,11 @@ def test_docker():
           "Fix: start the container with --security-opt systempaths=unconfined" in r.stderr,
           "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
     recipe = ["--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined"]
-    for label, opts in (("root", []), ("--user 1000", ["--user", "1000:1000"])):
+    for label, opts in (("root", []), ("--user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
         r = docker_run(recipe + opts, agent)
-        check("docker recipe, %s: commands run, with no canary and no /proc/1/environ" % label,
+        check("docker recipe, %s: commands run, with no canary in any environment it can read" % label,
               r.returncode == 0 and r.stdout.split() == ["agent-started", "a-command-ran",
-                                                         "0", "no-environ"],
+                                                         "0", "0"],
               "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
 
 
@@ -374,23 +420,40 @@ def main():
     deb = os.environ.get("DEB", "")
     if not os.path.isfile(deb):
         common.skip("DEB=%r is not a file: make deb first" % deb)
+    # A CI timeout's SIGTERM (or a hang-up) still cleans up, below.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
+    # Images a killed run left (their tags carry its pid).
+    stale = subprocess.run(["podman", "images", "-q", "--filter",
+                            "reference=localhost/runnerd-test"], capture_output=True, text=True)
+    if stale.stdout.split():
+        subprocess.run(["podman", "rmi", "-f"] + stale.stdout.split(), capture_output=True)
     try:
-        if make_image(deb):
-            tests = [test_defaults, test_recipe, test_demo, test_containerfile]
-            if setup_rootless():
-                tests.append(test_rootless)
-            if start_dockerd():
-                tests.append(test_docker)
-            for t in tests:
-                try:
-                    t()
-                except Exception as e:  # a test that raises is a failed check
-                    check("%s ran to its end" % t.__name__, False, repr(e))
+        steps = ((make_image, (deb,)), (setup_rootless, ()), (start_dockerd, ()))
+        done = {}
+        for step, args in steps:
+            try:
+                done[step] = step(*args)
+            except Exception as e:  # a step that raises is a failed check
+                check("%s ran to its end" % step.__name__, False, repr(e))
+                done[step] = False
+            if not done[make_image]:
+                break
+        tests = [test_defaults, test_recipe, test_demo, test_containerfile]
+        tests += [test_rootless] if done.get(setup_rootless) else []
+        tests += [test_docker] if done.get(start_dockerd) else []
+        for t in tests if done[make_image] else ():
+            try:
+                t()
+            except Exception as e:  # a test that raises is a failed check
+                check("%s ran to its end" % t.__name__, False, repr(e))
     finally:
         stop_dockerd()
         subprocess.run(["podman", "rmi", "-f", IMAGE], capture_output=True)
         if rootless:
             subprocess.run(as_user(["podman", "rmi", "-f", IMAGE]), capture_output=True)
+            # rootless podman's pause process (catatonit) would outlive its runtime directory
+            stop_pause_process()
             shutil.rmtree(rootless["run"], ignore_errors=True)
         shutil.rmtree(os.path.join(WORK, "image"), ignore_errors=True)
         if os.path.exists(os.path.join(WORK, "image.tar")):

@@ -49,6 +49,10 @@ def npm_bin(agent, package, name):
     d = os.environ.get("NPM_AGENTS")
     if not d:
         common.skip("NPM_AGENTS is not set (make test sets it)")
+    node = os.path.join(os.path.abspath(d), "node", "node_modules", ".bin", "node")
+    if not os.access(node, os.X_OK):
+        common.skip("the pinned node is not installed at %s (tests/e2e/npm-agents.sh installs "
+                    "it; npm or the registry was unreachable?)" % node)
     d = os.path.join(os.path.abspath(d), agent)
     try:
         with open(os.path.join(d, ".installed")) as f:

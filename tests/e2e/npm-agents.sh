@@ -14,6 +14,15 @@
 set -uo pipefail
 deps=$(dirname "$0")/../integration/npm-deps.sh
 "$deps" "$1/node" "node@20.20.2" node
+# npm's node package fetches the binary by a version range of its installer: the binary itself
+# is pinned here, by the sha256 it had when this version was chosen.
+node_sha256=6295488653f0d93b0a157841746fef7e72cc4328cfb60c4bbe0ca2668a836ffd
+nb=$1/node/node_modules/node/bin/node
+if [ -e "$nb" ] && [ "$(sha256sum "$nb" | cut -d' ' -f1)" != "$node_sha256" ]; then
+	echo "npm-agents: $nb is not the pinned node 20.20.2 (sha256 $node_sha256): removed;" \
+		"the end-to-end tests skip" >&2
+	rm -rf "$1/node"
+fi
 if [ -x "$1/node/node_modules/.bin/node" ]; then
 	PATH=$(cd "$1/node/node_modules/.bin" && pwd):$PATH
 	export PATH
