@@ -275,6 +275,38 @@ static int list_all(const char *op, const char *key, bool as_json)
 	return ret;
 }
 
+/* A session's refusal, said on stderr: 1. */
+static int refused(json_t *rep)
+{
+	fprintf(stderr, "runnerd: %s\n",
+	        json_string_value(json_object_get(rep, "error")) ?: "refused");
+	json_decref(rep);
+	return 1;
+}
+
+/* The live session among ss whose ID starts with the len bytes of prefix (len 0: any), and in
+ * *matches how many there are: the one only if *matches is 1. A stale socket is no session:
+ * connecting tells, so that a prefix (or none) finds the live one. */
+static const struct session_sock *live_session(const struct session_sock *ss, size_t n,
+                                               const char *prefix, size_t len, size_t *matches)
+{
+	const struct session_sock *match = NULL;
+	*matches = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (len && strncmp(ss[i].id, prefix, len) != 0)
+			continue;
+		bool stale;
+		int fd = connect_session(&ss[i], &stale);
+		if (fd < 0 && stale)
+			continue;
+		if (fd >= 0)
+			close(fd);
+		match = &ss[i];
+		(*matches)++;
+	}
+	return match;
+}
+
 static int answer(const char *op, const char *id)
 {
 	const char *dash = strrchr(id, '-');
@@ -293,23 +325,8 @@ static int answer(const char *op, const char *id)
 	size_t n;
 	if (list_sessions(ss, MAX_SESSIONS, &n) < 0)
 		return 1;
-	size_t prefix = dash ? (size_t)(dash - id) : 0;
-	const struct session_sock *match = NULL;
-	size_t matches = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (prefix && strncmp(ss[i].id, id, prefix) != 0)
-			continue;
-		/* A stale socket is no session: connecting tells, so that N alone finds the live
-		 * one. */
-		bool stale;
-		int fd = connect_session(&ss[i], &stale);
-		if (fd < 0 && stale)
-			continue;
-		if (fd >= 0)
-			close(fd);
-		match = &ss[i];
-		matches++;
-	}
+	size_t prefix = dash ? (size_t)(dash - id) : 0, matches;
+	const struct session_sock *match = live_session(ss, n, id, prefix, &matches);
 	if (matches != 1) {
 		if (matches == 0)
 			fprintf(stderr, "runnerd: no running session %s%.*s\n",
@@ -326,17 +343,12 @@ static int answer(const char *op, const char *id)
 	    ask_session(match, json_pack("{s:s, s:I}", "op", op, "id", (json_int_t)v), &stale);
 	if (!rep)
 		return 1;
-	int ret = 0;
-	if (json_is_true(json_object_get(rep, "ok"))) {
-		printf("%s %.*s-%lld\n", strcmp(op, "approve") == 0 ? "approved" : "denied",
-		       SHOWN_SESSION, match->id, v);
-	} else {
-		fprintf(stderr, "runnerd: %s\n",
-		        json_string_value(json_object_get(rep, "error")) ?: "refused");
-		ret = 1;
-	}
+	if (!json_is_true(json_object_get(rep, "ok")))
+		return refused(rep);
+	printf("%s %.*s-%lld\n", strcmp(op, "approve") == 0 ? "approved" : "denied", SHOWN_SESSION,
+	       match->id, v);
 	json_decref(rep);
-	return ret;
+	return 0;
 }
 
 /* runnerd kill SESSION: the one running session whose ID starts with SESSION. */
@@ -348,23 +360,10 @@ static int kill_session(const char *sid)
 		return 2;
 	}
 	struct session_sock ss[MAX_SESSIONS];
-	size_t n;
+	size_t n, matches;
 	if (list_sessions(ss, MAX_SESSIONS, &n) < 0)
 		return 1;
-	const struct session_sock *match = NULL;
-	size_t matches = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (strncmp(ss[i].id, sid, strlen(sid)) != 0)
-			continue;
-		bool stale;
-		int fd = connect_session(&ss[i], &stale);
-		if (fd < 0 && stale)
-			continue;
-		if (fd >= 0)
-			close(fd);
-		match = &ss[i];
-		matches++;
-	}
+	const struct session_sock *match = live_session(ss, n, sid, strlen(sid), &matches);
 	if (matches != 1) {
 		if (matches == 0)
 			fprintf(stderr,
@@ -382,21 +381,15 @@ static int kill_session(const char *sid)
 	json_t *rep = ask_session(match, json_pack("{s:s}", "op", "kill"), &stale);
 	if (!rep)
 		return 1;
-	int ret = 0;
-	if (json_is_true(json_object_get(rep, "ok"))) {
-		long long procs = json_integer_value(json_object_get(rep, "processes"));
-		long long boxes = json_integer_value(json_object_get(rep, "sandboxes"));
-		printf("killed session %.*s: SIGKILL to %lld process%s of the agent's and %lld "
-		       "sandbox%s\n",
-		       SHOWN_SESSION, match->id, procs, procs == 1 ? "" : "es", boxes,
-		       boxes == 1 ? "" : "es");
-	} else {
-		fprintf(stderr, "runnerd: %s\n",
-		        json_string_value(json_object_get(rep, "error")) ?: "refused");
-		ret = 1;
-	}
+	if (!json_is_true(json_object_get(rep, "ok")))
+		return refused(rep);
+	long long procs = json_integer_value(json_object_get(rep, "processes"));
+	long long boxes = json_integer_value(json_object_get(rep, "sandboxes"));
+	printf("killed session %.*s: SIGKILL to %lld process%s of the agent's and %lld sandbox%s\n",
+	       SHOWN_SESSION, match->id, procs, procs == 1 ? "" : "es", boxes,
+	       boxes == 1 ? "" : "es");
 	json_decref(rep);
-	return ret;
+	return 0;
 }
 
 int rd_cmd_answer(struct rd_cli *cli, int argc, char **argv)
