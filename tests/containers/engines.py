@@ -403,6 +403,14 @@ def test_docker():
           "Fix: start the container with --security-opt systempaths=unconfined" in r.stderr,
           "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
     recipe = ["--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined"]
+    r = docker_run(recipe, ["sh", "-c", "runnerd --profile generic -- sleep 5 & sleep 1; "
+                            "runnerd ps; runnerd kill $(runnerd ps --json | python3 -c "
+                            "'import json, sys; print(json.load(sys.stdin)[0][\"session\"])'); "
+                            "wait"])
+    check("docker recipe: runnerd ps says the session runs in a docker container, and "
+          "runnerd kill ends it",
+          "profile generic  in a docker container" in r.stdout and "killed session" in
+          r.stdout, "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
     for label, opts in (("root", []), ("--user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
         r = docker_run(recipe + opts, agent)
         check("docker recipe, %s: commands run, with no canary in any environment it can read" % label,
