@@ -180,9 +180,10 @@ static void print_session(const char *sid, json_t *rep)
 		printf("  ");
 		print_safe(where);
 	}
-	printf("  runnerd pid %lld  agent pid %lld%s  up %.0fs  %lld command%s started, %lld "
-	       "sandbox%s alive\n",
-	       (long long)json_integer_value(json_object_get(rep, "pid")),
+	printf("  runnerd pid %lld  agent ",
+	       (long long)json_integer_value(json_object_get(rep, "pid")));
+	print_safe(json_string_value(json_object_get(rep, "agent")));
+	printf(" pid %lld%s  up %.0fs  %lld command%s started, %lld sandbox%s alive\n",
 	       (long long)json_integer_value(json_object_get(rep, "agent_pid")),
 	       json_is_false(json_object_get(rep, "agent_running")) ? " (exited)" : "",
 	       json_real_value(json_object_get(rep, "uptime_s")),

@@ -597,6 +597,7 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		goto fail;
 	}
 	s.where = rd_preflight_where(&pf);
+	s.agent_path = agent;
 
 	size_t n_args = 0;
 	while (agent_argv[n_args])

@@ -520,13 +520,15 @@ void sup_control_client(struct sup *u, struct client *cl)
 		                "pid", (int)getpid(), "profile", u->s->prof->name, "pending",
 		                pending_json(u));
 	else if (op && strcmp(op, "ps") == 0)
-		out = json_pack("{s:b, s:s, s:i, s:s, s:s, s:i, s:b, s:f, s:I, s:I, s:o}", "ok",
-		                true, "session", u->s->session, "pid", (int)getpid(), "profile",
-		                u->s->prof->name, "where", u->s->where ? u->s->where : "",
-		                "agent_pid", (int)u->s->agent.pid, "agent_running", !u->agent_done,
-		                "uptime_s", sup_ms_since(&u->started_at) / 1000.0,
-		                "commands_started", (json_int_t)u->n_started, "sandboxes_live",
-		                (json_int_t)sup_cmd_live_count(u), "sandboxes", sandboxes_json(u));
+		out =
+		    json_pack("{s:b, s:s, s:i, s:s, s:s, s:o, s:i, s:b, s:f, s:I, s:I, s:o}", "ok",
+		              true, "session", u->s->session, "pid", (int)getpid(), "profile",
+		              u->s->prof->name, "where", u->s->where ? u->s->where : "", "agent",
+		              rd_json_bytes(u->s->agent_path ? u->s->agent_path : ""), "agent_pid",
+		              (int)u->s->agent.pid, "agent_running", !u->agent_done, "uptime_s",
+		              sup_ms_since(&u->started_at) / 1000.0, "commands_started",
+		              (json_int_t)u->n_started, "sandboxes_live",
+		              (json_int_t)sup_cmd_live_count(u), "sandboxes", sandboxes_json(u));
 	else if (op && (strcmp(op, "approve") == 0 || strcmp(op, "deny") == 0))
 		out = answer(u, cl, req, strcmp(op, "approve") == 0);
 	else if (op && strcmp(op, "kill") == 0)

@@ -60,6 +60,7 @@ struct rd_session {
 	char session[33];
 	/* Where runnerd runs: "on this host", "in a podman container", ... (runnerd ps). */
 	const char *where;
+	const char *agent_path; /* the agent's program, as runnerd resolved it (runnerd ps) */
 	/* Approvals ("ask"): the listening control socket (-1: the profile never asks), its
 	 * path, and /dev/tty for --prompt (-1: not asked). */
 	int control_fd;

@@ -279,7 +279,8 @@ def test_kill(tmp):
         check("kill: runnerd ps shows the session, its agent and what it started",
               mine.get("agent_running") is True and mine.get("commands_started") == 2 and
               mine.get("sandboxes_live") == 2 and mine.get("uptime_s", -1) >= 0 and
-              mine.get("where", "").startswith(("on ", "in ")),
+              mine.get("where", "").startswith(("on ", "in ")) and
+              os.path.basename(mine.get("agent", "")).startswith("python3"),
               ps.stdout + ps.stderr)
         text = subprocess.run([common.RUNNERD, "ps"], env=common.base_env(),
                               capture_output=True, text=True, timeout=30).stdout
