@@ -160,6 +160,19 @@ AGENT = ("echo agent-started; /bin/echo a-command-ran; "
          "grep -c %s; true" % (CANARY, CANARY))
 
 
+# A session started in the container, then runnerd ps and runnerd kill of it from outside it.
+PS_KILL = ["sh", "-c", "runnerd --profile generic -- sleep 5 & sleep 1; runnerd ps; "
+           "runnerd kill $(runnerd ps --json | python3 -c 'import json, sys; "
+           "print(json.load(sys.stdin)[0][\"session\"])'); wait"]
+
+
+def check_ps_kill(engine, r):
+    check("%s recipe: runnerd ps says the session runs in a %s container, and runnerd kill "
+          "ends it" % (engine, engine),
+          "profile generic  in a %s container" % engine in r.stdout and
+          "killed session" in r.stdout, "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+
+
 def test_defaults():
     """The engine's defaults: no fresh /proc in a user namespace. runnerd says why and how."""
     fix = "Fix: start the container with --security-opt unmask=/proc/*"
@@ -190,14 +203,7 @@ def test_recipe():
     r = podman_run(["--security-opt", "unmask=/proc/*"], ["runnerd", "check", "--system"])
     check("podman recipe: runnerd check --system passes", r.returncode == 0,
           "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
-    r = podman_run(["--security-opt", "unmask=/proc/*"],
-                   ["sh", "-c", "runnerd --profile generic -- sleep 5 & sleep 1; runnerd ps; "
-                    "runnerd kill $(runnerd ps --json | python3 -c 'import json, sys; "
-                    "print(json.load(sys.stdin)[0][\"session\"])'); wait"])
-    check("podman recipe: runnerd ps says the session runs in a podman container, and "
-          "runnerd kill ends it",
-          "profile generic  in a podman container" in r.stdout and "killed session" in
-          r.stdout, "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    check_ps_kill("podman", podman_run(["--security-opt", "unmask=/proc/*"], PS_KILL))
 
 
 def test_demo():
@@ -403,14 +409,7 @@ def test_docker():
           "Fix: start the container with --security-opt systempaths=unconfined" in r.stderr,
           "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
     recipe = ["--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined"]
-    r = docker_run(recipe, ["sh", "-c", "runnerd --profile generic -- sleep 5 & sleep 1; "
-                            "runnerd ps; runnerd kill $(runnerd ps --json | python3 -c "
-                            "'import json, sys; print(json.load(sys.stdin)[0][\"session\"])'); "
-                            "wait"])
-    check("docker recipe: runnerd ps says the session runs in a docker container, and "
-          "runnerd kill ends it",
-          "profile generic  in a docker container" in r.stdout and "killed session" in
-          r.stdout, "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    check_ps_kill("docker", docker_run(recipe, PS_KILL))
     for label, opts in (("root", []), ("--user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
         r = docker_run(recipe + opts, agent)
         check("docker recipe, %s: commands run, with no canary in any environment it can read" % label,
