@@ -156,20 +156,8 @@ static bool ours(pid_t pid)
 			return false;
 		if (depth >= 4096)
 			return true; /* a chain too deep to follow: not to be trusted */
-		char p[64], buf[4096];
-		snprintf(p, sizeof(p), "/proc/%d/status", pid);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (sup_proc_parent(pid, &pid) < 0)
 			return true; /* gone or hidden: not to be trusted */
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			return true;
-		buf[n] = 0;
-		const char *pp = strstr(buf, "\nPPid:");
-		if (!pp)
-			return true;
-		pid = (pid_t)atoi(pp + 6);
 	}
 }
 

@@ -382,8 +382,8 @@ static int by_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* /proc/PID/stat's state, ppid and start time (fields 3, 4 and 22). */
-static int read_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
+/* /proc/PID/stat's state, ppid, thread count and start time (fields 3, 4, 20 and 22). */
+static int read_stat(pid_t pid, struct sup_proc *out)
 {
 	char p[64], buf[1024];
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
@@ -392,40 +392,39 @@ static int read_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *st
 	if (fd >= 0)
 		close(fd);
 	const char *rp = len > 0 ? (buf[len] = 0, strrchr(buf, ')')) : NULL;
-	int pp;
+	int ppid;
 	if (!rp || sscanf(rp,
 	                  ") %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-	                  "%*d %*d %llu",
-	                  state, &pp, start) != 3)
+	                  "%*d %*d %ld %*d %llu",
+	                  &out->state, &ppid, &out->threads, &out->start) != 4)
 		return -1;
-	*ppid = pp;
+	out->pid = pid;
+	out->ppid = ppid;
+	return 0;
+}
+
+int sup_proc_parent(pid_t pid, pid_t *ppid)
+{
+	struct sup_proc p;
+	if (read_stat(pid, &p) < 0)
+		return -1;
+	*ppid = p.ppid;
 	return 0;
 }
 
 int sup_proc_start(pid_t pid, unsigned long long *start)
 {
-	char state;
-	pid_t ppid;
-	return read_stat(pid, &state, &ppid, start);
+	struct sup_proc p;
+	if (read_stat(pid, &p) < 0)
+		return -1;
+	*start = p.start;
+	return 0;
 }
 
 bool sup_proc_running(const struct sup_proc *p)
 {
-	if (p->state == 'X')
-		return false;
-	if (p->state != 'Z')
-		return true;
-	char path[64], buf[2048];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)p->pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	const char *t = strstr(buf, "\nThreads:");
-	return t && atoi(t + 9) > 0;
+	/* A state Z with threads left: its leader exited first, the rest runs on. */
+	return p->state != 'X' && (p->state != 'Z' || p->threads > 0);
 }
 
 struct sup_procs sup_read_procs(void)
@@ -437,8 +436,8 @@ struct sup_procs sup_read_procs(void)
 	while (d && (e = readdir(d))) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
-		struct sup_proc one = {.pid = atoi(e->d_name)};
-		if (read_stat(one.pid, &one.state, &one.ppid, &one.start) < 0)
+		struct sup_proc one;
+		if (read_stat(atoi(e->d_name), &one) < 0)
 			continue;
 		if (t.n == cap) {
 			cap = cap ? 2 * cap : 256;

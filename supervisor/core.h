@@ -332,6 +332,7 @@ struct sup {
 struct sup_proc {
 	pid_t pid, ppid;
 	unsigned long long start;
+	long threads;
 	char state; /* Z: a zombie, or a thread group whose leader alone has exited */
 };
 struct sup_procs {
@@ -339,7 +340,8 @@ struct sup_procs {
 	size_t n;
 };
 struct sup_procs sup_read_procs(void);
-/* The start time of pid in /proc now: 0, or -1 if it is gone. */
+/* The parent and the start time of pid in /proc now: 0, or -1 if it is gone. */
+int sup_proc_parent(pid_t pid, pid_t *ppid);
 int sup_proc_start(pid_t pid, unsigned long long *start);
 /* Does pid still run? Not for a zombie; for a state Z whose threads are not all gone (its
  * leader exited first), yes. */

@@ -337,9 +337,12 @@ static bool rate_allows(struct sup *u)
 	struct rate *r = &u->rate;
 	if (!r->per_s)
 		return true;
-	double ms = sup_ms_since(&r->at);
-	clock_gettime(CLOCK_MONOTONIC, &r->at);
-	r->tokens += ms / 1000.0 * (double)r->per_s;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	r->tokens +=
+	    ((double)(now.tv_sec - r->at.tv_sec) + (double)(now.tv_nsec - r->at.tv_nsec) / 1e9) *
+	    (double)r->per_s;
+	r->at = now;
 	if (r->tokens > (double)r->per_s)
 		r->tokens = (double)r->per_s;
 	if (r->tokens < 1.0)
