@@ -129,6 +129,12 @@ int rd_sandbox_spare_begin(struct rd_zygote *z, bool full_ids,
 		r = rd_error_set(err, -r, "%s", zerr.msg);
 		goto fail;
 	}
+	if (!out->pending && z && z->required) {
+		r = rd_error_set(err, EAGAIN,
+		                 "the zygote is gone, and runnerd serve's sandboxes need it: this "
+		                 "session runs no more commands");
+		goto fail;
+	}
 	if (!out->pending) {
 		/* A user namespace of its own, whose maps runnerd writes (sandbox_go), and the
 		 * whole view made by the reaper itself. */

@@ -82,8 +82,13 @@ struct zygote_view {
 	uint32_t ids;
 	uint32_t n_write;
 	uint32_t n_protect;
-	uint32_t pad;
+	uint32_t n_filters; /* a container's (rd_confine): after the paths, each a uint32_t length
+	                     * and that many struct sock_filter */
 };
+
+/* In the zygote, once: the container's filters (rd_confine) every command loads last. The
+ * reaper keeps the pointer. */
+void rd_reaper_keep_filters(const struct sock_fprog *filters, size_t n);
 
 /* A request: clone one reaper. The child's four fds come with it (SCM_RIGHTS, in the order of
  * RD_REAPER_*), and a preset's filter and mask paths follow this header. */

@@ -40,6 +40,16 @@
  * gives up: its end is then runnerd's to report, with the reason it wrote to the setup pipe. */
 static volatile int command_failed;
 
+/* A container's seccomp filters (rd_confine), oldest first: every command loads them last. */
+static const struct sock_fprog *kept_filters;
+static size_t n_kept_filters;
+
+void rd_reaper_keep_filters(const struct sock_fprog *filters, size_t n)
+{
+	kept_filters = filters;
+	n_kept_filters = n;
+}
+
 static _Noreturn void fail(int fd, int stage, const char *what, int e)
 {
 	command_failed = 1;
@@ -235,6 +245,11 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 		if (rd_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
 			fail(err_fd, STAGE_SETUP, "loading the command's seccomp filter", errno);
 	}
+	/* The container's own filters, whatever the rule says of ours: its confinement, which
+	 * the command keeps as the agent does. */
+	for (size_t i = 0; i < n_kept_filters; i++)
+		if (rd_seccomp(SECCOMP_SET_MODE_FILTER, 0, (void *)&kept_filters[i]) < 0)
+			fail(err_fd, STAGE_SETUP, "loading the container's seccomp filter", errno);
 	umask(p->h.inh.umask);
 	/* The caller's rlimits, with a rule's caps applied. One we cannot set (raising a hard
 	 * limit needs privilege we dropped) stays runnerd's, never zero; but a limit left above

@@ -16,12 +16,16 @@
 
 /* The zygote_view message for ids and paths, into *out (malloc'd); its length, or -EMSGSIZE
  * if too large, -ENOMEM. */
-static long view_msg(char ids, const struct rd_view_paths *paths, char **out)
+static long view_msg(char ids, const struct rd_view_paths *paths, const struct rd_confine *confine,
+                     char **out)
 {
 	struct zygote_view v = {.ids = (uint32_t)ids,
 	                        .n_write = paths ? (uint32_t)paths->n_write : 0,
-	                        .n_protect = paths ? (uint32_t)paths->n_protect : 0};
+	                        .n_protect = paths ? (uint32_t)paths->n_protect : 0,
+	                        .n_filters = confine ? (uint32_t)confine->n_filters : 0};
 	size_t n = sizeof(v);
+	for (size_t i = 0; i < v.n_filters; i++)
+		n += sizeof(uint32_t) + sizeof(struct sock_filter) * confine->filters[i].len;
 	for (size_t i = 0; i < v.n_write; i++)
 		n += strlen(paths->write[i]) + 1;
 	for (size_t i = 0; i < v.n_protect; i++)
@@ -37,6 +41,13 @@ static long view_msg(char ids, const struct rd_view_paths *paths, char **out)
 		memcpy(p, s, strlen(s) + 1);
 		p += strlen(s) + 1;
 	}
+	for (size_t i = 0; i < v.n_filters; i++) {
+		uint32_t len = confine->filters[i].len;
+		memcpy(p, &len, sizeof(len));
+		memcpy(p + sizeof(len), confine->filters[i].insns,
+		       sizeof(struct sock_filter) * len);
+		p += sizeof(len) + sizeof(struct sock_filter) * len;
+	}
 	*out = buf;
 	return (long)n;
 }
@@ -44,7 +55,7 @@ static long view_msg(char ids, const struct rd_view_paths *paths, char **out)
 /* Its namespaces made, the zygote waits for its maps; then it makes the view and says how that
  * went (launch_internal.h). */
 static int zygote_setup(struct rd_zygote *z, bool full_ids, const struct rd_view_paths *paths,
-                        struct rd_error *err)
+                        const struct rd_confine *confine, struct rd_error *err)
 {
 	struct zygote_reply r;
 	ssize_t n;
@@ -60,13 +71,13 @@ static int zygote_setup(struct rd_zygote *z, bool full_ids, const struct rd_view
 		                    "runnerd-zygote: creating the session's user and mount "
 		                    "namespaces: %s",
 		                    strerror(r.err));
-	int e = -rd_write_id_maps(z->pid, full_ids);
+	int e = confine && confine->host_userns ? 0 : -rd_write_id_maps(z->pid, full_ids);
 	if (e)
 		return rd_error_set(err, e, "writing runnerd-zygote's uid/gid map: %s",
 		                    strerror(e));
 	char ids = rd_root_ids(full_ids) ? ZYGOTE_ROOT_IDS : ZYGOTE_OWN_IDS;
 	_cleanup_free_ char *msg = NULL;
-	long len = view_msg(ids, paths, &msg);
+	long len = view_msg(ids, paths, confine, &msg);
 	if (len < 0)
 		return rd_error_set(err, (int)-len,
 		                    "runnerd-zygote: the writable and protected paths: %s",
@@ -89,11 +100,13 @@ static int zygote_setup(struct rd_zygote *z, bool full_ids, const struct rd_view
 }
 
 int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids,
-                    const struct rd_view_paths *paths, struct rd_error *err)
+                    const struct rd_view_paths *paths, const struct rd_confine *confine,
+                    struct rd_error *err)
 {
 	int sv[2];
 	*z = RD_ZYGOTE_NONE;
 	z->view = paths;
+	z->required = confine && confine->host_userns;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return rd_error_set(err, errno, "socketpair: %s", strerror(errno));
 	/* A zygote that stops answering (stopped, say) must not hang runnerd's loop. */
@@ -124,14 +137,16 @@ int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids,
 		if (sv[1] == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(sv[1], 3) < 0)
 			_exit(127);
 		rd_close_range(4, ~0U, CLOSE_RANGE_CLOEXEC);
-		char *argv[] = {"runnerd-zygote", NULL}, *envp[] = {NULL};
+		char *argv[] = {"runnerd-zygote", confine && confine->host_userns ? "host" : NULL,
+		                NULL},
+		     *envp[] = {NULL};
 		rd_execveat(exe, "", argv, envp, AT_EMPTY_PATH);
 		_exit(127);
 	}
 	close(sv[1]);
 	z->pid = pid;
 	z->fd = sv[0];
-	int r = zygote_setup(z, full_ids, paths, err);
+	int r = zygote_setup(z, full_ids, paths, confine, err);
 	if (r < 0)
 		rd_zygote_lost(z);
 	return r;

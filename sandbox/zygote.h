@@ -11,6 +11,7 @@
 #ifndef RD_ZYGOTE_H
 #define RD_ZYGOTE_H
 
+#include "lib/bpf.h"
 #include "lib/error.h"
 #include "sandbox/view.h"
 
@@ -29,6 +30,20 @@ struct rd_zygote {
 	/* The session's writable roots and protected paths (the caller's memory): the zygote
 	 * makes them once; a sandbox runnerd clones itself (no zygote, or lost) makes them too. */
 	const struct rd_view_paths *view;
+	/* runnerd serve's (rd_confine): only the zygote's reapers carry the container's filters
+	 * and may mount /proc there, so runnerd clones none itself. */
+	bool required;
+};
+
+/* What the commands of a session that `runnerd serve` runs in a container keep of the
+ * container: they live in the machine's user namespace, as the container's processes do (a
+ * user namespace of the zygote's own would own its mount namespace, and the kernel then refuses
+ * a fresh /proc under a container's covered one); and each loads the container's own seccomp
+ * filters, oldest first, last of all before its exec. */
+struct rd_confine {
+	bool host_userns;
+	const struct rd_bpf *filters;
+	size_t n_filters;
 };
 
 #define RD_ZYGOTE_NONE ((struct rd_zygote){.pid = -1, .fd = -1})
@@ -39,8 +54,11 @@ struct rd_zygote {
  * mount namespace with the session's part of the commands' view (sandbox/view.h: writable
  * only in paths' writable roots), every sandbox's starting point. It is not dumpable, dies with
  * runnerd (PDEATHSIG) and does nothing but answer runnerd's requests. */
+/* confine (NULL: none) is a container's, for runnerd serve: the zygote then makes a mount
+ * namespace alone, and hands the filters to every command. */
 int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids,
-                    const struct rd_view_paths *paths, struct rd_error *err) _wur_;
+                    const struct rd_view_paths *paths, const struct rd_confine *confine,
+                    struct rd_error *err) _wur_;
 
 /* The zygote is gone (runnerd reaped it, or a request failed): close runnerd's end, kill it if
  * it still runs (runnerd's loop reaps it), and mark it lost. */

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,9 +82,38 @@ static struct rd_view_paths session_paths;
 /* The session's namespaces (launch_internal.h): a user namespace, whose maps runnerd writes,
  * and a mount namespace with the session's part of the commands' view. Returns what every
  * reaper is to be told (RD_ROOT_IDS), or exits once runnerd knows why it could not. */
-static unsigned session_setup(int sock)
+/* The container's filters, from the view message (launch_internal.h), into filters; the
+ * position after them, or NULL if they do not add up. */
+static char *take_filters(char *p, char *end, uint32_t n, struct sock_fprog **filters)
 {
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+	struct sock_fprog *f = n ? calloc(n, sizeof(*f)) : NULL;
+	if (n && !f)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t len;
+		if (end - p < (ptrdiff_t)sizeof(len))
+			return NULL;
+		memcpy(&len, p, sizeof(len));
+		p += sizeof(len);
+		size_t bytes = sizeof(struct sock_filter) * len;
+		if (!len || len > BPF_MAXINSNS || (size_t)(end - p) < bytes)
+			return NULL;
+		struct sock_filter *insns = malloc(bytes);
+		if (!insns)
+			return NULL;
+		memcpy(insns, p, bytes);
+		p += bytes;
+		f[i] = (struct sock_fprog){.len = (unsigned short)len, .filter = insns};
+	}
+	*filters = f;
+	return p;
+}
+
+/* host: runnerd serve's, in a container (rd_confine): a mount namespace alone, in the machine's
+ * user namespace, where the container's processes are. */
+static unsigned session_setup(int sock, bool host)
+{
+	if (unshare(host ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS) < 0) {
 		reply(sock, 0, errno, -1);
 		_exit(1);
 	}
@@ -102,6 +132,15 @@ static unsigned session_setup(int sock)
 	                  : NULL;
 	if (!list || (ids != ZYGOTE_ROOT_IDS && ids != ZYGOTE_OWN_IDS))
 		_exit(1);
+	if (v.n_filters) {
+		/* After the last path's NUL. */
+		char *p = v.n_write + v.n_protect ? list[v.n_write + v.n_protect - 1] : NULL;
+		p = p ? p + strlen(p) + 1 : buf + sizeof(v);
+		struct sock_fprog *filters = NULL;
+		if (v.n_filters > 64 || !take_filters(p, buf + n, v.n_filters, &filters))
+			_exit(1);
+		rd_reaper_keep_filters(filters, v.n_filters);
+	}
 	session_paths = (struct rd_view_paths){.write = list,
 	                                       .n_write = v.n_write,
 	                                       .protect = list + v.n_write,
@@ -126,7 +165,7 @@ static unsigned session_setup(int sock)
 
 /* The zygote. Everything it writes after a clone is copied once (copy-on-write) while that
  * reaper lives: so it writes little, its stack and the header of each request. */
-int main(void)
+int main(int argc, char **argv)
 {
 	int sock = ZYGOTE_FD;
 	/* PDEATHSIG was armed before the exec, which keeps it: it dies with runnerd. */
@@ -136,7 +175,8 @@ int main(void)
 	rd_close_range(0, ZYGOTE_FD - 1, 0);
 	rd_close_range(ZYGOTE_FD + 1, ~0U, 0);
 
-	unsigned inherited = session_setup(sock) | RD_INHERIT_VIEW;
+	bool host = argc > 1 && strcmp(argv[1], "host") == 0;
+	unsigned inherited = session_setup(sock, host) | RD_INHERIT_VIEW;
 	/* Default dispositions and, where it may, an empty bounding set, once for every reaper. */
 	inherited |= rd_reaper_parent_setup();
 
