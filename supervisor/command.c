@@ -318,9 +318,16 @@ static void kill_exactly(const struct sup_proc *p)
  * how many were signalled, or -1 if /proc could not be read. */
 long sup_cmd_kill_agent(struct sup *u)
 {
-	if (!u->agent_done)
+	/* runnerd serve: the agent's tree is what lies below it, in its container; the agent
+	 * itself is killed from outside the container's pid namespace (it may be its pid 1). */
+	bool remote = u->s->remote.on;
+	if (!u->agent_done && remote) {
+		/* Stopped now, so that it forks no more while its tree is killed. */
+		(void)!write(u->s->remote.kill_fd, "s", 1);
+		u->remote_kill_owed = true;
+	} else if (!u->agent_done)
 		rd_pidfd_send_signal(u->s->agent.pidfd, SIGKILL, NULL, 0);
-	pid_t self = getpid(), *seen = NULL;
+	pid_t self = remote ? u->s->agent.pid : getpid(), *seen = NULL;
 	size_t n_seen = 0, cap = 0;
 	for (int pass = 0; pass < 200; pass++) {
 		struct sup_procs t = sup_read_procs();
@@ -335,6 +342,8 @@ long sup_cmd_kill_agent(struct sup *u)
 				top = up;
 				up = sup_procs_parent(&t, up);
 			}
+			if (remote && pid == self)
+				continue; /* the agent: killed from outside, above */
 			if (up != self || top <= 0 || runnerd_own(u, top) ||
 			    !sup_proc_running(&t.p[i]))
 				continue;

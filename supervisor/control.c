@@ -288,6 +288,10 @@ void sup_control_accept(struct sup *u)
 			why = "cannot read its credentials";
 		else if (cr.uid != geteuid() && cr.uid != 0)
 			why = "it runs as another user";
+		else if (u->s->remote.on && cr.pid != 0)
+			why = "it runs in the agent's container: a request must come from the host";
+		else if (u->s->remote.on)
+			; /* pid 0: outside the container's pid namespace, so outside the session */
 		else if (cr.pid <= 0 || ours(cr.pid))
 			why = "it is runnerd, the agent or something they started: a request must "
 			      "come from outside the session";
@@ -527,6 +531,10 @@ void sup_control_client(struct sup *u, struct client *cl)
 		                "\"deny\" or \"kill\")");
 	json_decref(req);
 	reply(cl->fd, out);
+	if (u->remote_kill_owed) {
+		u->remote_kill_owed = false;
+		(void)!write(u->s->remote.kill_fd, "k", 1);
+	}
 	drop_client(u, cl);
 }
 

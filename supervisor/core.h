@@ -38,6 +38,7 @@ enum src_type {
 	SRC_TTY,            /* --prompt: the operator's answer on /dev/tty */
 	SRC_STATUS,         /* a command's reaper reports: its end, or that it went on */
 	SRC_WAKE,           /* a stopped stub not yet seen awake: wake it again */
+	SRC_AGENT,          /* runnerd serve: the agent's pidfd (it is not runnerd's child) */
 };
 
 struct src {
@@ -292,6 +293,7 @@ struct sup {
 	size_t notif_size;
 	bool agent_done;
 	int agent_status;
+	struct src agent_src; /* runnerd serve: the agent's pidfd */
 	struct cmd *cmds;
 	struct cmd *dead; /* freed once the events in hand are handled */
 	uint64_t next_id;
@@ -317,6 +319,10 @@ struct sup {
 	struct timespec started_at;
 	/* runnerd kill: who ended the session ("uid U, pid P (COMM)"), empty while it runs. */
 	char killed_by[96];
+	/* runnerd serve: the agent's SIGKILL is owed, asked of the process outside its pid
+	 * namespace once the reply to runnerd kill is sent (an agent that is the container's
+	 * pid 1 takes runnerd down with it). */
+	bool remote_kill_owed;
 	struct src signal_src;
 	struct spares sp;
 	struct masks mk;

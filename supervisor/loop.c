@@ -75,6 +75,8 @@ static void signals(struct sup *u)
 		/* A signal from the terminal reached the agent too if it is in runnerd's process
 		 * group; else (an interactive shell leads a group of its own, and on a hangup only
 		 * runnerd, the session's leader, is told) it is passed on like any other. */
+		if (u->s->remote.on)
+			continue; /* the agent is not ours to signal: runnerd serve's */
 		bool told = si.ssi_code == SI_KERNEL && getpgid(u->s->agent.pid) == getpgrp();
 		if (!told && !u->agent_done)
 			kill(u->s->agent.pid, (int)si.ssi_signo);
@@ -123,6 +125,11 @@ static void dispatch(struct sup *u, struct src *src)
 		break;
 	case SRC_WAKE:
 		sup_cmd_wake_timer(c);
+		break;
+	case SRC_AGENT:
+		/* runnerd serve: the agent exited (not our child: no status). */
+		sup_unwatch(u, &u->s->agent.pidfd);
+		u->agent_done = true;
 		break;
 	}
 }
@@ -211,6 +218,10 @@ static int setup(struct sup *u, struct rd_session *s)
 	u->rate.tokens = (double)u->rate.per_s;
 	clock_gettime(CLOCK_MONOTONIC, &u->rate.at);
 	u->started_at = u->rate.at;
+	if (s->remote.on) {
+		u->agent_src = (struct src){.type = SRC_AGENT};
+		sup_watch(u, s->agent.pidfd, &u->agent_src);
+	}
 	sup_prompt_open(u);
 	int r = sup_control_open(u);
 	if (r < 0)
@@ -310,8 +321,9 @@ int rd_supervise(struct rd_session *s)
 	int st = u.agent_status;
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	s->agent_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-	json_t *f = json_pack("{s:i}", "exit_code", code);
-	if (WIFSIGNALED(st))
+	json_t *f =
+	    s->remote.on ? json_pack("{s:n}", "exit_code") : json_pack("{s:i}", "exit_code", code);
+	if (!s->remote.on && WIFSIGNALED(st))
 		json_object_set_new(f, "signal", json_string(sigabbrev_np(WTERMSIG(st)) ?: "?"));
 	rd_audit(s->audit, "session_end", f);
 	free(u.notif);

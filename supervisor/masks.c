@@ -4,10 +4,10 @@
  * one has moved or changed, commands are refused: better no command than one that sees what it
  * must not. */
 #include "supervisor/masks.h"
+#include "lib/passwd.h"
 #include "policy/rules.h"
 
 #include <errno.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,11 +18,9 @@ const char *sup_masks_home(struct sup *u, uid_t uid)
 	if (m->home && m->home_uid == uid)
 		return m->home;
 	char buf[4096];
-	struct passwd pw, *res = NULL;
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res || !res->pw_dir ||
-	    res->pw_dir[0] != '/')
+	if (rd_home_of(uid, u->s->remote.on, buf, sizeof(buf)) < 0)
 		return NULL;
-	char *home = strdup(res->pw_dir);
+	char *home = strdup(buf);
 	if (!home)
 		return NULL;
 	free(m->home);

@@ -26,12 +26,15 @@ void sup_spare_setup(struct sup *u)
 	sp->zygote = RD_ZYGOTE_NONE;
 	sp->watch = RD_MASK_WATCH_NONE;
 	sp->zygote.view = &u->s->view;
+	sp->zygote.required = u->s->remote.on; /* also when it cannot even start */
 	/* Last, while runnerd's memory is as small as it will be. Without it, runnerd forks each
 	 * sandbox itself, as it does once the zygote is lost. */
 	if (u->s->zygote_fd < 0) {
 		sp->warned_zygote = true; /* said at startup */
-	} else if (rd_zygote_start(&sp->zygote, u->s->zygote_fd, u->full_ids, &u->s->view, &err) <
-	           0) {
+	} else if (rd_zygote_start(
+	               &sp->zygote, u->s->zygote_fd, u->full_ids, &u->s->view,
+	               u->s->confine.n_filters || u->s->confine.host_userns ? &u->s->confine : NULL,
+	               &err) < 0) {
 		fprintf(stderr, "runnerd: %s; runnerd forks each sandbox itself\n", err.msg);
 		sp->warned_zygote = true;
 	} else {

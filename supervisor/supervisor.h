@@ -8,6 +8,7 @@
 #include "policy/envpolicy.h"
 #include "sandbox/cmdfilter.h"
 #include "sandbox/view.h"
+#include "sandbox/zygote.h"
 #include "supervisor/audit.h"
 
 #include <signal.h>
@@ -68,6 +69,18 @@ struct rd_session {
 	int tty_fd;
 	/* Every directory where control sockets live: masked in every command's sandbox. */
 	char *control_dirs[RD_CONTROL_DIRS];
+	/* runnerd serve: the agent is runnerd-intercept's, in a container whose mount, pid, and
+	 * other namespaces runnerd has joined. It is not runnerd's child: its end is its pidfd's,
+	 * its exit status unknown. kill_fd reaches the process of runnerd's outside the
+	 * container's pid namespace, which signals the agent on a byte, 's' SIGSTOP, 'k' SIGKILL
+	 * (from inside, a signal to the container's pid 1 is ignored). Control connections from
+	 * outside that pid namespace (pid 0 here) are from outside the session. */
+	struct {
+		bool on;
+		int kill_fd;
+	} remote;
+	/* What commands keep of that container (sandbox/zygote.h). */
+	struct rd_confine confine;
 };
 
 /* The seccomp profile of a command with this box, or NULL ("none"). */
