@@ -66,7 +66,7 @@ test: test-deps $(BUILD)/Makefile
 # docker (a dockerd of its own, stopped after),
 # an image made from a Debian 12 root by debootstrap (kept in $(BUILD)/containers) and the .deb
 # of make deb, packaging/Containerfile; needs root. .ci/run runs it after make test.
-CONTAINER_DEPS := podman runc debootstrap uidmap docker.io
+CONTAINER_DEPS := podman runc debootstrap uidmap docker.io systemd
 test-containers: deb
 	$(call install_missing,$(CONTAINER_DEPS))
 	DEB=$$(ls -t $(DEB_BUILD)/runnerd_*.deb | head -n 1) WORK=$(abspath $(BUILD))/containers \
@@ -90,7 +90,7 @@ install: build
 DEB_BUILD ?= build-deb
 deb: deps
 	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr
-	cmake --build $(DEB_BUILD) -j $(JOBS) --target runnerd runnerd-stub runnerd-zygote \
+	cmake --build $(DEB_BUILD) -j $(JOBS) --target runnerd runnerd-stub runnerd-zygote runnerd-intercept \
 		runnerd-config
 	cd $(DEB_BUILD) && cpack -G DEB
 

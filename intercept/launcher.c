@@ -1,13 +1,16 @@
 #include "intercept/launcher.h"
 #include "lib/fdpass.h"
+#include "lib/serve_proto.h"
 #include "lib/syscalls.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -184,5 +187,95 @@ fail:
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	out->pid = -1;
+	return r;
+}
+
+void rd_agent_refuse_remote(int sock, int e, const char *text)
+{
+	struct rd_serve_answer a = {.magic = RD_SERVE_MAGIC, .status = (uint32_t)(e ? e : EPERM)};
+	snprintf(a.text, sizeof(a.text), "%s", text);
+	(void)!rd_send_buf_fds(sock, &a, sizeof(a), NULL, 0, MSG_DONTWAIT);
+}
+
+static int put_strings(int fd, char *const *v, size_t *count)
+{
+	size_t n = 0;
+	for (; v && v[n]; n++) {
+		size_t len = strlen(v[n]) + 1;
+		if (write(fd, v[n], len) != (ssize_t)len)
+			return -1;
+	}
+	*count = n;
+	return 0;
+}
+
+int rd_agent_start_remote(int sock, pid_t pid, const char *path, char *const argv[],
+                          char *const envp[], const struct rd_bpf *filter, struct rd_agent *out,
+                          struct rd_error *err)
+{
+	out->pid = pid;
+	out->listener = -1;
+	struct rd_serve_answer a = {.magic = RD_SERVE_MAGIC, .filter_len = filter->len};
+	size_t argc = 0, envc = 0, one = 0;
+	char *const path_v[] = {(char *)path, NULL};
+	_cleanup_close_ int block = memfd_create("runnerd-agent", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t flen = sizeof(*filter->insns) * filter->len;
+	if (block < 0 || write(block, filter->insns, flen) != (ssize_t)flen ||
+	    put_strings(block, path_v, &one) < 0 || put_strings(block, argv, &argc) < 0 ||
+	    put_strings(block, envp, &envc) < 0 ||
+	    fcntl(block, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return rd_error_set(err, errno ? errno : EIO,
+		                    "the agent's start for the client: %s",
+		                    strerror(errno ? errno : EIO));
+	a.argc = (uint32_t)argc;
+	a.envc = (uint32_t)envc;
+	int r = rd_send_buf_fds(sock, &a, sizeof(a), &block, 1, 0);
+	if (r < 0)
+		return rd_error_set(err, -r, "runnerd-intercept (pid %d) is gone: %s", (int)pid,
+		                    strerror(-r));
+	struct rd_serve_loaded l = {0};
+	size_t n_fds = 0;
+	ssize_t n = rd_recv_buf_fds(sock, &l, sizeof(l), &out->listener, 1, &n_fds, 0);
+	if (n != sizeof(l) || l.magic != RD_SERVE_MAGIC || l.stage != RD_SERVE_STAGE_LOADED ||
+	    n_fds != 1) {
+		if (n_fds == 1)
+			close(out->listener);
+		out->listener = -1;
+		int e = n == sizeof(l) && l.err > 0 ? l.err : EPROTO;
+		return rd_error_set(err, e, "runnerd-intercept (pid %d) %s: %s", (int)pid,
+		                    n == sizeof(l) && l.stage == RD_SERVE_STAGE_FILTER
+		                        ? "could not load the exec filter"
+		                        : "did not hand over its listener",
+		                    strerror(e));
+	}
+	/* The client's execve of the agent: the first notification, from its tid. */
+	struct pollfd pfd = {.fd = out->listener, .events = POLLIN};
+	struct seccomp_notif notif;
+	memset(&notif, 0, sizeof(notif));
+	if (poll(&pfd, 1, 30000) <= 0 || !(pfd.revents & POLLIN) ||
+	    ioctl(out->listener, SECCOMP_IOCTL_NOTIF_RECV, &notif) < 0 || (pid_t)notif.pid != pid) {
+		r = rd_error_set(err, EPROTO,
+		                 "runnerd-intercept (pid %d) did not exec the agent as its first "
+		                 "call (first notification from %u)",
+		                 (int)pid, notif.pid);
+		goto fail;
+	}
+	r = rd_notif_reply(out->listener, notif.id, 0, true);
+	if (r < 0) {
+		rd_error_set(err, -r, "letting the agent's exec through: %s", strerror(-r));
+		goto fail;
+	}
+	/* EOF: the exec went through and closed the client's CLOEXEC socket. */
+	memset(&l, 0, sizeof(l));
+	n = recv(sock, &l, sizeof(l), 0);
+	if (n == sizeof(l) && l.stage == RD_SERVE_STAGE_EXEC) {
+		r = rd_error_set(err, l.err, "runnerd-intercept cannot execute %s: %s", path,
+		                 strerror(l.err));
+		goto fail;
+	}
+	return 0;
+fail:
+	close(out->listener);
+	out->listener = -1;
 	return r;
 }

@@ -2,12 +2,14 @@
  * the exec filter and supervise every command it starts. */
 #include "intercept/filter.h"
 #include "intercept/launcher.h"
+#include "lib/passwd.h"
 #include "lib/syscalls.h"
 #include "policy/envpolicy.h"
 #include "policy/rules.h"
 #include "runnerd/agent_path.h"
 #include "runnerd/cli.h"
 #include "runnerd/preflight.h"
+#include "runnerd/serve.h"
 #include "supervisor/audit.h"
 #include "supervisor/supervisor.h"
 
@@ -227,6 +229,14 @@ static bool make_root(const char *home, const char *p)
 /* Where the commands of any rule may write: the session's roots and every rule's own, with
  * what stays read-only in all of them (the session's protected paths and the agent's files,
  * which every rule's view keeps read-only too). Appended to write and protect. */
+/* Whose session it is: runnerd's own user, or for runnerd serve the client's, whose home is
+ * looked up in the container's /etc/passwd alone (lib/passwd.h). */
+static struct {
+	uid_t uid;
+	bool served;
+	char home[4096];
+} who;
+
 static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *prof,
                          const struct rd_view_paths *session, const struct rd_strv *agent_paths,
                          struct rd_strv *write, struct rd_strv *protect)
@@ -238,14 +248,13 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
 		r = rd_strv_add(protect, agent_paths->v[i]);
 	for (size_t i = 0; r == 0 && i < session->n_write; i++)
 		r = rd_strv_add(write, session->write[i]);
-	struct passwd *pw = getpwuid(getuid());
-	for (size_t i = 0; r == 0 && pw && i < prof->n_rules; i++) {
+	for (size_t i = 0; r == 0 && who.home[0] && i < prof->n_rules; i++) {
 		const struct rd_rule *rule = &prof->rules[i];
 		if (!rule->box.list[RD_BOX_WRITE].n)
 			continue;
 		struct rd_strv w = {0}, p = {0};
-		r = rd_rule_view_lists(cfg, prof, rule, protect->v, protect->n, pw->pw_dir,
-		                       getuid(), &w, &p);
+		r = rd_rule_view_lists(cfg, prof, rule, protect->v, protect->n, who.home, who.uid,
+		                       &w, &p);
 		for (size_t k = 0; r == 0 && k < w.n; k++)
 			r = rd_strv_add(write, w.v[k]);
 		rd_strv_free(&w);
@@ -262,14 +271,15 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
 static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
                       struct rd_strv *write, struct rd_strv *protect, struct rd_error *err)
 {
-	struct passwd *pw = getpwuid(getuid());
-	if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+	if (!who.home[0])
 		return rd_error_set(err, ENOENT,
-		                    "uid %u has no home directory in the password database, so "
+		                    "uid %u has no home directory in the password database%s, so "
 		                    "\"~/\" paths of write and protect mean nothing",
-		                    (unsigned)getuid());
+		                    (unsigned)who.uid,
+		                    who.served ? " (the container's /etc/passwd)" : "");
+	const char *home = who.home;
 	struct rd_strv notes = {0};
-	if (rd_view_lists(cfg, prof, pw->pw_dir, getuid(), write, protect, &notes) < 0)
+	if (rd_view_lists(cfg, prof, home, who.uid, write, protect, &notes) < 0)
 		return rd_error_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
@@ -279,11 +289,11 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		        "runnerd: %s sets no sandbox.write (nor the profile commands.write): "
 		        "commands can write nowhere\n",
 		        cfg->path);
-	size_t home_len = strlen(pw->pw_dir);
+	size_t home_len = strlen(home);
 	for (size_t i = 0; i < write->n; i++) {
 		const char *p = write->v[i];
-		if (strncmp(p, pw->pw_dir, home_len) == 0 && p[home_len] == '/' &&
-		    access(p, F_OK) < 0 && errno == ENOENT && make_root(pw->pw_dir, p))
+		if (strncmp(p, home, home_len) == 0 && p[home_len] == '/' && access(p, F_OK) < 0 &&
+		    errno == ENOENT && make_root(home, p))
 			(void)mkdir_p(p, 0700);
 		struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
 		int fd = rd_openat2(AT_FDCWD, p, &how);
@@ -312,7 +322,8 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	_cleanup_free_ char *stub = helper_path("runnerd-stub");
 	_cleanup_free_ char *zygote = helper_path("runnerd-zygote");
 	const char *own[] = {"/proc/self/exe", stub, zygote, cfg->path, cfg->profiles_dir};
-	for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
+	/* (runnerd serve: those are the host's, out of a container's sight.) */
+	for (size_t i = 0; !who.served && i < ARRAY_SIZE(own); i++) {
 		_cleanup_free_ char *real = own[i] ? realpath(own[i], NULL) : NULL;
 		struct stat st;
 		if (real && own[i] != cfg->path && stat(real, &st) == 0 && !S_ISDIR(st.st_mode))
@@ -437,7 +448,8 @@ static void free_env(char **env)
 	free(env);
 }
 
-int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
+/* runnerd -- AGENT, or with ss one session of runnerd serve (runnerd/serve.h). */
+static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_session *ss)
 {
 	struct rd_config cfg = {0};
 	struct rd_profile prof = {0};
@@ -472,10 +484,89 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 		                "for the profiles)\n");
 		return 2;
 	}
-	if (rd_cli_load_config(cli, &cfg) < 0)
+	bool started = false; /* runnerd serve: the client was told to start the agent */
+	if (rd_cli_load_config(cli, &cfg) < 0) {
+		if (ss)
+			rd_agent_refuse_remote(
+			    ss->sock, EINVAL,
+			    "the host's runnerd configuration does not load (see "
+			    "runnerd serve's log)");
 		return 125;
+	}
 	if (rd_profile_load(&cfg, cli->profile, &prof, &err) < 0)
 		goto fail;
+	char *session = s.session;
+	session_id(session);
+	const struct rd_rule *asks = NULL;
+	for (size_t i = 0; !asks && i < prof.n_rules; i++)
+		if (prof.rules[i].action == RD_ACTION_ASK)
+			asks = &prof.rules[i];
+	/* The control socket: for approvals, and for runnerd ps. A profile that asks cannot do
+	 * without it; any other session runs on without, and says so. */
+	if (!(control_dir = rd_control_dir(&err)) ||
+	    (s.control_fd = rd_control_listen(control_dir, session, &s.control_path, &err)) < 0) {
+		if (asks) {
+			rd_error_prefix(
+			    &err,
+			    "profile %s asks for approval (commands.rules[%zu]), but no "
+			    "control socket can be made: ",
+			    prof.name, asks->index);
+			goto fail;
+		}
+		fprintf(stderr, "runnerd: runnerd ps will not list this session: %s\n", err.msg);
+		rd_error_clear(&err);
+	}
+	if (cli->prompt && prompt_injectable(&cfg, &prof, &err) < 0)
+		goto fail;
+	if (cli->prompt) {
+		s.tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		if (s.tty_fd < 0) {
+			rd_error_set(
+			    &err, errno,
+			    "--prompt: cannot open /dev/tty (%s): runnerd has no controlling "
+			    "terminal to ask on",
+			    strerror(errno));
+			goto fail;
+		}
+	}
+	/* What runnerd needs of the kernel, tried before the agent exists (the probes run while
+	 * runnerd goes on with its start): where a sandbox cannot be made (a container's
+	 * defaults, a sysctl), one message with the cause and the fix, rather than every command
+	 * failing later. */
+	int pr = ss ? 1 : rd_preflight_start(&pf);
+	probing = pr == 0;
+	if (pr < 0) {
+		rd_error_set(&err, -pr, "cannot start the checks of what runnerd needs: %s",
+		             strerror(-pr));
+		goto fail;
+	}
+	/* Before the scrub: --audit's value lives in the argument block it zeroes. */
+	if (rd_audit_open(&audit, cli->audit ? cli->audit : cfg.audit_path, &err) < 0)
+		goto fail;
+	if ((s.stub_fd = open_stub(&err)) < 0)
+		goto fail;
+	if ((s.zygote_fd = open_zygote(&err)) < 0 && ss)
+		goto fail; /* runnerd serve's sessions need it (sandbox/zygote.h) */
+	if (s.zygote_fd < 0) {
+		fprintf(stderr, "runnerd: %s; runnerd forks each sandbox itself\n", err.msg);
+		rd_error_clear(&err);
+	}
+	if (rd_filter_build(&filter, cli->prompt, &err) < 0 ||
+	    rd_cmdfilter_build(&s.cmd_filter, true, &err) < 0 ||
+	    rd_cmdfilter_build(&s.cmd_filter_strict, false, &err) < 0)
+		goto fail;
+	/* runnerd serve: everything of the host's is at hand; the rest is the container's. */
+	if (ss) {
+		ss->control_path = s.control_path;
+		if (rd_serve_enter(ss) < 0) {
+			started = true; /* told already */
+			goto out;
+		}
+	}
+	who.served = ss != NULL;
+	who.uid = ss ? ss->uid : getuid();
+	if (rd_home_of(who.uid, who.served, who.home, sizeof(who.home)) < 0)
+		who.home[0] = '\0';
 	if (rd_cli_expand_masks(&cfg, &prof) < 0)
 		goto out;
 	if (view_lists(&cfg, &prof, &write, &protect, &err) < 0)
@@ -515,88 +606,31 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
 	rd_strv_free(&notes);
-	char *session = s.session;
-	session_id(session);
 	if (!(env = agent_env(&cfg, &prof, session, &secrets, &err)))
 		goto fail;
 	s.secrets = (struct rd_env_secrets){(const char *const *)secrets.v, secrets.n};
 	s.agent_env = env;
 	/* Approvals, before the scrub (XDG_RUNTIME_DIR) and before the agent: a profile that
 	 * asks and has no way to be answered does not start. */
-	rd_control_dirs(s.control_dirs);
+	if (!ss)
+		rd_control_dirs(s.control_dirs);
 	/* Each exists from now on, so that its mask is in place for every command, and pinned:
 	 * a command started before another session makes one must not find it unmasked. */
 	for (size_t i = 0; i < RD_CONTROL_DIRS && s.control_dirs[i]; i++)
 		if (mkdir(s.control_dirs[i], 0700) < 0 && errno != EEXIST && errno != ENOENT &&
 		    errno != EACCES && cli->verbose)
 			fprintf(stderr, "runnerd: %s: %s\n", s.control_dirs[i], strerror(errno));
-	const struct rd_rule *asks = NULL;
-	for (size_t i = 0; !asks && i < prof.n_rules; i++)
-		if (prof.rules[i].action == RD_ACTION_ASK)
-			asks = &prof.rules[i];
-	/* The control socket: for approvals, and for runnerd ps. A profile that asks cannot do
-	 * without it; any other session runs on without, and says so. */
-	if (!(control_dir = rd_control_dir(&err)) ||
-	    (s.control_fd = rd_control_listen(control_dir, session, &s.control_path, &err)) < 0) {
-		if (asks) {
-			rd_error_prefix(
-			    &err,
-			    "profile %s asks for approval (commands.rules[%zu]), but no "
-			    "control socket can be made: ",
-			    prof.name, asks->index);
-			goto fail;
-		}
-		fprintf(stderr, "runnerd: runnerd ps will not list this session: %s\n", err.msg);
-		rd_error_clear(&err);
-	}
-	if (cli->prompt && prompt_injectable(&cfg, &prof, &err) < 0)
-		goto fail;
-	if (cli->prompt) {
-		s.tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-		if (s.tty_fd < 0) {
-			rd_error_set(
-			    &err, errno,
-			    "--prompt: cannot open /dev/tty (%s): runnerd has no controlling "
-			    "terminal to ask on",
-			    strerror(errno));
-			goto fail;
-		}
-	}
-	/* What runnerd needs of the kernel, tried before the agent exists (the probes run while
-	 * runnerd goes on with its start): where a sandbox cannot be made (a container's
-	 * defaults, a sysctl), one message with the cause and the fix, rather than every command
-	 * failing later. */
-	int pr = rd_preflight_start(&pf);
-	probing = pr == 0;
-	if (pr < 0) {
-		rd_error_set(&err, -pr, "cannot start the checks of what runnerd needs: %s",
-		             strerror(-pr));
-		goto fail;
-	}
-	/* Before the scrub: --audit's value lives in the argument block it zeroes. */
-	if (rd_audit_open(&audit, cli->audit ? cli->audit : cfg.audit_path, &err) < 0)
-		goto fail;
 	if (scrub_environ() < 0) {
 		fprintf(stderr,
 		        "runnerd: cannot scrub its own environment block; refusing to run\n");
 		goto out;
 	}
-	if ((s.stub_fd = open_stub(&err)) < 0)
-		goto fail;
-	if ((s.zygote_fd = open_zygote(&err)) < 0) {
-		fprintf(stderr, "runnerd: %s; runnerd forks each sandbox itself\n", err.msg);
-		rd_error_clear(&err);
-	}
-	if (rd_filter_build(&filter, cli->prompt, &err) < 0 ||
-	    rd_cmdfilter_build(&s.cmd_filter, true, &err) < 0 ||
-	    rd_cmdfilter_build(&s.cmd_filter_strict, false, &err) < 0)
-		goto fail;
 	probing = false;
-	if (rd_preflight_finish(&pf) > 0) {
+	if (!ss && rd_preflight_finish(&pf) > 0) {
 		rd_preflight_error(&pf, &err);
 		goto fail;
 	}
-	s.where = rd_preflight_where(&pf);
+	s.where = ss ? ss->where : rd_preflight_where(&pf);
 	s.agent_path = agent;
 
 	size_t n_args = 0;
@@ -635,12 +669,24 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 	/* Every process the agent starts stays runnerd's descendant, even one whose parent exits
 	 * (it is reparented here, and reaped by the loop): the control socket refuses runnerd's
 	 * descendants, and a double fork must not make an agent process a stranger. */
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+	if (!ss && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
 		rd_error_set(&err, errno, "cannot become a child subreaper: %s", strerror(errno));
 		goto fail;
 	}
 	/* env is kept: s.agent_env, for the commands that a rule grants a secret. */
-	int r = rd_agent_start(agent, agent_argv, env, &filter, &s.orig_mask, &s.agent, &err);
+	int r;
+	if (ss) {
+		s.remote.on = true;
+		s.remote.kill_fd = ss->kill_fd;
+		s.confine = (struct rd_confine){
+		    .host_userns = true, .filters = ss->filters, .n_filters = ss->n_filters};
+		started = true;
+		r = rd_agent_start_remote(ss->sock, ss->pid, agent, agent_argv, env, &filter,
+		                          &s.agent, &err);
+		s.agent.pidfd = ss->pidfd;
+	} else {
+		r = rd_agent_start(agent, agent_argv, env, &filter, &s.orig_mask, &s.agent, &err);
+	}
 	if (r < 0) {
 		ret = r == -ENOENT ? 127 : 126;
 		goto fail;
@@ -650,6 +696,10 @@ int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
 fail:
 	rd_cli_print_error(&err);
 out:
+	if (ss && !started)
+		rd_agent_refuse_remote(
+		    ss->sock, err.err ? err.err : EPERM,
+		    err.msg[0] ? err.msg : "runnerd serve could not start it (see its log)");
 	if (probing)
 		rd_preflight_finish(&pf);
 	free_env(env);
@@ -689,4 +739,14 @@ out:
 	if (s.agent_signal)
 		die_by(s.agent_signal);
 	return ret;
+}
+
+int rd_cmd_run(struct rd_cli *cli, int argc, char **argv)
+{
+	return run(cli, argc, argv, NULL);
+}
+
+int rd_cmd_run_served(struct rd_cli *cli, struct rd_serve_session *ss)
+{
+	return run(cli, ss->argc, ss->argv, ss);
 }

@@ -1,6 +1,7 @@
 /* runnerd: start an AI coding agent so that the commands it runs never see secrets they were
  * not granted. This file only parses the command line and dispatches. */
 #include "runnerd/cli.h"
+#include "runnerd/serve.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -14,6 +15,8 @@ static void usage(FILE *f)
 	    "Usage: runnerd [--config FILE] --profile NAME [--audit FILE] [--prompt] [-v] -- AGENT "
 	    "[ARGS...]\n"
 	    "       runnerd check [--config FILE] [--profile NAME]\n"
+	    "       runnerd [--config FILE] --profile NAME serve [--socket PATH] "
+	    "[--allow-profile NAME]...\n"
 	    "       runnerd explain [--config FILE] --profile NAME [--json] --agent\n"
 	    "       runnerd explain [--config FILE] --profile NAME [--json] -- CMD [ARGS...]\n"
 	    "\n"
@@ -30,6 +33,8 @@ static void usage(FILE *f)
 	    "  deny ID    refuse it: its caller sees exit status 126\n"
 	    "  ps         list the running sessions and their sandboxes, their commands running\n"
 	    "             or ended with background processes left [--json]\n"
+	    "  serve      the daemon for containers: runnerd-intercept, inside one, starts its\n"
+	    "             agent through it (docs/containers.md)\n"
 	    "  kill SESSION\n"
 	    "             end a session now: SIGKILL to its agent, the agent's processes and\n"
 	    "             every sandbox (SESSION: its ID, or the start of it, as ps shows)\n"
@@ -93,6 +98,8 @@ int main(int argc, char **argv)
 	const char *word = argv[optind];
 	if (!after_dashes && strcmp(word, "check") == 0)
 		return rd_cmd_check(&cli, argc - optind, argv + optind);
+	if (!after_dashes && strcmp(word, "serve") == 0)
+		return rd_cmd_serve(&cli, argc - optind, argv + optind);
 	if (!after_dashes && strcmp(word, "explain") == 0)
 		return rd_cmd_explain(&cli, argc - optind, argv + optind);
 	if (!after_dashes &&

@@ -1,0 +1,579 @@
+/* runnerd serve [--config F] --profile P [--allow-profile Q ...] [--socket PATH]: the daemon.
+ * It listens on a unix socket that containers get mounted; runnerd-intercept, inside one,
+ * asks it to start an agent (lib/serve_proto.h). Each connection is a session of its own, in a
+ * process of its own (a session's load or failure never stalls another's execs):
+ *
+ *   runnerd serve ── fork ──> session (host namespaces): the peer's credentials, pidfd and
+ *   request; the host's part of the session (config, profile, audit, helpers, filters); the
+ *   container's seccomp filters; its cgroups; then setns into its namespaces (not its user
+ *   namespace) ── fork ──> supervisor, in the container's pid namespace: the agent's part of
+ *   the session and the loop, as runnerd -- AGENT runs them.
+ *
+ * The session process stays outside the container's pid namespace, waiting for the supervisor,
+ * so that runnerd kill can SIGKILL an agent that is the container's pid 1 (from inside, the
+ * kernel ignores it). Both die with the daemon (PDEATHSIG): the agent's execs then fail with
+ * ENOSYS, as when runnerd dies. */
+#include "intercept/launcher.h"
+#include "lib/fdpass.h"
+#include "lib/serve_proto.h"
+#include "lib/syscalls.h"
+#include "lib/util.h"
+#include "runnerd/serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+#ifndef PTRACE_SECCOMP_GET_FILTER
+#define PTRACE_SECCOMP_GET_FILTER 0x420c
+#endif
+
+#define MAX_ALLOWED 32
+
+struct serve {
+	struct rd_cli *cli;
+	const char *socket;
+	const char *allowed[MAX_ALLOWED];
+	size_t n_allowed;
+};
+
+/* Refuse the client's session: said in the daemon's log and to the client. */
+static int refuse(int sock, int e, const char *fmt, ...) _printf_(3, 4);
+static int refuse(int sock, int e, const char *fmt, ...)
+{
+	char msg[480];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "runnerd serve: %s\n", msg);
+	rd_agent_refuse_remote(sock, e, msg);
+	return 125;
+}
+
+/* n strings from *p (up to end), as a NULL-terminated array pointing into the block. */
+static char **take_strings(char **p, char *end, size_t n)
+{
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; v && i < n; i++) {
+		char *nul = *p < end ? memchr(*p, '\0', (size_t)(end - *p)) : NULL;
+		if (!nul) {
+			free(v);
+			return NULL;
+		}
+		v[i] = *p;
+		*p = nul + 1;
+	}
+	return v;
+}
+
+static bool same_ns(pid_t pid, const char *kind)
+{
+	char p[64], q[64];
+	struct stat a, b;
+	snprintf(p, sizeof(p), "/proc/%d/ns/%s", pid, kind);
+	snprintf(q, sizeof(q), "/proc/self/ns/%s", kind);
+	return stat(p, &a) == 0 && stat(q, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+/* The LSM label the client runs under ("" if none, or unconfined). */
+static void lsm_label(pid_t pid, char *out, size_t n)
+{
+	char p[64];
+	out[0] = '\0';
+	snprintf(p, sizeof(p), "/proc/%d/attr/current", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t len = fd >= 0 ? read(fd, out, n - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	out[len > 0 ? len : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	if (strcmp(out, "unconfined") == 0 || strncmp(out, "unconfined ", 11) == 0)
+		out[0] = '\0';
+}
+
+/* The client's seccomp filters (the container's, as the engine gave them), oldest first, read
+ * while it waits for our answer: seized, stopped, read (PTRACE_SECCOMP_GET_FILTER) and let go.
+ * Returns how many, or -errno. */
+static long container_filters(pid_t pid, struct rd_bpf **out)
+{
+	*out = NULL;
+	if (ptrace(PTRACE_SEIZE, pid, 0, 0) < 0)
+		return -errno;
+	int st, e = 0;
+	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0 || waitpid(pid, &st, __WALL) != pid) {
+		e = errno ? errno : ESRCH;
+		ptrace(PTRACE_DETACH, pid, 0, 0);
+		return -e;
+	}
+	struct rd_bpf *f = NULL;
+	long n = 0;
+	for (;; n++) {
+		long len = ptrace(PTRACE_SECCOMP_GET_FILTER, pid, (void *)n, NULL);
+		if (len < 0) {
+			/* ENOENT past the last; EINVAL: no filter at all */
+			if (errno != ENOENT && !(errno == EINVAL && n == 0))
+				e = errno;
+			break;
+		}
+		struct rd_bpf *more = realloc(f, (size_t)(n + 1) * sizeof(*f));
+		struct sock_filter *insns =
+		    len > 0 && len <= BPF_MAXINSNS ? calloc((size_t)len, sizeof(*insns)) : NULL;
+		if (!more || !insns) {
+			free(more ? more : f);
+			free(insns);
+			f = NULL;
+			e = ENOMEM;
+			break;
+		}
+		f = more;
+		if (ptrace(PTRACE_SECCOMP_GET_FILTER, pid, (void *)n, insns) != len) {
+			e = errno ? errno : EIO;
+			free(insns);
+			break;
+		}
+		f[n] = (struct rd_bpf){.insns = insns, .len = (unsigned short)len};
+	}
+	ptrace(PTRACE_DETACH, pid, 0, 0);
+	if (e) {
+		for (long i = 0; f && i < n; i++)
+			free(f[i].insns);
+		free(f);
+		return -e;
+	}
+	/* Index 0 is the newest: reverse, so that they load in the order they were loaded. */
+	for (long i = 0; i < n / 2; i++) {
+		struct rd_bpf t = f[i];
+		f[i] = f[n - 1 - i];
+		f[n - 1 - i] = t;
+	}
+	*out = f;
+	return n;
+}
+
+/* Where the client runs, for runnerd ps: its container's ID, from its cgroup ("in container
+ * 1234567890ab"), else its cgroup. */
+static char *where_of(pid_t pid)
+{
+	char p[64], buf[4096];
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	for (char *s = buf; *s; s++) {
+		size_t hex = strspn(s, "0123456789abcdef");
+		if (hex == 64) {
+			char *w = NULL;
+			return asprintf(&w, "in container %.12s", s) < 0 ? NULL : w;
+		}
+		s += hex ? hex - 1 : 0;
+	}
+	char *last = strrchr(buf, ':');
+	char *w = NULL;
+	if (last)
+		last[strcspn(last, "\n")] = '\0';
+	return asprintf(&w, "on the host, cgroup %s", last ? last + 1 : "?") < 0 ? NULL : w;
+}
+
+/* Is every controller of the comma list ctrl in the mount options opts? */
+static bool has_controllers(const char *opts, const char *ctrl)
+{
+	char *o = strdup(opts), *c = strdup(ctrl);
+	bool all = o && c;
+	for (char *save = NULL, *t = all ? strtok_r(c, ",", &save) : NULL; t && all;
+	     t = strtok_r(NULL, ",", &save)) {
+		bool found = false;
+		for (const char *s = o; s && !found;) {
+			size_t len = strcspn(s, ",");
+			found = len == strlen(t) && strncmp(s, t, len) == 0;
+			s = s[len] ? s + len + 1 : NULL;
+		}
+		all = found;
+	}
+	free(o);
+	free(c);
+	return all;
+}
+
+/* Where the hierarchy of a /proc/PID/cgroup line (id, controllers) is mounted on the host,
+ * at its root, into out; false if it is not. */
+static bool hierarchy_mount(const char *id, const char *ctrl, char *out, size_t n)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	bool found = false;
+	bool v2 = strcmp(id, "0") == 0 && !*ctrl;
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		char root[PATH_MAX], point[PATH_MAX], type[64], opts[1024];
+		const char *dash = strstr(line, " - ");
+		if (!dash || sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2 ||
+		    sscanf(dash + 3, "%63s %*s %1023s", type, opts) != 2 || strcmp(root, "/") != 0)
+			continue;
+		if (v2 ? strcmp(type, "cgroup2") == 0
+		       : strcmp(type, "cgroup") == 0 && has_controllers(opts, ctrl))
+			found = (size_t)snprintf(out, n, "%s", point) < n;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Join every cgroup the client is in (the container's), each hierarchy's: what the session's
+ * supervisor starts, the zygote, every sandbox and command, is then the container's, under its
+ * limits and counted in them. Returns 0, or -1 with why. */
+static int join_cgroups(pid_t pid, char *why, size_t n)
+{
+	char p[64], buf[8192];
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (len <= 0) {
+		snprintf(why, n, "cannot read %s: %s", p, strerror(errno ? errno : EIO));
+		return -1;
+	}
+	buf[len] = '\0';
+	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(l, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c1 = *c2 = '\0';
+		const char *ctrl = c1 + 1, *path = c2 + 1;
+		char mnt[PATH_MAX], procs[2 * PATH_MAX];
+		if (!hierarchy_mount(l, ctrl, mnt, sizeof(mnt))) {
+			snprintf(why, n,
+			         "the cgroup hierarchy %s (%s) of the agent is not mounted here", l,
+			         *ctrl ? ctrl : "cgroup2");
+			return -1;
+		}
+		snprintf(procs, sizeof(procs), "%s%s/cgroup.procs", mnt, path);
+		int cfd = open(procs, O_WRONLY | O_CLOEXEC);
+		if (cfd < 0 || write(cfd, "0", 1) != 1) {
+			snprintf(why, n, "joining the agent's cgroup %.300s: %s", procs,
+			         strerror(errno));
+			if (cfd >= 0)
+				close(cfd);
+			return -1;
+		}
+		close(cfd);
+	}
+	return 0;
+}
+
+int rd_serve_enter(struct rd_serve_session *ss)
+{
+	char why[512];
+	pid_t host_pid = ss->pid;
+	/* The session's control socket, to remove from the host when it ends. */
+	_cleanup_close_ int ctl_dir = -1;
+	const char *ctl_name = NULL;
+	if (ss->control_path) {
+		_cleanup_free_ char *dir = strdup(ss->control_path);
+		char *slash = dir ? strrchr(dir, '/') : NULL;
+		if (slash) {
+			*slash = '\0';
+			ctl_dir = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			ctl_name = strrchr(ss->control_path, '/') + 1;
+		}
+	}
+	if (join_cgroups(host_pid, why, sizeof(why)) < 0)
+		return refuse(ss->sock, EPERM, "%s", why), -1;
+	if (setns(ss->pidfd, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+	                         CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
+		return refuse(ss->sock, errno, "joining the agent's namespaces: %s",
+		              strerror(errno)),
+		       -1;
+	int kp[2];
+	if (pipe2(kp, O_CLOEXEC) < 0)
+		return refuse(ss->sock, errno, "pipe: %s", strerror(errno)), -1;
+	pid_t child = fork();
+	if (child < 0)
+		return refuse(ss->sock, errno, "fork: %s", strerror(errno)), -1;
+	if (child == 0) {
+		close(kp[0]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_DUMPABLE, 0) < 0)
+			_exit(125);
+		ss->kill_fd = kp[1];
+		struct ucred cr = {0};
+		socklen_t len = sizeof(cr);
+		if (getsockopt(ss->sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0) {
+			refuse(ss->sock, ESRCH,
+			       "runnerd-intercept is not in the pid namespace of the container it "
+			       "runs in");
+			_exit(125);
+		}
+		ss->pid = cr.pid;
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/cwd", cr.pid);
+		int cwd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (cwd < 0 || fchdir(cwd) < 0) {
+			refuse(ss->sock, errno, "entering the agent's working directory: %s",
+			       strerror(errno));
+			_exit(125);
+		}
+		close(cwd);
+		environ = ss->env;
+		return 0;
+	}
+	/* Outside the container's pid namespace, until the supervisor ends: the agent's SIGKILL
+	 * on its byte. */
+	close(kp[1]);
+	close(ss->sock);
+	int st = 0;
+	struct pollfd pf = {.fd = kp[0], .events = POLLIN};
+	for (;;) {
+		pid_t w = waitpid(child, &st, WNOHANG);
+		if (w == child)
+			break;
+		if (poll(&pf, 1, 200) > 0) {
+			char b;
+			ssize_t r = read(kp[0], &b, 1);
+			if (r == 1)
+				rd_pidfd_send_signal(ss->pidfd, b == 's' ? SIGSTOP : SIGKILL, NULL,
+				                     0);
+			else
+				pf.fd = -1; /* EOF: the supervisor is ending */
+		}
+	}
+	if (ctl_dir >= 0 && ctl_name)
+		unlinkat(ctl_dir, ctl_name, 0);
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+/* One connection, in a process of its own. */
+static int session(struct serve *sv, int sock)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return 125;
+	signal(SIGCHLD, SIG_DFL);
+	struct ucred cr = {0};
+	socklen_t len = sizeof(cr);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
+		return refuse(sock, EPROTO, "cannot read the client's credentials");
+	/* The peer's own pidfd where the kernel has it (6.5): no pid to be reused in between. */
+	int pidfd = -1;
+	len = sizeof(pidfd);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+		pidfd = rd_pidfd_open(cr.pid, 0);
+	if (pidfd < 0)
+		return refuse(sock, errno, "the client (pid %d) is gone", (int)cr.pid);
+
+	struct timeval tv = {.tv_sec = 10};
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct rd_serve_hello h;
+	int block = -1;
+	size_t n_fds = 0;
+	ssize_t n = rd_recv_buf_fds(sock, &h, sizeof(h), &block, 1, &n_fds, 0);
+	struct stat st;
+	if (n != sizeof(h) || h.magic != RD_SERVE_MAGIC || n_fds != 1 || fstat(block, &st) < 0 ||
+	    (uint64_t)st.st_size > RD_SERVE_MAX_BLOCK || h.argc == 0 || h.argc > 1u << 20 ||
+	    h.envc > 1u << 20)
+		return refuse(sock, EPROTO, "the request is not one of runnerd-intercept's");
+	if (h.version != RD_SERVE_VERSION)
+		return refuse(sock, EPROTO,
+		              "runnerd-intercept speaks version %u, runnerd serve %u: install the "
+		              "client of the daemon's version",
+		              h.version, RD_SERVE_VERSION);
+	h.profile[sizeof(h.profile) - 1] = '\0';
+	char *m =
+	    st.st_size ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, block, 0) : NULL;
+	close(block);
+	if (m == MAP_FAILED)
+		return refuse(sock, errno, "mmap: %s", strerror(errno));
+	char *p = m, *end = m + st.st_size;
+	char **argv = take_strings(&p, end, h.argc);
+	char **env = argv ? take_strings(&p, end, h.envc) : NULL;
+	if (!env)
+		return refuse(sock, EPROTO, "the request's argv and environment do not add up");
+
+	/* Only what the daemon can keep: the machine's user namespace (rootful engines), no LSM
+	 * label it would not carry over. */
+	if (!same_ns(cr.pid, "user"))
+		return refuse(
+		    sock, EPERM,
+		    "the agent runs in a user namespace of its own (a rootless engine): "
+		    "runnerd serve runs commands only for rootful containers; run runnerd "
+		    "inside this one instead (docs/containers.md, Recipes)");
+	char label[256];
+	lsm_label(cr.pid, label, sizeof(label));
+	if (label[0])
+		return refuse(sock, EPERM,
+		              "the agent runs under the LSM label %s, which runnerd serve cannot "
+		              "put its commands under yet: refused rather than run them without it",
+		              label);
+	const char *profile = h.profile[0] ? h.profile : sv->cli->profile;
+	bool allowed = strcmp(profile, sv->cli->profile) == 0;
+	for (size_t i = 0; !allowed && i < sv->n_allowed; i++)
+		allowed = strcmp(profile, sv->allowed[i]) == 0;
+	if (!allowed || strchr(profile, '/'))
+		return refuse(sock, EPERM,
+		              "profile %s is not allowed here: runnerd serve takes --profile %s%s "
+		              "(and those of --allow-profile)",
+		              profile, sv->cli->profile, sv->n_allowed ? "" : " alone");
+	struct rd_bpf *filters = NULL;
+	long nf = container_filters(cr.pid, &filters);
+	if (nf < 0)
+		return refuse(sock, (int)-nf,
+		              "reading the container's seccomp filters of the agent (pid %d): %s",
+		              (int)cr.pid, strerror((int)-nf));
+	char *where = where_of(cr.pid);
+	fprintf(stderr,
+	        "runnerd serve: pid %d (uid %u) %s: profile %s, %ld seccomp filter%s kept\n",
+	        (int)cr.pid, (unsigned)cr.uid, where ? where : "", profile, nf, nf == 1 ? "" : "s");
+
+	struct rd_cli cli = *sv->cli;
+	cli.profile = profile;
+	cli.prompt = false;
+	struct rd_serve_session ss = {
+	    .sock = sock,
+	    .pidfd = pidfd,
+	    .uid = cr.uid,
+	    .gid = cr.gid,
+	    .argc = (int)h.argc,
+	    .argv = argv,
+	    .env = env,
+	    .filters = filters,
+	    .n_filters = (size_t)nf,
+	    .where = where,
+	    .pid = cr.pid,
+	    .kill_fd = -1,
+	};
+	return rd_cmd_run_served(&cli, &ss);
+}
+
+/* A socket handed over by systemd (LISTEN_FDS), else -1. */
+static int activated_socket(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	if (!pid || !fds || atoi(pid) != getpid() || atoi(fds) != 1)
+		return -1;
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	return 3;
+}
+
+static int listen_on(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "runnerd serve: --socket %s: too long for a socket path\n", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct stat st;
+	/* A socket left by an earlier daemon is replaced; anything else there is not ours. */
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
+	/* Any local user and container may ask: each gets commands run as itself, in its own
+	 * namespaces, with less than it has (docs/containers.md). */
+	mode_t old = umask(0111);
+	int r = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || listen(fd, 64) < 0) {
+		fprintf(stderr, "runnerd serve: listening on %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int rd_cmd_serve(struct rd_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
+	                                     {"allow-profile", required_argument, NULL, 'A'},
+	                                     {NULL, 0, NULL, 0}};
+	struct serve sv = {.cli = cli, .socket = RD_SERVE_SOCKET};
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (c == 's')
+			sv.socket = optarg;
+		else if (c == 'A' && sv.n_allowed < MAX_ALLOWED)
+			sv.allowed[sv.n_allowed++] = optarg;
+		else {
+			fprintf(stderr,
+			        "usage: runnerd [--config F] --profile P serve [--socket PATH] "
+			        "[--allow-profile Q ...]\n");
+			return 2;
+		}
+	}
+	if (!cli->profile) {
+		fprintf(stderr, "runnerd serve: --profile is required (the profile of every "
+		                "session that asks for none)\n");
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "runnerd serve: must run as root: it reads the callers of other "
+		                "users and containers, and joins containers' namespaces\n");
+		return 1;
+	}
+	/* Every profile it may take, checked now rather than at a container's first start. */
+	struct rd_config cfg = {0};
+	if (rd_cli_load_config(cli, &cfg) < 0)
+		return 1;
+	for (size_t i = 0; i <= sv.n_allowed; i++) {
+		struct rd_profile prof = {0};
+		struct rd_error err = {0};
+		if (rd_profile_load(&cfg, i ? sv.allowed[i - 1] : cli->profile, &prof, &err) < 0) {
+			rd_cli_print_error(&err);
+			rd_config_free(&cfg);
+			return 1;
+		}
+		rd_profile_free(&prof);
+	}
+	rd_config_free(&cfg);
+	int lfd = activated_socket();
+	if (lfd < 0 && (lfd = listen_on(sv.socket)) < 0)
+		return 1;
+	/* Sessions are reaped as they end. */
+	signal(SIGCHLD, SIG_IGN);
+	fprintf(stderr, "runnerd serve: listening on %s (profile %s)\n", sv.socket, cli->profile);
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			fprintf(stderr, "runnerd serve: accept: %s\n", strerror(errno));
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				sleep(1);
+				continue;
+			}
+			return 1;
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(lfd);
+			_exit(session(&sv, fd));
+		}
+		if (pid < 0)
+			refuse(fd, errno, "fork: %s", strerror(errno));
+		close(fd);
+	}
+}
