@@ -19,7 +19,12 @@ clean Debian 12 root taking the package), imported into podman. Then, in contain
   recipe with --user runs commands;
 - docker: its defaults refused with the seccomp profile's cause and fix, then /proc's, and
   its recipe (seccomp=unconfined, systempaths=unconfined) running commands, as root and as
-  --user.
+  --user;
+- daemon mode: runnerd serve on the host (the package's), runnerd-intercept in containers
+  under podman's and docker's defaults with nothing but the socket mounted, as root and as
+  --user: commands run without canaries, keep the container's seccomp filter and cgroups;
+  runnerd ps and kill from the host; profiles allowed and not; rootless refused; the daemon
+  stopped mid-session (ENOSYS); and the daemon on a socket passed as systemd passes it.
 
 Environment: DEB (the .deb), WORK (where the Debian root is kept), DEBIAN_MIRROR,
 RUNNERD_MUST_WORK. Needs root, podman, runc, debootstrap and dockerd (make test-containers
@@ -117,9 +122,11 @@ def make_image(deb):
     files = ["usr/bin/runnerd", "usr/libexec/runnerd/runnerd-stub",
              "usr/libexec/runnerd/runnerd-zygote", "etc/runnerd/runner.json",
              "etc/runnerd/profiles/claude.json", "usr/share/runnerd/apparmor/runnerd",
-             "usr/share/man/man1/runnerd.1"]
+             "usr/share/man/man1/runnerd.1", "usr/bin/runnerd-intercept",
+             "usr/lib/systemd/system/runnerd.service", "usr/lib/systemd/system/runnerd.socket"]
     missing = [f for f in files if not os.path.exists(os.path.join(root, f))]
-    check("package: binaries, config, profiles, AppArmor profiles and man page in place",
+    check("package: binaries, config, profiles, AppArmor profiles, systemd units and man page "
+          "in place",
           not missing, "missing: %s" % missing)
     # Debian 12's AppArmor cannot parse them: linked in only where the kernel mediates user
     # namespaces, which this one does not.
@@ -320,6 +327,167 @@ def test_rootless():
           "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
 
 
+# Daemon mode: runnerd serve on the host, from the installed package (the image's root), and
+# runnerd-intercept in containers under the engines' defaults, with nothing added but the
+# socket's mount.
+serve = {}  # "proc", "sock", "log"
+PERSONALITY = ("import ctypes; l = ctypes.CDLL(None, use_errno=True); "
+               "r = l.personality(0x0040000); print('personality', r, ctypes.get_errno())")
+# A command that the container's seccomp profile refuses and this host allows
+# (personality(ADDR_NO_RANDOMIZE): podman's profile gives ENOSYS, docker's EPERM), and the
+# cgroups of the agent (read by its shell's builtins, no command) and of a command.
+DAEMON_AGENT = AGENT.replace("; true", "") + (
+    "; python3 -c \"%s\"; while read l; do echo \"agent-cgroup $l\"; done < /proc/$$/cgroup; "
+    "sed 's/^/command-cgroup /' /proc/self/cgroup; true" % PERSONALITY)
+
+
+def start_serve(activated=False):
+    """runnerd serve on its --socket, or (activated) on one systemd-socket-activate passes it
+    as the systemd unit's socket would."""
+    root = os.path.join(WORK, "image")
+    serve["sock"] = "/run/runnerd-test-serve.%d.sock" % os.getpid()
+    serve["log"] = os.path.join(WORK, "serve.log")
+    serve["runnerd"] = [os.path.join(root, "usr/bin/runnerd"), "--config",
+                        os.path.join(root, "etc/runnerd/runner.json")]
+    argv = serve["runnerd"] + ["--profile", "generic", "serve", "--allow-profile", "codex"]
+    if activated:
+        argv = ["systemd-socket-activate", "--seqpacket", "-l", serve["sock"]] + argv
+    else:
+        argv += ["--socket", serve["sock"]]
+    serve["proc"] = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                     stderr=open(serve["log"], "w"))
+    up = common.wait_for(lambda: os.path.exists(serve["sock"]), 10, 0.05)
+    if activated:
+        os.chmod(serve["sock"], 0o666)  # the unit's SocketMode
+    check("daemon: runnerd serve (from the package) listens%s" %
+          (" on a socket passed as systemd passes it" if activated else ""), up is not None,
+          open(serve["log"]).read())
+    return up is not None
+
+
+def stop_serve():
+    p = serve.get("proc")
+    if p and p.poll() is None:
+        p.terminate()
+        p.wait(timeout=10)
+    if serve.get("sock") and os.path.exists(serve["sock"]):
+        os.unlink(serve["sock"])
+
+
+def daemon_opts():
+    return ["-v", "%s:/run/runnerd.sock" % serve["sock"]]
+
+
+def check_daemon_run(label, r, refused_errno):
+    """DAEMON_AGENT's output: commands ran, no canary, the container's filter and cgroups."""
+    lines = r.stdout.splitlines()
+    agent_cg = sorted(l.split(" ", 1)[1] for l in lines if l.startswith("agent-cgroup "))
+    cmd_cg = sorted(l.split(" ", 1)[1] for l in lines if l.startswith("command-cgroup "))
+    check("daemon, %s: commands run, with no canary in any environment they can read" % label,
+          r.returncode == 0 and lines[:4] == ["agent-started", "a-command-ran", "0", "0"],
+          "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    check("daemon, %s: a command keeps the container's seccomp filter (personality: %s)" %
+          (label, refused_errno),
+          "personality -1 %d" % refused_errno in lines, "%r" % r.stdout)
+    check("daemon, %s: a command is in the agent's cgroups" % label,
+          agent_cg and agent_cg == cmd_cg, "agent %s, command %s" % (agent_cg, cmd_cg))
+
+
+def check_daemon_kill(engine, run_bg):
+    """A busy session in a container: runnerd ps on the host lists it in its container, and
+    runnerd kill ends it (the agent, the container's pid 1, with it)."""
+    p = run_bg(["runnerd-intercept", "--", "sh", "-c", "sleep 300 & /bin/sleep 300; wait"])
+    def listed():
+        r = subprocess.run(serve["runnerd"] + ["ps", "--json"], capture_output=True, text=True)
+        import json
+        try:
+            s = [x for x in json.loads(r.stdout or "[]") if "in container" in x.get("where", "")]
+        except ValueError:
+            return None
+        return s[0] if s and s[0].get("sandboxes") else None
+    s = common.wait_for(listed, 30, 0.2)
+    check("daemon, %s: runnerd ps on the host lists the session, in its container, with its "
+          "sandboxes" % engine, s is not None, repr(s))
+    if s is None:
+        p.kill()
+        p.communicate()
+        return
+    k = subprocess.run(serve["runnerd"] + ["kill", s["session"]], capture_output=True,
+                       text=True)
+    try:
+        out, err = p.communicate(timeout=30)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        rc = None
+    check("daemon, %s: runnerd kill from the host ends the session and its container" % engine,
+          k.returncode == 0 and rc == 137, "kill rc=%d %s %s; container rc=%s %s" % (
+              k.returncode, k.stdout, k.stderr, rc, err))
+
+
+def test_daemon_podman():
+    """Rootful podman's defaults, root and --user, with the daemon; a profile not allowed;
+    rootless refused."""
+    for label, opts in (("podman root", []),
+                        ("podman --user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
+        r = podman_run(daemon_opts() + opts, ["runnerd-intercept", "--", "sh", "-c",
+                                              DAEMON_AGENT])
+        check_daemon_run(label, r, 38)
+    r = podman_run(daemon_opts(), ["runnerd-intercept", "--profile", "claude", "--", "true"])
+    check("daemon: a profile not allowed by the daemon is refused (125), naming the allowed",
+          r.returncode == 125 and "profile claude is not allowed here: runnerd serve takes "
+          "--profile generic" in r.stderr, "rc=%d %s" % (r.returncode, r.stderr))
+    r = podman_run(daemon_opts(), ["runnerd-intercept", "--profile", "codex", "--", "sh", "-c",
+                                   "echo $RUNNERD_PROFILE"])
+    check("daemon: a profile of --allow-profile is taken",
+          r.returncode == 0 and r.stdout.strip() == "codex", "rc=%d %r %s" % (
+              r.returncode, r.stdout, r.stderr))
+    check_daemon_kill("podman", lambda argv: subprocess.Popen(
+        ["podman", "run", "--rm", "--runtime", "runc", "--network", "none", "--ulimit",
+         "nofile=1024:1024", "--ulimit", "nproc=4096:4096"] + daemon_opts() + [IMAGE] + argv,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    if rootless:
+        os.chmod(os.path.dirname(serve["sock"]), 0o755)
+        r = podman_run(daemon_opts(), ["runnerd-intercept", "--", "sh", "-c", AGENT],
+                       user=True)
+        check("daemon, rootless podman: refused (125), saying why and what to do instead",
+              r.returncode == 125 and "agent-started" not in r.stdout and
+              "a rootless engine" in r.stderr, "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+
+
+def test_daemon_gone():
+    """The daemon ends while a session runs: the agent's next exec fails (ENOSYS), its
+    container goes on."""
+    p = subprocess.Popen(
+        ["podman", "run", "--rm", "--runtime", "runc", "--network", "none", "--ulimit",
+         "nofile=1024:1024", "--ulimit", "nproc=4096:4096"] + daemon_opts() +
+        [IMAGE, "runnerd-intercept", "--", "bash", "-c",
+         "/usr/bin/mkfifo /tmp/f && /bin/echo before; read -t 5 x <> /tmp/f; "
+         "/bin/echo after; echo rc=$?"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()
+    stop_serve()
+    out, err = p.communicate(timeout=60)
+    check("daemon gone: the agent's next exec fails with ENOSYS, and nothing runs",
+          first == "before\n" and "after" not in out and "rc=126" in out and
+          "Function not implemented" in err, "%r %r %r" % (first, out, err))
+    start_serve(activated=True)
+
+
+def test_daemon_docker():
+    """docker's defaults, root and --user, with the daemon; runnerd kill."""
+    for label, opts in (("docker root", []),
+                        ("docker --user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
+        r = docker_run(daemon_opts() + opts, ["runnerd-intercept", "--", "sh", "-c",
+                                              DAEMON_AGENT])
+        check_daemon_run(label, r, 1)
+    check_daemon_kill("docker", lambda argv: subprocess.Popen(
+        docker["cmd"] + ["run", "--rm", "--network", "none", "--ulimit", "nofile=1024:1024",
+                         "--ulimit", "nproc=4096:4096"] + daemon_opts() + [IMAGE] + argv,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+
+
 docker = {}  # "proc", "cmd" (the client's argv with -H), "exec_root", "data_root"
 
 
@@ -421,7 +589,8 @@ def test_docker():
 def main():
     if os.geteuid() != 0:
         common.skip("rootful podman needs root")
-    for tool in ("podman", "runc", "debootstrap", "chroot", "dockerd", "docker"):
+    for tool in ("podman", "runc", "debootstrap", "chroot", "dockerd", "docker",
+                 "systemd-socket-activate"):
         if not shutil.which(tool):
             common.skip("%s is missing (make test-containers installs it)" % tool)
     deb = os.environ.get("DEB", "")
@@ -436,7 +605,8 @@ def main():
     if stale.stdout.split():
         subprocess.run(["podman", "rmi", "-f"] + stale.stdout.split(), capture_output=True)
     try:
-        steps = ((make_image, (deb,)), (setup_rootless, ()), (start_dockerd, ()))
+        steps = ((make_image, (deb,)), (start_serve, ()), (setup_rootless, ()),
+                 (start_dockerd, ()))
         done = {}
         for step, args in steps:
             try:
@@ -448,13 +618,17 @@ def main():
                 break
         tests = [test_defaults, test_recipe, test_demo, test_containerfile]
         tests += [test_rootless] if done.get(setup_rootless) else []
+        tests += [test_daemon_podman, test_daemon_gone] if done.get(start_serve) else []
         tests += [test_docker] if done.get(start_dockerd) else []
+        tests += [test_daemon_docker] if done.get(start_dockerd) and done.get(start_serve) \
+            else []
         for t in tests if done[make_image] else ():
             try:
                 t()
             except Exception as e:  # a test that raises is a failed check
                 check("%s ran to its end" % t.__name__, False, repr(e))
     finally:
+        stop_serve()
         stop_dockerd()
         subprocess.run(["podman", "rmi", "-f", IMAGE], capture_output=True)
         if rootless:
