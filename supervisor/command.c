@@ -322,13 +322,22 @@ long sup_cmd_kill_agent(struct sup *u)
 	 * itself is killed from outside the container's pid namespace (it may be its pid 1). */
 	bool remote = u->s->remote.on;
 	if (!u->agent_done && remote) {
-		/* Stopped now, so that it forks no more while its tree is killed. */
+		/* Stopped first, so that it forks no more while its tree is killed, and does not
+		 * exit by itself once its children are gone: as the container's pid 1 it would end
+		 * the container, runnerd in it, before the reply. Bounded: 1 s. */
 		(void)!write(u->s->remote.kill_fd, "s", 1);
+		char st = 0;
+		for (int i = 0; i < 1000 && sup_proc_state(u->s->agent.pid, &st) == 0 &&
+		                st != 'T' && st != 't';
+		     i++)
+			usleep(1000);
 		u->remote_kill_owed = true;
 	} else if (!u->agent_done)
 		rd_pidfd_send_signal(u->s->agent.pidfd, SIGKILL, NULL, 0);
+	/* The agent, signalled above, counts once; the scan passes it by (dying, it may still
+	 * show as running for a pass or two). */
 	pid_t self = remote ? u->s->agent.pid : getpid(), *seen = NULL;
-	size_t n_seen = 0, cap = 0;
+	size_t n_seen = 0, cap = 0, agent = u->agent_done ? 0 : 1;
 	for (int pass = 0; pass < 200; pass++) {
 		struct sup_procs t = sup_read_procs();
 		if (!t.n) {
@@ -342,8 +351,8 @@ long sup_cmd_kill_agent(struct sup *u)
 				top = up;
 				up = sup_procs_parent(&t, up);
 			}
-			if (remote && pid == self)
-				continue; /* the agent: killed from outside, above */
+			if (pid == u->s->agent.pid)
+				continue; /* the agent: signalled above */
 			if (up != self || top <= 0 || runnerd_own(u, top) ||
 			    !sup_proc_running(&t.p[i]))
 				continue;
@@ -369,7 +378,7 @@ long sup_cmd_kill_agent(struct sup *u)
 		usleep(1000);
 	}
 	free(seen);
-	return (long)n_seen;
+	return (long)(n_seen + agent);
 }
 
 size_t sup_cmd_kill_for(struct sup *u, const char *why)

@@ -395,7 +395,7 @@ static int read_stat(pid_t pid, struct sup_proc *out)
 	int ppid;
 	if (!rp || sscanf(rp,
 	                  ") %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-	                  "%*d %*d %ld %*d %llu",
+	                  "%ld %*d %llu",
 	                  &out->state, &ppid, &out->threads, &out->start) != 4)
 		return -1;
 	out->pid = pid;
@@ -421,10 +421,20 @@ int sup_proc_start(pid_t pid, unsigned long long *start)
 	return 0;
 }
 
+int sup_proc_state(pid_t pid, char *state)
+{
+	struct sup_proc p;
+	if (read_stat(pid, &p) < 0)
+		return -1;
+	*state = p.state;
+	return 0;
+}
+
 bool sup_proc_running(const struct sup_proc *p)
 {
-	/* A state Z with threads left: its leader exited first, the rest runs on. */
-	return p->state != 'X' && (p->state != 'Z' || p->threads > 0);
+	/* A state Z with threads left: its leader exited first, the rest runs on (a zombie alone
+	 * counts 1). */
+	return p->state != 'X' && (p->state != 'Z' || p->threads > 1);
 }
 
 struct sup_procs sup_read_procs(void)

@@ -349,6 +349,8 @@ struct sup_procs sup_read_procs(void);
 /* The parent and the start time of pid in /proc now: 0, or -1 if it is gone. */
 int sup_proc_parent(pid_t pid, pid_t *ppid);
 int sup_proc_start(pid_t pid, unsigned long long *start);
+/* Its state letter (R, S, T, Z, ...), or -1 if it cannot be read. */
+int sup_proc_state(pid_t pid, char *state);
 /* Does pid still run? Not for a zombie; for a state Z whose threads are not all gone (its
  * leader exited first), yes. */
 bool sup_proc_running(const struct sup_proc *p);
