@@ -21,14 +21,14 @@
 
 /* Written, these reach the whole machine, not the sandbox: core_pattern and the other
  * sysctls (a root command's write to core_pattern would have the kernel run its program as
- * root of the machine), sysrq, interrupt affinities, the buses' settings. The kernel checks
- * them by file mode and uid alone, which the machine's root passes in any user namespace.
- * Container runtimes make the same ones read-only. */
+ * root of the machine), sysrq, interrupt affinities, the buses' settings, the file systems'
+ * (nfsd's exports), ACPI's, SCSI's (/proc/scsi/scsi removes a disk) and sound's. The kernel
+ * checks them by file mode and uid alone, which the machine's root passes in any user
+ * namespace. Container runtimes make the same ones read-only or mask them. One the kernel
+ * lacks costs a lookup. */
 static const char *const proc_readonly[] = {
-    "/proc/sys",
-    "/proc/sysrq-trigger",
-    "/proc/irq",
-    "/proc/bus",
+    "/proc/sys", "/proc/sysrq-trigger", "/proc/irq",  "/proc/bus",
+    "/proc/fs",  "/proc/acpi",          "/proc/scsi", "/proc/asound",
 };
 
 /* The device nodes a command gets, bound from the machine's /dev: nothing in them reaches
@@ -168,8 +168,57 @@ out:
 	return r;
 }
 
+/* The mount points of the mounts that were read-only before the view was made: a writable root
+ * never makes one of them writable. In a user namespace of its own the kernel locks them so
+ * (MNT_LOCK_READONLY on the copy); in the machine's, where runnerd serve's zygote makes the view,
+ * nothing would, and an engine's ":ro" volume inside the workspace became writable to
+ * commands. Taken by rd_view_session, before it makes everything read-only. */
+static struct rd_strv ro_mounts;
+
+/* mountinfo's escapes (\040 for a space, ...) decoded in place. */
+static void unescape(char *s)
+{
+	char *out = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+static int take_ro_mounts(void)
+{
+	rd_strv_free(&ro_mounts);
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	int r = 0;
+	while (r == 0 && getline(&line, &cap, f) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS ... */
+		char *field[6], *save = NULL;
+		int n = 0;
+		for (char *t = strtok_r(line, " ", &save); t && n < 6;
+		     t = strtok_r(NULL, " ", &save))
+			field[n++] = t;
+		if (n < 6 || strncmp(field[5], "ro", 2) != 0 || (field[5][2] && field[5][2] != ','))
+			continue;
+		unescape(field[4]);
+		r = rd_strv_add(&ro_mounts, field[4]);
+	}
+	free(line);
+	fclose(f);
+	return r;
+}
+
 /* The writable root path, bound on itself and made writable again, with what is mounted under
- * it (each mount that the machine has read-only stays so: the kernel locks it). Found without
+ * it (each mount that was read-only stays so: ro_mounts). Found without
  * a symlink on the way: a path a command could have changed into a symlink (in /tmp, say)
  * must not make another directory writable. A path that is not there, or has a symlink: left
  * as it is (read-only). */
@@ -195,6 +244,14 @@ static int writable_tree(const char *path)
 	if (tree >= 0)
 		close(tree);
 	close(fd);
+	/* Read-only again, each where it is: one shadowed by another mount since (EINVAL: not a
+	 * mount's root any more) or gone is out of reach already. */
+	for (size_t i = 0; r == 0 && i < ro_mounts.n; i++)
+		if (rd_path_within(ro_mounts.v[i], path)) {
+			int e = set_readonly(ro_mounts.v[i], AT_SYMLINK_NOFOLLOW);
+			if (e < 0 && e != -EINVAL && !absent(e))
+				r = e;
+		}
 	return r;
 }
 
@@ -288,8 +345,12 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 	static const struct rd_view_paths none;
 	if (!paths)
 		paths = &none;
+	e->what = "reading /proc/self/mountinfo";
+	int r = take_ro_mounts();
+	if (r < 0)
+		return r;
 	e->what = "making every mount read-only";
-	int r = set_readonly("/", AT_RECURSIVE);
+	r = set_readonly("/", AT_RECURSIVE);
 	for (size_t i = 0; r == 0 && i < paths->n_write; i++)
 		if ((r = writable_tree(paths->write[i])) < 0)
 			e->what = paths->write[i];

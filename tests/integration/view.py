@@ -108,6 +108,13 @@ def test_view(tmp):
     # ENOENT: a kernel without magic SysRq has none.
     check("view: /proc/sysrq-trigger cannot be opened for writing (%s)" % got["sysrq"],
           got["sysrq"] in (("EROFS", "ENOENT") if root else ("EROFS", "EACCES", "ENOENT")))
+    # Their files check the writer's uid and mode alone (/proc/scsi/scsi removes a disk): as
+    # root, each there is read-only to commands, as container runtimes make them.
+    there = [d for d in ("/proc/fs", "/proc/acpi", "/proc/scsi", "/proc/asound")
+             if os.path.isdir(d)]
+    check("view: %s read-only as root" % ", ".join(there),
+          not root or (sorted(got["proc_readonly"]) == sorted(there) and
+                       all(got["proc_readonly"].values())), repr(got["proc_readonly"]))
     check("view: /sys is read-only (%s)" % got["sys_write"],
           got["sys_readonly"] is True and got["sys_write"] == "EROFS")
     check("view: the command's user namespace is not its caller's (%s)" % got["userns"],

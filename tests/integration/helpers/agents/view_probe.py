@@ -7,6 +7,7 @@ hostile command and reports what happened:
 - core_pattern: it writes "|DIR/payload" there and crashes a child, which would have the
   kernel run the payload as root of the machine (the test restores the value either way);
 - sysrq: opens /proc/sysrq-trigger for writing (writes nothing);
+- proc_readonly: whether /proc/fs, /proc/acpi, /proc/scsi, /proc/asound are read-only;
 - /sys, /dev: whether it can write, what is there, whether the device nodes work;
 - System V shm and message queues, POSIX shm, the terminal: whether it reaches them.
 """
@@ -49,6 +50,10 @@ for name in ("sys", "dev"):
     except OSError as e:
         out[name + "_write"] = err(e)
 out["sys_readonly"] = bool(os.statvfs("/sys").f_flag & os.ST_RDONLY)
+# /proc's directories whose files the machine's root may write by mode alone: read-only?
+out["proc_readonly"] = {d: bool(os.statvfs(d).f_flag & os.ST_RDONLY)
+                        for d in ("/proc/fs", "/proc/acpi", "/proc/scsi", "/proc/asound")
+                        if os.path.isdir(d)}
 out["dev"] = sorted(os.listdir("/dev"))
 out["pts"] = sorted(os.listdir("/dev/pts"))
 try:
