@@ -51,22 +51,6 @@ static int put_strings(int fd, char *const *v, size_t n)
 	return 0;
 }
 
-/* n strings from *p (up to end), as a NULL-terminated array pointing into the block. */
-static char **take_strings(char **p, char *end, size_t n)
-{
-	char **v = calloc(n + 1, sizeof(char *));
-	for (size_t i = 0; v && i < n; i++) {
-		char *nul = *p < end ? memchr(*p, '\0', (size_t)(end - *p)) : NULL;
-		if (!nul) {
-			free(v);
-			return NULL;
-		}
-		v[i] = *p;
-		*p = nul + 1;
-	}
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	const char *sock_path = getenv("RUNNERD_SOCKET");
@@ -163,9 +147,9 @@ int main(int argc, char **argv)
 	struct sock_fprog prog = {.len = (unsigned short)a.filter_len,
 	                          .filter = (struct sock_filter *)m};
 	char *p = m + flen;
-	char **path = take_strings(&p, end, 1);
-	char **run_argv = path ? take_strings(&p, end, a.argc) : NULL;
-	char **run_env = run_argv ? take_strings(&p, end, a.envc) : NULL;
+	char **path = rd_serve_strings(&p, end, 1);
+	char **run_argv = path ? rd_serve_strings(&p, end, a.argc) : NULL;
+	char **run_env = run_argv ? rd_serve_strings(&p, end, a.envc) : NULL;
 	if (!run_env)
 		die("runnerd serve's answer", EPROTO);
 

@@ -19,6 +19,8 @@
 #define RD_SERVE_PROTO_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define RD_SERVE_MAGIC   0x72647376u /* "rdsv" */
 #define RD_SERVE_VERSION 1
@@ -51,5 +53,23 @@ struct rd_serve_loaded {
 	uint32_t stage; /* RD_SERVE_STAGE_*: LOADED with the listener, or where it failed */
 	int32_t err;
 };
+
+/* n strings of a packet's memfd from *p (up to end), each ending in a NUL: a NULL-terminated
+ * array (malloc'd) pointing into the block, *p past them; NULL if they do not add up. The block
+ * must be sealed against writing, or a private copy. */
+static inline char **rd_serve_strings(char **p, char *end, size_t n)
+{
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; v && i < n; i++) {
+		char *nul = *p < end ? memchr(*p, '\0', (size_t)(end - *p)) : NULL;
+		if (!nul) {
+			free(v);
+			return NULL;
+		}
+		v[i] = *p;
+		*p = nul + 1;
+	}
+	return v;
+}
 
 #endif

@@ -558,6 +558,11 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	/* runnerd serve: everything of the host's is at hand; the rest is the container's. */
 	if (ss) {
 		ss->control_path = s.control_path;
+		/* Here, from the machine's /proc: the container's is the container's to forge. */
+		if (scrub_environ() < 0) {
+			rd_error_set(&err, EIO, "cannot scrub its own environment block");
+			goto fail;
+		}
 		if (rd_serve_enter(ss) < 0) {
 			started = true; /* told already */
 			goto out;
@@ -620,7 +625,10 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		if (mkdir(s.control_dirs[i], 0700) < 0 && errno != EEXIST && errno != ENOENT &&
 		    errno != EACCES && cli->verbose)
 			fprintf(stderr, "runnerd: %s: %s\n", s.control_dirs[i], strerror(errno));
-	if (scrub_environ() < 0) {
+	if (ss) {
+		static char *none[] = {NULL};
+		environ = none; /* the client's, used */
+	} else if (scrub_environ() < 0) {
 		fprintf(stderr,
 		        "runnerd: cannot scrub its own environment block; refusing to run\n");
 		goto out;

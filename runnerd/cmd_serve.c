@@ -24,6 +24,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <linux/capability.h>
+#include <linux/nsfs.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -72,29 +75,69 @@ static int refuse(int sock, int e, const char *fmt, ...)
 	return 125;
 }
 
-/* n strings from *p (up to end), as a NULL-terminated array pointing into the block. */
-static char **take_strings(char **p, char *end, size_t n)
+/* The namespaces a session joins, in the order it joins them (the mount namespace first: it
+ * sets the root and working directory). */
+static const char *const ns_names[RD_SERVE_NS] = {"mnt", "pid", "net", "ipc", "uts", "cgroup"};
+
+static bool same_file(int a, int b)
 {
-	char **v = calloc(n + 1, sizeof(char *));
-	for (size_t i = 0; v && i < n; i++) {
-		char *nul = *p < end ? memchr(*p, '\0', (size_t)(end - *p)) : NULL;
-		if (!nul) {
-			free(v);
-			return NULL;
-		}
-		v[i] = *p;
-		*p = nul + 1;
-	}
-	return v;
+	struct stat x, y;
+	return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_ino == y.st_ino &&
+	       x.st_dev == y.st_dev;
 }
 
-static bool same_ns(pid_t pid, const char *kind)
+/* The client's namespaces, opened now and kept (ss->ns) so that the session joins exactly
+ * these, each owned by the machine's user namespace (a rootful engine's), as the client's own
+ * user namespace is; opened while pidfd says the client still runs (no pid reused in between).
+ * Returns 0, or -1 with why. */
+static int take_namespaces(pid_t pid, int pidfd, int ns[RD_SERVE_NS], char *why, size_t n)
 {
-	char p[64], q[64];
-	struct stat a, b;
-	snprintf(p, sizeof(p), "/proc/%d/ns/%s", pid, kind);
-	snprintf(q, sizeof(q), "/proc/self/ns/%s", kind);
-	return stat(p, &a) == 0 && stat(q, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+	char p[64];
+	_cleanup_close_ int self = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+	snprintf(p, sizeof(p), "/proc/%d/ns/user", pid);
+	_cleanup_close_ int user = open(p, O_RDONLY | O_CLOEXEC);
+	for (size_t i = 0; i < RD_SERVE_NS; i++) {
+		snprintf(p, sizeof(p), "/proc/%d/ns/%s", pid, ns_names[i]);
+		ns[i] = open(p, O_RDONLY | O_CLOEXEC);
+	}
+	struct pollfd alive = {.fd = pidfd, .events = POLLIN};
+	if (self < 0 || user < 0 || poll(&alive, 1, 0) != 0) {
+		snprintf(why, n, "the client (pid %d) is gone", (int)pid);
+		return -1;
+	}
+	bool own = same_file(user, self);
+	for (size_t i = 0; own && i < RD_SERVE_NS; i++) {
+		int owner = ns[i] < 0 ? -1 : ioctl(ns[i], NS_GET_USERNS);
+		own = owner >= 0 && same_file(owner, self);
+		if (owner >= 0)
+			close(owner);
+	}
+	if (!own) {
+		snprintf(
+		    why, n,
+		    "the agent runs in a user namespace of its own (a rootless engine, or one it "
+		    "made): runnerd serve runs commands only for rootful containers; run runnerd "
+		    "inside this one instead (docs/containers.md, Recipes)");
+		return -1;
+	}
+	return 0;
+}
+
+/* Does the client's capability bounding set hold cap (/proc/PID/status)? -1: unknown. */
+static int bounding_has(pid_t pid, int cap)
+{
+	char p[64], buf[4096];
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[len > 0 ? len : 0] = '\0';
+	const char *b = strstr(buf, "\nCapBnd:\t");
+	if (!b)
+		return -1;
+	unsigned long long v = strtoull(b + 9, NULL, 16);
+	return (int)((v >> cap) & 1);
 }
 
 /* The LSM label the client runs under ("" if none, or unconfined). */
@@ -122,8 +165,14 @@ static long container_filters(pid_t pid, struct rd_bpf **out)
 	if (ptrace(PTRACE_SEIZE, pid, 0, 0) < 0)
 		return -errno;
 	int st, e = 0;
-	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0 || waitpid(pid, &st, __WALL) != pid) {
-		e = errno ? errno : ESRCH;
+	pid_t w = 0;
+	/* Its stop within 5 s (a client that cannot stop, in a vfork, say, does not hold this
+	 * session's process for ever). */
+	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) == 0)
+		for (int i = 0; i < 5000 && (w = waitpid(pid, &st, __WALL | WNOHANG)) == 0; i++)
+			usleep(1000);
+	if (w != pid) {
+		e = w == 0 ? ETIMEDOUT : errno ? errno : ESRCH;
 		ptrace(PTRACE_DETACH, pid, 0, 0);
 		return -e;
 	}
@@ -249,11 +298,17 @@ static int join_cgroups(pid_t pid, char *why, size_t n)
 	char p[64], buf[8192];
 	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	ssize_t len = fd < 0 ? -1 : 0, got = 0;
+	/* Whole: a line cut short would name an ancestor of the container's cgroup. */
+	while (fd >= 0 && len < (ssize_t)sizeof(buf) - 1 &&
+	       (got = read(fd, buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
+		len += got;
 	if (fd >= 0)
 		close(fd);
-	if (len <= 0) {
-		snprintf(why, n, "cannot read %s: %s", p, strerror(errno ? errno : EIO));
+	if (len <= 0 || got < 0 || len == (ssize_t)sizeof(buf) - 1) {
+		snprintf(why, n, "cannot read %s whole: %s", p,
+		         len == (ssize_t)sizeof(buf) - 1 ? "too long"
+		                                         : strerror(errno ? errno : EIO));
 		return -1;
 	}
 	buf[len] = '\0';
@@ -303,11 +358,13 @@ int rd_serve_enter(struct rd_serve_session *ss)
 	}
 	if (join_cgroups(host_pid, why, sizeof(why)) < 0)
 		return refuse(ss->sock, EPERM, "%s", why), -1;
-	if (setns(ss->pidfd, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-	                         CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
-		return refuse(ss->sock, errno, "joining the agent's namespaces: %s",
-		              strerror(errno)),
-		       -1;
+	/* The namespaces checked when the session began (ss->ns), not the client's now: it may
+	 * have made others since. */
+	for (size_t i = 0; i < RD_SERVE_NS; i++)
+		if (setns(ss->ns[i], 0) < 0)
+			return refuse(ss->sock, errno, "joining the agent's %s namespace: %s",
+			              ns_names[i], strerror(errno)),
+			       -1;
 	int kp[2];
 	if (pipe2(kp, O_CLOEXEC) < 0)
 		return refuse(ss->sock, errno, "pipe: %s", strerror(errno)), -1;
@@ -379,7 +436,7 @@ static int session(struct serve *sv, int sock)
 	int pidfd = -1;
 	len = sizeof(pidfd);
 	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
-		pidfd = rd_pidfd_open(cr.pid, 0);
+		pidfd = errno == ENOPROTOOPT ? rd_pidfd_open(cr.pid, 0) : -1;
 	if (pidfd < 0)
 		return refuse(sock, errno, "the client (pid %d) is gone", (int)cr.pid);
 
@@ -390,7 +447,11 @@ static int session(struct serve *sv, int sock)
 	size_t n_fds = 0;
 	ssize_t n = rd_recv_buf_fds(sock, &h, sizeof(h), &block, 1, &n_fds, 0);
 	struct stat st;
+	/* Sealed: the strings checked are the strings used. */
+	int seals = n_fds == 1 ? fcntl(block, F_GET_SEALS) : -1;
 	if (n != sizeof(h) || h.magic != RD_SERVE_MAGIC || n_fds != 1 || fstat(block, &st) < 0 ||
+	    seals < 0 ||
+	    (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK) ||
 	    (uint64_t)st.st_size > RD_SERVE_MAX_BLOCK || h.argc == 0 || h.argc > 1u << 20 ||
 	    h.envc > 1u << 20)
 		return refuse(sock, EPROTO, "the request is not one of runnerd-intercept's");
@@ -406,19 +467,31 @@ static int session(struct serve *sv, int sock)
 	if (m == MAP_FAILED)
 		return refuse(sock, errno, "mmap: %s", strerror(errno));
 	char *p = m, *end = m + st.st_size;
-	char **argv = take_strings(&p, end, h.argc);
-	char **env = argv ? take_strings(&p, end, h.envc) : NULL;
+	char **argv = rd_serve_strings(&p, end, h.argc);
+	char **env = argv ? rd_serve_strings(&p, end, h.envc) : NULL;
 	if (!env)
 		return refuse(sock, EPROTO, "the request's argv and environment do not add up");
 
 	/* Only what the daemon can keep: the machine's user namespace (rootful engines), no LSM
 	 * label it would not carry over. */
-	if (!same_ns(cr.pid, "user"))
-		return refuse(
-		    sock, EPERM,
-		    "the agent runs in a user namespace of its own (a rootless engine): "
-		    "runnerd serve runs commands only for rootful containers; run runnerd "
-		    "inside this one instead (docs/containers.md, Recipes)");
+	int ns[RD_SERVE_NS];
+	char why[512];
+	if (take_namespaces(cr.pid, pidfd, ns, why, sizeof(why)) < 0)
+		return refuse(sock, EPERM, "%s", why);
+	/* The supervisor is root of the machine in the container's pid namespace: a process there
+	 * that may trace any process, or mount over /proc, could take it over. */
+	int can_trace = bounding_has(cr.pid, CAP_SYS_PTRACE);
+	int can_admin = bounding_has(cr.pid, CAP_SYS_ADMIN);
+	if (can_trace != 0 || can_admin != 0)
+		return refuse(sock, EPERM,
+		              "the container %s: its processes could take over runnerd serve's "
+		              "supervisor, which runs among them as root of the machine; start it "
+		              "without (no --privileged, no --cap-add), or run runnerd inside it "
+		              "(docs/containers.md, Recipes)",
+		              can_trace < 0 || can_admin < 0
+		                  ? "has capabilities runnerd cannot read"
+		              : can_trace ? "may hold CAP_SYS_PTRACE"
+		                          : "may hold CAP_SYS_ADMIN");
 	char label[256];
 	lsm_label(cr.pid, label, sizeof(label));
 	if (label[0])
@@ -463,6 +536,7 @@ static int session(struct serve *sv, int sock)
 	    .pid = cr.pid,
 	    .kill_fd = -1,
 	};
+	memcpy(ss.ns, ns, sizeof(ns));
 	return rd_cmd_run_served(&cli, &ss);
 }
 

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#define RD_SERVE_NS 6
+
 struct rd_serve_session {
 	int sock;  /* the connection to runnerd-intercept */
 	int pidfd; /* the client's, which becomes the agent */
@@ -22,6 +24,8 @@ struct rd_serve_session {
 	struct rd_bpf *filters;
 	size_t n_filters;
 	const char *where;
+	/* The client's mount, pid, net, IPC, UTS and cgroup namespaces, as they were checked. */
+	int ns[RD_SERVE_NS];
 	/* Set by enter, in the process that supervises the session: the client's pid there,
 	 * and the fd on which a byte asks for the agent's SIGSTOP ('s') or SIGKILL ('k') from
 	 * outside its pid namespace. */

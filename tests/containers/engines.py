@@ -434,6 +434,33 @@ def test_daemon_podman():
         r = podman_run(daemon_opts() + opts, ["runnerd-intercept", "--", "sh", "-c",
                                               DAEMON_AGENT])
         check_daemon_run(label, r, 38)
+    # A volume the engine mounts read-only inside the workspace (a writable root) stays
+    # read-only to commands; the workspace around it is writable.
+    vol = os.path.join(WORK, "rovol")
+    os.makedirs(vol, exist_ok=True)
+    with open(os.path.join(vol, "f"), "w") as f:
+        f.write("host\n")
+    # Writable by anyone: only the mount's read-only flag may refuse the write.
+    os.chmod(vol, 0o777)
+    os.chmod(os.path.join(vol, "f"), 0o666)
+    r = podman_run(daemon_opts() + ["--user", "%d:%d" % (UID, UID),
+                                    "-v", "%s:/home/dev/project/ro:ro" % vol],
+                   ["runnerd-intercept", "--", "sh", "-c",
+                    "/bin/sh -c 'echo x > ro/f' 2>&1 | grep -q 'Read-only file system' && "
+                    "echo ro-refused; "
+                    "/bin/sh -c 'echo y > w' && echo project-written"])
+    check("daemon: an engine's read-only volume in the workspace stays read-only to commands, "
+          "the workspace writable",
+          r.stdout.split() == ["ro-refused", "project-written"] and
+          open(os.path.join(vol, "f")).read() == "host\n",
+          "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    # A container that could trace the supervisor (root of the machine among its processes).
+    r = podman_run(daemon_opts() + ["--cap-add", "SYS_PTRACE"],
+                   ["runnerd-intercept", "--", "sh", "-c", AGENT])
+    check("daemon: a container with CAP_SYS_PTRACE is refused (125), saying why",
+          r.returncode == 125 and "agent-started" not in r.stdout and
+          "may hold CAP_SYS_PTRACE" in r.stderr,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
     r = podman_run(daemon_opts(), ["runnerd-intercept", "--profile", "claude", "--", "true"])
     check("daemon: a profile not allowed by the daemon is refused (125), naming the allowed",
           r.returncode == 125 and "profile claude is not allowed here: runnerd serve takes "
