@@ -55,11 +55,13 @@ static inline long rd_clone3(struct clone_args *args, size_t size)
 	    args->cgroup || args->parent_tid || args->child_tid || args->tls ||
 	    args->exit_signal > 0xff || args->flags > 0xffffffffULL)
 		return r;
-#if !defined(__x86_64__)
-#error "rd_clone3's fallback passes clone's arguments in x86_64's order"
-#endif
+#if defined(__x86_64__) || defined(__aarch64__)
+	/* Both take flags, stack, parent_tid (the pidfd's place with CLONE_PIDFD) first. */
 	return syscall(__NR_clone, (unsigned long)(args->flags | args->exit_signal), 0UL,
 	               (int *)(uintptr_t)args->pidfd, (int *)0, 0UL);
+#else
+	return r; /* clone's order differs here: no fallback */
+#endif
 }
 
 static inline int rd_close_range(unsigned int first, unsigned int last, unsigned int flags)
