@@ -247,6 +247,8 @@ static int send_plan(int sock, const struct rd_launch_plan *p, const struct rd_p
 		first[n++] = p->stub_ctl_fd;
 	if (p->h.exec_via == RD_EXEC_OWN)
 		first[n++] = p->own_exec_fd;
+	if (p->h.has_setup_fd)
+		first[n++] = p->setup_fd;
 	for (*sent = 0; *sent < p->h.n_fds && n < FDS_PER_MSG;)
 		first[n++] = p->fds[(*sent)++].fd;
 	struct iovec marker = {&zero, sizeof(zero)};
@@ -346,6 +348,24 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 	/* The caller may change the preset from now on. */
 	sb->preset = NULL;
 	sb->preset_use = use;
+	/* A sandbox that ran a command before: its setup pipe, the first one, is gone; this
+	 * command's comes with the plan. */
+	struct rd_launch_plan again;
+	_cleanup_close_ int setup_end = -1;
+	if (sb->uses > 0) {
+		int ep[2];
+		if (pipe2(ep, O_CLOEXEC) < 0) {
+			r = rd_error_set(err, errno, "pipe: %s", strerror(errno));
+			goto fail;
+		}
+		sb->setup_fd = ep[0];
+		setup_end = ep[1];
+		again = *p;
+		again.h.has_setup_fd = 1;
+		again.setup_fd = ep[1];
+		p = &again;
+	}
+	sb->uses++;
 	/* The first packet: the plan itself if it fits (else a 0 and the plan in a memfd, its
 	 * first fd), with its lead fds and as many of the caller's as fit; then the rest of the
 	 * caller's, FDS_PER_MSG at a time. */

@@ -32,6 +32,13 @@ enum {
 	/* With the end: the stub was last told the command stopped; runnerd sends it SIGCONT
 	 * so that it reads the end. */
 	RD_REPORT_STUB_STOPPED = 16,
+	/* With the end: the command ended alone (nothing else of the sandbox alive), as the
+	 * last of a plan that fit the sandbox's preset: pid 1 stays, makes the sandbox as it was
+	 * before the plan came, then says so with RD_REPORT_IDLE (or exits if it cannot). */
+	RD_REPORT_REUSE = 32,
+	/* Not a command's end: pid 1 is waiting for another plan, its preset report sent again
+	 * (status is 0). Written only after an end with RD_REPORT_REUSE. */
+	RD_REPORT_IDLE = 64,
 };
 
 /* runnerd's requests to a sandbox's pid 1, each a mark sent on the plan socket (which stays
@@ -92,6 +99,7 @@ struct rd_sandbox {
 	uint64_t watch_gen;
 	bool full_ids; /* those maps are every id to itself (else runnerd's alone) */
 	int go_fd;     /* a byte here starts the reaper, once runnerd has written its maps */
+	unsigned uses; /* the plans it has taken: from the second on, with a setup pipe */
 };
 
 #define RD_SANDBOX_NONE                                                                            \
@@ -109,7 +117,8 @@ struct rd_sandbox {
 	                     .full_ids = false,                                                    \
 	                     .watched = false,                                                     \
 	                     .watch_gen = 0,                                                       \
-	                     .go_fd = -1})
+	                     .go_fd = -1,                                                          \
+	                     .uses = 0})
 
 /* Can runnerd map every id of a sandbox to itself: has it CAP_SETUID and CAP_SETGID (root,
  * mostly; decided by the capabilities, not by the uid)? */

@@ -6,7 +6,7 @@
 
 size_t rd_plan_lead_fds(const struct rd_plan_head *h)
 {
-	return 1 + (h->has_stub_ctl != 0) + (h->exec_via == RD_EXEC_OWN);
+	return 1 + (h->has_stub_ctl != 0) + (h->exec_via == RD_EXEC_OWN) + (h->has_setup_fd != 0);
 }
 
 void rd_plan_blob_free(struct rd_plan_blob *b)
@@ -90,7 +90,8 @@ int rd_plan_unpack(const void *blob, size_t size, struct rd_launch_plan *out, vo
 	    (h->exec_via != RD_EXEC_CWD && h->exec_via != RD_EXEC_TARGET &&
 	     h->exec_via != RD_EXEC_OWN))
 		return -EPROTO;
-	*out = (struct rd_launch_plan){.h = *h, .cwd_fd = -1, .stub_ctl_fd = -1, .own_exec_fd = -1};
+	*out = (struct rd_launch_plan){
+	    .h = *h, .cwd_fd = -1, .stub_ctl_fd = -1, .own_exec_fd = -1, .setup_fd = -1};
 	/* One allocation: the fd map, then the pointer lists, each NULL-terminated. */
 	size_t n_ptrs =
 	    (size_t)h->argc + 1 + h->envc + 1 + h->n_masks + 1 + h->n_write + 1 + h->n_protect + 1;

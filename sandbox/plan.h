@@ -57,6 +57,9 @@ struct rd_plan_head {
 	/* runnerd's end of the stub's control socket comes with the plan (stub_ctl_fd): the
 	 * reaper tells the stub the command's end itself (RD_STUB_EXIT), one hop sooner. */
 	uint8_t has_stub_ctl;
+	/* The sandbox ran a command before (launch.h, RD_REPORT_IDLE): the write end of this
+	 * command's setup pipe comes with the plan (setup_fd), not from the sandbox's making. */
+	uint8_t has_setup_fd;
 	/* The caller's terminal, when one of its fds is on one (the first of fds 0 to 2 that is,
 	 * else the first other): the command gets a pseudo-terminal of its own instead (every fd
 	 * of the caller on that terminal becomes its slave), with these modes and this size, as
@@ -99,6 +102,7 @@ struct rd_launch_plan {
 	int cwd_fd;      /* the caller's cwd */
 	int stub_ctl_fd; /* h.has_stub_ctl */
 	int own_exec_fd; /* RD_EXEC_OWN */
+	int setup_fd;    /* h.has_setup_fd */
 };
 
 /* The arrays that follow the head, in this order: name, length field, element type. Each
@@ -134,7 +138,7 @@ void rd_plan_blob_free(struct rd_plan_blob *b);
 int rd_plan_unpack(const void *blob, size_t size, struct rd_launch_plan *out, void **arena) _wur_;
 
 /* How many fds lead the plan's first packet before the caller's: cwd, the stub's control
- * socket, runnerd's exec fd (as the head says). */
+ * socket, runnerd's exec fd, the setup pipe (as the head says). */
 size_t rd_plan_lead_fds(const struct rd_plan_head *h);
 
 #endif

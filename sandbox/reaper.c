@@ -10,6 +10,7 @@
 #include "sandbox/launch_internal.h"
 #include "sandbox/view.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -317,14 +319,38 @@ static int recv_fds(int sock, int *fds, int want)
  * pointers point into it from then on. */
 static _Alignas(16) char plan_buf[PLAN_INLINE_MAX];
 
+/* What the plan's pointers point into besides plan_buf: its memfd mapped, and the arena
+ * rd_plan_unpack made; released once the command has ended, before the sandbox takes another
+ * plan. */
+static void *plan_map, *plan_arena;
+static size_t plan_map_size;
+
+static void release_plan(void)
+{
+	if (plan_map)
+		munmap(plan_map, plan_map_size);
+	free(plan_arena);
+	plan_map = plan_arena = NULL;
+}
+
 /* In the reaper: the plan runnerd sent (sandbox/plan.h), in its first packet or the mapped
- * memfd, with its fds. */
-static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
+ * memfd, with its fds. A sandbox that ran a command before (again) finds in its queue, ahead
+ * of the plan, any mark runnerd sent for that command after its end: skipped, but for the
+ * session's end. Its setup pipe comes with the plan: until then, a failure is told by the
+ * exit alone. */
+static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p, bool again)
 {
 	int first[FDS_PER_MSG];
 	size_t nfirst = 0, k = 0;
-	ssize_t len =
-	    rd_recv_buf_fds(sock, plan_buf, sizeof(plan_buf), first, FDS_PER_MSG, &nfirst, 0);
+	ssize_t len;
+	uint32_t mark;
+	while ((len = rd_recv_buf_fds(sock, plan_buf, sizeof(plan_buf), first, FDS_PER_MSG, &nfirst,
+	                              0)) == sizeof(mark) &&
+	       nfirst == 0 && again) {
+		memcpy(&mark, plan_buf, sizeof(mark));
+		if (mark == RD_REAPER_END_MARK)
+			_exit(0);
+	}
 	if (len < (ssize_t)sizeof(uint32_t) || nfirst < 1)
 		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
 	const char *blob = plan_buf;
@@ -340,10 +366,11 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 		blob = mmap(NULL, size, PROT_READ, MAP_PRIVATE, first[0], 0);
 		if (blob == MAP_FAILED)
 			fail(err_fd, STAGE_SETUP, "mapping the plan", errno);
+		plan_map = (void *)blob;
+		plan_map_size = size;
 		close(first[k++]);
 	}
-	void *arena;
-	if (rd_plan_unpack(blob, size, p, &arena) < 0)
+	if (rd_plan_unpack(blob, size, p, &plan_arena) < 0)
 		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
 	/* An fd that did not come stops here rather than anywhere later. */
 	size_t lead = rd_plan_lead_fds(&p->h);
@@ -354,6 +381,13 @@ static void receive_plan(int sock, int err_fd, struct rd_launch_plan *p)
 		p->stub_ctl_fd = first[k++];
 	if (p->h.exec_via == RD_EXEC_OWN)
 		p->own_exec_fd = first[k++];
+	if (p->h.has_setup_fd)
+		p->setup_fd = first[k++];
+	/* The first plan's setup pipe is the sandbox's own; a later one's comes with it. */
+	if (p->h.has_setup_fd)
+		err_fd = p->setup_fd;
+	if (!p->h.has_setup_fd != !again)
+		fail(err_fd, STAGE_SETUP, "receiving the plan", EPROTO);
 	struct rd_fd_map *fds = (struct rd_fd_map *)p->fds;
 	uint32_t got = 0;
 	while (k < nfirst)
@@ -616,7 +650,8 @@ static int preset_send(int sock, const struct preset_seen *seen, uint32_t n, int
  * filter may refuse mount and new namespaces ("strict"), so it comes after everything that
  * needs them; what the reaper does afterwards (vfork, set*id, capset, prctl, prlimit,
  * setsid, setpgid, dup2, execveat, rt_sigtimedwait, wait4, kill) it allows. */
-static void apply_preset(const struct rd_sandbox_preset *pre, int plan_fd, int err_fd)
+static struct preset_seen *apply_preset(const struct rd_sandbox_preset *pre, int plan_fd,
+                                        int err_fd)
 {
 	struct preset_seen *seen = calloc(pre->n_masks + 1, sizeof(*seen));
 	if (!seen)
@@ -639,7 +674,7 @@ static void apply_preset(const struct rd_sandbox_preset *pre, int plan_fd, int e
 	if (preset_send(plan_fd, seen, (uint32_t)pre->n_masks, root) < 0)
 		fail(err_fd, STAGE_SETUP, "reporting the preset", errno);
 	close(root);
-	free(seen);
+	return seen; /* sent again with each later plan's wait (reset) */
 }
 
 static bool same_strings(char *const *a, char *const *b, size_t n)
@@ -669,8 +704,8 @@ bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd
  * and the command started: a command that failed before its exec is runnerd's to report).
  * runnerd first, so that when the stub has gone, runnerd finds why. If the stub cannot be
  * told (its queue full), a second report says so, and runnerd tells it. */
-static void report_end(const struct rd_launch_plan *p, int status_fd, int st, bool timed_out,
-                       bool stub_stopped)
+static uint32_t report_end(const struct rd_launch_plan *p, int status_fd, int st, bool timed_out,
+                           bool stub_stopped, bool reusable)
 {
 	bool tell = p->h.has_stub_ctl && !command_failed;
 	struct rd_reaper_report rep = {.status = st};
@@ -681,6 +716,8 @@ static void report_end(const struct rd_launch_plan *p, int status_fd, int st, bo
 	siginfo_t si;
 	if (sys5(SYS_waitid, P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, 0) == 0)
 		rep.flags |= RD_REPORT_LEFT;
+	else if (reusable && !command_failed)
+		rep.flags |= RD_REPORT_REUSE;
 	if (timed_out)
 		rep.flags |= RD_REPORT_TIMEOUT;
 	struct rd_stub_msg m = {.type = RD_STUB_EXIT, .value = timed_out ? 124 << 8 : st};
@@ -703,6 +740,7 @@ static void report_end(const struct rd_launch_plan *p, int status_fd, int st, bo
 		if (write(status_fd, &rep, sizeof(rep)) != sizeof(rep))
 			_exit(1);
 	}
+	return rep.flags;
 }
 
 /* What the stub was told of the command's stops (told: the signal it stopped by, 0 for
@@ -850,6 +888,246 @@ static int setup_tty(struct rd_launch_plan *p, int pts_err, int err_fd)
 	return target;
 }
 
+/* One plan, from its coming to its command's end. Returns only when the command ended alone and
+ * the sandbox can take another plan (RD_REPORT_REUSE): nothing of the command is left, its fds
+ * and the plan's memory are released. Else pid 1 exits when the sandbox ends. again: the
+ * sandbox ran a command before, whose setup pipe err_fd was. */
+static void run_plan(int plan_fd, int err_fd, int status_fd, const struct rd_sandbox_preset *preset,
+                     const struct rd_view_paths *paths, struct rd_view_error *view, int pts_err,
+                     void *stack_top, bool again)
+{
+	int r;
+	struct rd_launch_plan plan;
+	receive_plan(plan_fd, err_fd, &plan, again);
+	if (again)
+		err_fd = plan.setup_fd;
+	/* Kept: runnerd's marks come on it (launch.h). */
+	cap_rlimits(&plan.h);
+	if (preset) {
+		/* runnerd sends a plan here only if it fits; a plan that did not would run without
+		 * what it asks for. Already in place: nothing of it to do again. */
+		if (!rd_sandbox_preset_fits(preset, &plan))
+			fail(err_fd, STAGE_SETUP,
+			     "the plan does not fit the sandbox made ahead of time", EPROTO);
+		plan.h.n_masks = 0;
+		plan.filter = NULL;
+	}
+	const struct rd_launch_plan *p = &plan;
+	/* A rule's own writable roots and protected paths, before the masks: a root made writable
+	 * with what is mounted under it would take a mask's read-only flag with it. */
+	if (p->h.n_write || p->h.n_protect) {
+		struct rd_view_paths rule = {.write = p->write,
+		                             .n_write = p->h.n_write,
+		                             .protect = p->protect,
+		                             .n_protect = p->h.n_protect};
+		if ((r = rd_view_rule(view, paths, &rule)) < 0)
+			fail(err_fd, STAGE_SETUP, view->what, -r);
+	}
+	apply_masks(p->masks, p->h.n_masks, err_fd, NULL);
+	if (!preset && rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE))
+		no_network(err_fd);
+	int tty = -1;
+	if (p->h.has_tty)
+		tty = setup_tty(&plan, pts_err, err_fd);
+	/* Another plan may come once the command has ended alone, if nothing of this one stays
+	 * in the sandbox: the preset's view (a rule's own would), the preset's filter (which
+	 * refuses keyctl: the keyrings of the sandbox's user namespace outlive the command), no
+	 * terminal (its session's, pid 1's, until the stub closes the master); and, at the end,
+	 * no process left, whatever the sandbox's lifetime (report_end). */
+	bool reusable = preset && preset->filter && !p->h.has_tty && p->h.has_stub_ctl;
+	/* Every signal blocked and taken with rt_sigtimedwait: blocked signals are queued even
+	 * for pid 1, which otherwise drops signals it has no handler for. Raw: glibc's sigset
+	 * calls leave out 32 and 33, which the caller's command may be sent too. */
+	uint64_t all = ~0ULL;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all));
+	int *hi = calloc(p->h.n_fds + 3, sizeof(int));
+	size_t *order = calloc(p->h.n_fds + 1, sizeof(size_t));
+	cap_t empty = cap_init();
+	if (!hi || !order || !empty)
+		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
+	/* By target number, for the command to close what lies between them. The plan's fds are
+	 * the caller's in /proc order, ascending already; an insertion sort is linear then. */
+	for (size_t i = 0; i < p->h.n_fds; i++) {
+		size_t j = i;
+		for (; j > 0 && p->fds[order[j - 1]].target > p->fds[i].target; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	struct command_args a = {p, err_fd, hi, order, empty, tty};
+	pid_t child = clone(command_start, stack_top, CLONE_VM | SIGCHLD, &a);
+	if (child < 0)
+		fail(err_fd, STAGE_SETUP, "starting the command", errno);
+	/* At once, not after the command's exec: the setup pipe's EOF, which tells runnerd that
+	 * the exec went through, and the caller's pipes' EOF must not wait until the reaper gets a
+	 * CPU again (which, as the command runs, can be its end). */
+	/* From here until the command has exec'd, only raw system calls (raw_syscall.h): glibc's
+	 * set errno, which the command's side shares and reads after each of its failed calls. */
+	int left[] = {plan_fd, status_fd, p->h.has_stub_ctl ? p->stub_ctl_fd : -1};
+	close_but(0, ALL_FDS, left, 3);
+	int stat_fd = -1; /* the command's /proc/PID/stat, once it has stopped (is_stopped) */
+
+	bool timed_out = false, main_done = false;
+	bool to_the_end = rd_box_is(&p->h.box, RD_BOX_LIFETIME, RD_LIFETIME_SESSION);
+	struct stub_state stub = {0};
+	for (;;) {
+		/* A stop or go the stub could not be told yet (its queue full) is tried again in
+		 * a moment. */
+		struct timespec retry = {0, 20 * 1000 * 1000};
+		int sig = (int)sys4(SYS_rt_sigtimedwait, &all, 0,
+		                    stub.want != stub.told ? &retry : NULL, sizeof(all));
+		if (stub.want != stub.told)
+			sync_stub(p, status_fd, &stub);
+		if (sig < 0)
+			continue;
+		if (sig != SIGCHLD) {
+			/* Only runnerd's marks are acted on, read on every signal: no signal is
+			 * trusted itself, whoever seems to send it (a process of the sandbox can
+			 * signal its pid 1, a zeroed siginfo past RLIMIT_SIGPENDING looks like one
+			 * from outside), and runnerd's waking SIGTERM may have merged with one
+			 * from inside. */
+			uint32_t mark;
+			while (sys6(SYS_recvfrom, plan_fd, (long)&mark, sizeof(mark), MSG_DONTWAIT,
+			            0, 0) == sizeof(mark)) {
+				int pass = (mark & RD_REAPER_SIGNAL_MASK) == RD_REAPER_SIGNAL_MARK
+				               ? (int)(mark & ~RD_REAPER_SIGNAL_MASK)
+				               : 0;
+				if (mark == RD_REAPER_KILL_MARK && !main_done) {
+					sys2(SYS_kill, child, SIGKILL);
+					reusable = false;
+				}
+				if (mark == RD_REAPER_TIMEOUT_MARK && !main_done)
+					timed_out = true;
+				/* The sandbox's end (a timeout, the session's end) goes to every
+				 * process of it, background ones too. */
+				if (mark == RD_REAPER_TIMEOUT_MARK || mark == RD_REAPER_END_MARK) {
+					sys2(SYS_kill, -1, SIGTERM);
+					reusable = false;
+				}
+				if (!pass)
+					continue;
+				/* A SIGCONT is the stub's: it went on (its caller sent it the
+				 * SIGCONT it passed on), whatever it was last told, and so does the
+				 * command. It goes to every process, as a shell's fg to a whole
+				 * stopped job; so does, once the command has ended, whatever the
+				 * stub passes on. The rest is the command's. */
+				if (pass == SIGCONT)
+					stub.told = stub.want = 0;
+				bool everyone = pass == SIGCONT || main_done;
+				sys2(SYS_kill, everyone ? -1 : child, pass);
+			}
+			continue;
+		}
+		int st;
+		long w;
+		while ((w = sys4(SYS_wait4, -1, &st, WNOHANG | WUNTRACED | WCONTINUED, 0)) > 0) {
+			if (w == child && (WIFSTOPPED(st) || WIFCONTINUED(st))) {
+				if (WIFSTOPPED(st))
+					stub.last_sig = WSTOPSIG(st);
+				stub.want = is_stopped(child, &stat_fd) ? stub.last_sig : 0;
+				sync_stub(p, status_fd, &stub);
+			} else if (w == child) {
+				uint32_t said = report_end(p, status_fd, st, timed_out,
+				                           stub.told != 0, reusable && !timed_out);
+				main_done = true;
+				if (said & RD_REPORT_REUSE) {
+					if (stat_fd >= 0)
+						close(stat_fd);
+					close(p->stub_ctl_fd);
+					free(hi);
+					free(order);
+					cap_free(empty);
+					release_plan();
+					return;
+				}
+				stub.want = stub.told; /* nothing more to tell it */
+				/* "lifetime": "command": pid 1 exits, and the kernel kills the
+				 * rest. */
+				if (!to_the_end)
+					_exit(0);
+			}
+		}
+		/* The command has ended and nothing of the sandbox is left (every orphan of
+		 * the pid namespace is pid 1's child): the sandbox's end. */
+		if (main_done && w == -ECHILD)
+			_exit(0);
+	}
+}
+
+/* What a process of the sandbox can change of its pid 1 without any capability, being of the
+ * same uid (prlimit, setpriority, sched_setaffinity, sched_setscheduler, ioprio_set, its
+ * oom_score_adj and its session's autogroup in /proc), and a later command would inherit: taken
+ * before the first plan, compared after each command. */
+struct self_state {
+	struct rlimit rlim[RLIM_NLIMITS];
+	int nice, policy, prio, ioprio;
+	cpu_set_t cpus;
+	char oom[16], autogroup[64];
+};
+
+static void read_small(const char *path, char *buf, size_t size)
+{
+	memset(buf, 0, size);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, size - 1);
+	(void)n;
+	close(fd);
+}
+
+static void take_state(struct self_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (int res = 0; res < RLIM_NLIMITS; res++)
+		getrlimit(res, &st->rlim[res]);
+	errno = 0;
+	st->nice = getpriority(PRIO_PROCESS, 0);
+	st->policy = sched_getscheduler(0);
+	struct sched_param sp = {0};
+	sched_getparam(0, &sp);
+	st->prio = sp.sched_priority;
+	st->ioprio = (int)syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+	sched_getaffinity(0, sizeof(st->cpus), &st->cpus);
+	read_small("/proc/self/oom_score_adj", st->oom, sizeof(st->oom));
+	read_small("/proc/self/autogroup", st->autogroup, sizeof(st->autogroup));
+}
+
+static struct self_state first_state;
+
+/* After a command that ended alone (run_plan returned): the sandbox as it was before its plan,
+ * then RD_REPORT_IDLE. Its processes are gone; what could still carry anything of theirs to
+ * the next command is the sandbox's own: the signals they queued for pid 1 (taken here, at most
+ * a few: more and the sandbox ends), what they changed of pid 1 itself (self_state: the
+ * sandbox ends) and the IPC namespace (System V objects, POSIX message queues: a new one). Mounts
+ * they cannot change (no capability in the sandbox's user namespace; /dev and the masks are
+ * read-only, /dev/shm and the writable roots are the session's, shared by every sandbox anyway),
+ * the masks are where they were (runnerd looks again before the next plan, as for any spare), and
+ * the keyrings are the filter's to refuse. Any doubt ends the sandbox: runnerd then makes another,
+ * as after any command. */
+static void reset(int plan_fd, int status_fd, const struct rd_sandbox_preset *preset,
+                  const struct preset_seen *seen)
+{
+	uint64_t all = ~0ULL;
+	struct timespec now = {0, 0};
+	int taken = 0;
+	while (sys4(SYS_rt_sigtimedwait, &all, 0, &now, sizeof(all)) > 0)
+		if (++taken > 64)
+			_exit(0);
+	struct self_state now_state;
+	take_state(&now_state);
+	if (memcmp(&now_state, &first_state, sizeof(now_state)) != 0)
+		_exit(0);
+	if (unshare(CLONE_NEWIPC) < 0)
+		_exit(0);
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0 || preset_send(plan_fd, seen, (uint32_t)preset->n_masks, root) < 0)
+		_exit(0);
+	close(root);
+	struct rd_reaper_report idle = {.flags = RD_REPORT_IDLE};
+	if (write(status_fd, &idle, sizeof(idle)) != sizeof(idle))
+		_exit(0);
+}
+
 /* pid 1 of the sandbox. Made ahead of time (a spare, while runnerd is idle): it holds nothing
  * of runnerd's, sets up the namespace, then waits for a plan. It forks the command, forwards
  * every signal runnerd sends it, reaps whatever the command leaves behind, and reports the
@@ -910,139 +1188,12 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	if ((r = rd_view_sandbox(&view, inherited & RD_ROOT_IDS)) < 0)
 		fail(err_fd, STAGE_SETUP, view.what, -r);
 	int pts_err = view.pts_err;
-	if (preset)
-		apply_preset(preset, plan_fd, err_fd);
-
-	struct rd_launch_plan plan;
-	receive_plan(plan_fd, err_fd, &plan);
-	/* Kept: runnerd's marks come on it (launch.h). */
-	cap_rlimits(&plan.h);
-	if (preset) {
-		/* runnerd sends a plan here only if it fits; a plan that did not would run without
-		 * what it asks for. Already in place: nothing of it to do again. */
-		if (!rd_sandbox_preset_fits(preset, &plan))
-			fail(err_fd, STAGE_SETUP,
-			     "the plan does not fit the sandbox made ahead of time", EPROTO);
-		plan.h.n_masks = 0;
-		plan.filter = NULL;
-	}
-	const struct rd_launch_plan *p = &plan;
-	/* A rule's own writable roots and protected paths, before the masks: a root made writable
-	 * with what is mounted under it would take a mask's read-only flag with it. */
-	if (p->h.n_write || p->h.n_protect) {
-		struct rd_view_paths rule = {.write = p->write,
-		                             .n_write = p->h.n_write,
-		                             .protect = p->protect,
-		                             .n_protect = p->h.n_protect};
-		if ((r = rd_view_rule(&view, paths, &rule)) < 0)
-			fail(err_fd, STAGE_SETUP, view.what, -r);
-	}
-	apply_masks(p->masks, p->h.n_masks, err_fd, NULL);
-	if (!preset && rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE))
-		no_network(err_fd);
-	int tty = -1;
-	if (p->h.has_tty)
-		tty = setup_tty(&plan, pts_err, err_fd);
-
-	/* Every signal blocked and taken with rt_sigtimedwait: blocked signals are queued even
-	 * for pid 1, which otherwise drops signals it has no handler for. Raw: glibc's sigset
-	 * calls leave out 32 and 33, which the caller's command may be sent too. */
-	uint64_t all = ~0ULL;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all));
-	int *hi = calloc(p->h.n_fds + 3, sizeof(int));
-	size_t *order = calloc(p->h.n_fds + 1, sizeof(size_t));
-	cap_t empty = cap_init();
-	if (!hi || !order || !empty)
-		fail(err_fd, STAGE_SETUP, "out of memory", ENOMEM);
-	/* By target number, for the command to close what lies between them. The plan's fds are
-	 * the caller's in /proc order, ascending already; an insertion sort is linear then. */
-	for (size_t i = 0; i < p->h.n_fds; i++) {
-		size_t j = i;
-		for (; j > 0 && p->fds[order[j - 1]].target > p->fds[i].target; j--)
-			order[j] = order[j - 1];
-		order[j] = i;
-	}
-	struct command_args a = {p, err_fd, hi, order, empty, tty};
-	pid_t child = clone(command_start, stack_top, CLONE_VM | SIGCHLD, &a);
-	if (child < 0)
-		fail(err_fd, STAGE_SETUP, "starting the command", errno);
-	/* At once, not after the command's exec: the setup pipe's EOF, which tells runnerd that
-	 * the exec went through, and the caller's pipes' EOF must not wait until the reaper gets a
-	 * CPU again (which, as the command runs, can be its end). */
-	/* From here until the command has exec'd, only raw system calls (raw_syscall.h): glibc's
-	 * set errno, which the command's side shares and reads after each of its failed calls. */
-	int left[] = {plan_fd, status_fd, p->h.has_stub_ctl ? p->stub_ctl_fd : -1};
-	close_but(0, ALL_FDS, left, 3);
-	int stat_fd = -1; /* the command's /proc/PID/stat, once it has stopped (is_stopped) */
-
-	bool timed_out = false, main_done = false;
-	bool to_the_end = rd_box_is(&p->h.box, RD_BOX_LIFETIME, RD_LIFETIME_SESSION);
-	struct stub_state stub = {0};
-	for (;;) {
-		/* A stop or go the stub could not be told yet (its queue full) is tried again in
-		 * a moment. */
-		struct timespec retry = {0, 20 * 1000 * 1000};
-		int sig = (int)sys4(SYS_rt_sigtimedwait, &all, 0,
-		                    stub.want != stub.told ? &retry : NULL, sizeof(all));
-		if (stub.want != stub.told)
-			sync_stub(p, status_fd, &stub);
-		if (sig < 0)
-			continue;
-		if (sig != SIGCHLD) {
-			/* Only runnerd's marks are acted on, read on every signal: no signal is
-			 * trusted itself, whoever seems to send it (a process of the sandbox can
-			 * signal its pid 1, a zeroed siginfo past RLIMIT_SIGPENDING looks like one
-			 * from outside), and runnerd's waking SIGTERM may have merged with one
-			 * from inside. */
-			uint32_t mark;
-			while (sys6(SYS_recvfrom, plan_fd, (long)&mark, sizeof(mark), MSG_DONTWAIT,
-			            0, 0) == sizeof(mark)) {
-				int pass = (mark & RD_REAPER_SIGNAL_MASK) == RD_REAPER_SIGNAL_MARK
-				               ? (int)(mark & ~RD_REAPER_SIGNAL_MASK)
-				               : 0;
-				if (mark == RD_REAPER_KILL_MARK && !main_done)
-					sys2(SYS_kill, child, SIGKILL);
-				if (mark == RD_REAPER_TIMEOUT_MARK && !main_done)
-					timed_out = true;
-				/* The sandbox's end (a timeout, the session's end) goes to every
-				 * process of it, background ones too. */
-				if (mark == RD_REAPER_TIMEOUT_MARK || mark == RD_REAPER_END_MARK)
-					sys2(SYS_kill, -1, SIGTERM);
-				if (!pass)
-					continue;
-				/* A SIGCONT is the stub's: it went on (its caller sent it the
-				 * SIGCONT it passed on), whatever it was last told, and so does the
-				 * command. It goes to every process, as a shell's fg to a whole
-				 * stopped job; so does, once the command has ended, whatever the
-				 * stub passes on. The rest is the command's. */
-				if (pass == SIGCONT)
-					stub.told = stub.want = 0;
-				bool everyone = pass == SIGCONT || main_done;
-				sys2(SYS_kill, everyone ? -1 : child, pass);
-			}
-			continue;
-		}
-		int st;
-		long w;
-		while ((w = sys4(SYS_wait4, -1, &st, WNOHANG | WUNTRACED | WCONTINUED, 0)) > 0) {
-			if (w == child && (WIFSTOPPED(st) || WIFCONTINUED(st))) {
-				if (WIFSTOPPED(st))
-					stub.last_sig = WSTOPSIG(st);
-				stub.want = is_stopped(child, &stat_fd) ? stub.last_sig : 0;
-				sync_stub(p, status_fd, &stub);
-			} else if (w == child) {
-				report_end(p, status_fd, st, timed_out, stub.told != 0);
-				main_done = true;
-				stub.want = stub.told; /* nothing more to tell it */
-				/* "lifetime": "command": pid 1 exits, and the kernel kills the
-				 * rest. */
-				if (!to_the_end)
-					_exit(0);
-			}
-		}
-		/* The command has ended and nothing of the sandbox is left (every orphan of
-		 * the pid namespace is pid 1's child): the sandbox's end. */
-		if (main_done && w == -ECHILD)
-			_exit(0);
+	struct preset_seen *seen = preset ? apply_preset(preset, plan_fd, err_fd) : NULL;
+	take_state(&first_state);
+	for (bool again = false;; again = true) {
+		run_plan(plan_fd, again ? -1 : err_fd, status_fd, preset, paths, &view, pts_err,
+		         stack_top, again);
+		/* The command ended alone: the sandbox waits for another plan, as it was. */
+		reset(plan_fd, status_fd, preset, seen);
 	}
 }

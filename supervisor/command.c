@@ -1,6 +1,7 @@
 #include "supervisor/command.h"
 #include "lib/stub_proto.h"
 #include "lib/syscalls.h"
+#include "supervisor/spare.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -62,11 +63,16 @@ static bool read_status(struct sup *u, struct cmd *c)
 	struct rd_reaper_report rep = {0}, more;
 	bool got = false;
 	ssize_t n;
+	bool idle = false;
 	while ((n = read(r->sb.status_fd, &more, sizeof(more))) == sizeof(more)) {
 		if (more.flags & RD_REPORT_CONTINUED) {
 			r->continued++;
 			sup_stub_wake(u, c, false);
 			continue;
+		}
+		if (more.flags & RD_REPORT_IDLE) {
+			idle = true; /* the last word: nothing follows until another plan */
+			break;
 		}
 		rep = more;
 		got = true;
@@ -78,6 +84,8 @@ static bool read_status(struct sup *u, struct cmd *c)
 		/* The end was read already: a later report corrects whether the stub knows. */
 		if (got && !(rep.flags & RD_REPORT_STUB_TOLD))
 			sup_stub_exit(u, c, r->status);
+		if (idle && r->reuse)
+			sup_spare_return(u, c);
 		sup_cmd_free_if_done(u, c);
 		return true;
 	}
@@ -98,6 +106,13 @@ static bool read_status(struct sup *u, struct cmd *c)
 	 * status. */
 	bool told = rep.flags & RD_REPORT_STUB_TOLD;
 	r->left = rep.flags & RD_REPORT_LEFT;
+	/* The sandbox may come back: its pid 1 says when (IDLE), which runnerd must hear. */
+	r->reuse = (rep.flags & RD_REPORT_REUSE) && !gone;
+	if (r->reuse && !idle && !r->status_watched) {
+		r->status_src = (struct src){.type = SRC_STATUS, .cmd = c};
+		sup_watch(u, r->sb.status_fd, &r->status_src);
+		r->status_watched = true;
+	}
 	/* A stub stopped as its command was: woken, it reads the end. */
 	if (rep.flags & RD_REPORT_STUB_STOPPED)
 		sup_stub_wake(u, c, true);
@@ -121,6 +136,8 @@ static bool read_status(struct sup *u, struct cmd *c)
 	rd_audit(u->s->audit, "exit", f);
 	if (!told)
 		sup_stub_exit(u, c, r->status);
+	if (idle && r->reuse)
+		sup_spare_return(u, c);
 	sup_cmd_free_if_done(u, c);
 	return true;
 }
@@ -289,7 +306,7 @@ void sup_cmd_kill_all(struct sup *u)
  * harmlessly, and counted as the agent's.) */
 static bool runnerd_own(const struct sup *u, pid_t pid)
 {
-	if (pid == u->sp.zygote.pid || pid == u->sp.spare.reaper)
+	if (pid == u->sp.zygote.pid || pid == u->sp.spare.reaper || pid == u->sp.idle.reaper)
 		return true;
 	for (const struct cmd *c = u->cmds; c; c = c->next)
 		if (c->run.sb.reaper == pid && !c->run.reaped)

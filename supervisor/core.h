@@ -142,6 +142,11 @@ struct run {
 	                     * processes): a timeout, the session's end; NULL if it did not */
 	bool reaped, status_known;
 	bool left; /* other processes of its sandbox were alive as the command ended */
+	/* Its end said RD_REPORT_REUSE: pid 1 stays for another plan and says so (IDLE); the
+	 * sandbox then goes back to the spares (sup_spare_return). preset_gen: the spares'
+	 * preset the sandbox had, when it had theirs. */
+	bool reuse;
+	uint64_t preset_gen;
 	int status;
 	struct timespec start;
 };
@@ -196,6 +201,10 @@ struct spares {
 	/* A sandbox made while idle, waiting for the next command: its clone and mounts are
 	 * off the exec path. reaper < 0: none. */
 	struct rd_sandbox spare;
+	/* A sandbox whose command ended alone, back for another plan (sup_spare_return) while
+	 * spare was taken already: the next exec takes it, so that runnerd asks for no new one
+	 * as long as commands come one at a time. reaper < 0: none. */
+	struct rd_sandbox idle;
 	/* The last spare could not be made: the next try waits until retry_at (CLOCK_MONOTONIC),
 	 * backoff_ms after the failure, which doubles while spares keep failing. */
 	bool failed, said_failed;
@@ -214,6 +223,8 @@ struct spares {
 	struct rd_strv preset_masks;
 	char *preset_home;
 	bool preset_off, preset_unfit;
+	uint64_t
+	    preset_gen; /* counts the presets made: a sandbox back from a command had this one */
 	/* What changes at the preset's masked paths (sandbox/maskwatch.h); due: to be placed once
 	 * the spare being asked for is on its way (sup_spare_make). */
 	struct rd_mask_watch watch;

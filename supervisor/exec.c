@@ -557,6 +557,7 @@ static int build_plan(struct sup *u, struct req *q)
 	    .cwd_fd = t->cwd_fd,
 	    .stub_ctl_fd = -1,
 	    .own_exec_fd = tg->exec_fd_is_target || tg->exec_fd == AT_FDCWD ? -1 : tg->exec_fd,
+	    .setup_fd = -1,
 	};
 	caller_tty(t, &q->plan.h);
 	return 0;

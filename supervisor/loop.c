@@ -168,7 +168,7 @@ static int setup(struct sup *u, struct rd_session *s)
 	memset(u, 0, sizeof(*u));
 	u->s = s;
 	u->listener = s->agent.listener;
-	u->sp.spare = RD_SANDBOX_NONE;
+	u->sp.spare = u->sp.idle = RD_SANDBOX_NONE;
 	u->sp.zygote = RD_ZYGOTE_NONE;
 	u->ctl.fd = u->ctl.timer = u->tty.fd = -1;
 	for (size_t i = 0; i < RD_PINNED_KEEP; i++)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 /* Say once that the zygote is gone, if it is, and from then on that runnerd forks sandboxes. */
@@ -89,6 +90,7 @@ static const struct rd_sandbox_preset *spare_preset(struct sup *u)
 		return NULL;
 	if (!(sp->preset_home = strdup(home)))
 		return NULL;
+	sp->preset_gen++;
 	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, NULL);
 	sp->preset = (struct rd_sandbox_preset){
 	    .masks = sp->preset_masks.v,
@@ -213,22 +215,72 @@ bool sup_spare_reaped(struct sup *u, pid_t pid)
 		return true;
 	}
 	if (pid == sp->spare.reaper) {
-		/* The spare died before use (its setup failed): forget it, pid and all. */
-		if (sp->spare.preset)
+		/* The spare died before use (its setup failed): forget it, pid and all. One back
+		 * from a command ended in its reset (reaper.c), which says nothing of the preset.
+		 */
+		if (sp->spare.preset && !sp->spare.uses)
 			preset_broken(u);
 		rd_sandbox_close(&sp->spare);
 		sp->spare = RD_SANDBOX_NONE;
 		return true;
 	}
+	if (pid == sp->idle.reaper) {
+		rd_sandbox_close(&sp->idle);
+		sp->idle = RD_SANDBOX_NONE;
+		return true;
+	}
 	return false;
+}
+
+void sup_spare_return(struct sup *u, struct cmd *c)
+{
+	struct spares *sp = &u->sp;
+	struct run *r = &c->run;
+	if (r->status_watched) {
+		epoll_ctl(u->epfd, EPOLL_CTL_DEL, r->sb.status_fd, NULL);
+		r->status_watched = false;
+	}
+	/* A command runnerd killed or timed out, or one whose sandbox had another preset than
+	 * the next spare's (the caller's home changed, or the last plan fit none), gives it
+	 * back to no one. Nor does one that finds both places taken (commands that ran at
+	 * once). */
+	struct rd_sandbox *to = NULL;
+	if (!sp->spare.pending && sp->spare.reaper < 0)
+		to = &sp->spare;
+	else if (sp->idle.reaper < 0)
+		to = &sp->idle;
+	if (!to || r->killed || r->timed_out || r->left || r->sb.preset_use != RD_PRESET_USED ||
+	    r->preset_gen != sp->preset_gen || !sp->preset_home || sp->preset_off ||
+	    sp->preset_unfit || u->killed_by[0]) {
+		/* Its pid 1 is reaped as this command's (sup_cmd_reaped). */
+		pid_t pid = r->sb.reaper;
+		rd_sandbox_destroy(&r->sb);
+		r->sb.reaper = pid;
+		return;
+	}
+	*to = r->sb;
+	to->preset = &sp->preset;
+	to->preset_use = RD_PRESET_NONE;
+	to->fit_known = false;
+	r->sb = RD_SANDBOX_NONE;
+	/* Nothing of the sandbox is the command's to wait for any more. */
+	r->reaped = true;
 }
 
 int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan,
                     struct rd_error *err)
 {
 	struct spares *sp = &u->sp;
-	c->run.sb = sp->spare;
-	sp->spare = RD_SANDBOX_NONE;
+	/* A sandbox back from a command first, if the spare is still on its way; else the spare,
+	 * which that one then replaces. */
+	if (sp->spare.pending && sp->idle.reaper >= 0) {
+		c->run.sb = sp->idle;
+	} else {
+		c->run.sb = sp->spare;
+		sp->spare = sp->idle;
+	}
+	sp->idle = RD_SANDBOX_NONE;
+	c->run.preset_gen = sp->preset_gen;
 	if (sp->preset_home) {
 		bool fits = rd_sandbox_preset_fits(&sp->preset, plan);
 		sp->preset_unfit = !fits;
@@ -255,6 +307,7 @@ void sup_spare_teardown(struct sup *u)
 	if (sp->spare.reaper >= 0)
 		kill(sp->spare.reaper, SIGKILL);
 	rd_sandbox_close(&sp->spare);
+	rd_sandbox_destroy(&sp->idle);
 	rd_zygote_stop(&sp->zygote);
 	free(sp->preset_home);
 	rd_mask_watch_end(&sp->watch);

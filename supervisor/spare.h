@@ -20,6 +20,11 @@ void sup_spare_ready(struct sup *u);
 /* A child of runnerd exited: the zygote, or the spare's reaper? Then handled, and true. */
 bool sup_spare_reaped(struct sup *u, pid_t pid);
 
+/* c's command ended alone and its sandbox's pid 1 waits for another plan (RD_REPORT_IDLE):
+ * the sandbox becomes a spare again if a place is free and nothing speaks against it, else it
+ * is destroyed (its pid 1 then reaped as c's). */
+void sup_spare_return(struct sup *u, struct cmd *c);
+
 /* Give c the spare for plan, if its preset fits, or a sandbox of its own; the command is on its
  * way (rd_sandbox_start). Returns 0 or -errno with err set. */
 int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan,

@@ -1120,6 +1120,48 @@ def test_zygote_killed(tmp):
           gone_within("sleep\x009876" + RUN, 1.0), "sleep 9876 still running")
 
 
+def test_reused_sandbox(tmp):
+    """A sandbox whose command ended alone takes a later command (its pid 1 stays): nothing the
+    first command left may reach the next. Its System V IPC is gone (a new IPC namespace), and
+    a pid 1 whose limits it lowered (prlimit, allowed to a process of the same uid) is not
+    used again (before this check, the next command in it ran with nofile 64). A sandbox is
+    told by its pid namespace and the pids in it: a new one starts again at pid 2 (the
+    kernel gives a freed namespace's inode number to the next)."""
+    who = "$(readlink /proc/self/ns/pid) $$"
+    seq = ["true",  # the session's first spare is made before runnerd knows the caller's home
+           "ipcmk -M 4096 >/dev/null; echo ipc1 %s $(wc -l < /proc/sysvipc/shm)" % who]
+    seq += ["echo ipc%d %s $(wc -l < /proc/sysvipc/shm)" % (i, who) for i in (2, 3, 4, 5)]
+    seq += ["prlimit --pid 1 --nofile=64:64 && echo lim1 %s $(ulimit -n)" % who]
+    seq += ["echo lim%d %s $(ulimit -n)" % (i, who) for i in (2, 3, 4, 5)]
+    # Python: a pause between commands that is no command itself.
+    agent = ("import subprocess, sys, time\n"
+             "for c in sys.argv[1:]:\n"
+             "    subprocess.run(['sh', '-c', c]); time.sleep(0.3)\n"
+             "subprocess.run(['sh', '-c', 'echo agent - - $(ulimit -n)'])\n")
+    out = subprocess.run(runnerd_cmd("generic", [common.PY, "-c", agent] + seq),
+                         env=base_env(), capture_output=True, text=True, timeout=60)
+    got = {f[0]: (f[1], f[2], f[3]) for f in (l.split() for l in out.stdout.splitlines())
+           if len(f) == 4}
+    ok = len(got) == 11
+    check("reuse: every command ran", ok, out.stdout + out.stderr)
+    if not ok:
+        return
+
+    def after(first, later):
+        return [k for k in later if got[k][0] == got[first][0] and
+                int(got[k][1]) > int(got[first][1])]
+    ipc = ["ipc%d" % i for i in (2, 3, 4, 5)]
+    lim = ["lim%d" % i for i in (2, 3, 4, 5)]
+    check("reuse: a later command runs in the sandbox of one that ended alone",
+          after("ipc1", ipc) != [], repr(got))
+    check("reuse: the first command's System V shared memory is there for it alone",
+          got["ipc1"][2] == "2" and all(got[k][2] == "1" for k in ipc), repr(got))
+    check("reuse: a sandbox whose pid 1 had its limits changed takes no other command",
+          after("lim1", lim) == [], repr(got))
+    check("reuse: every later command has the caller's limits",
+          all(got[k][2] == got["agent"][2] for k in lim), repr(got))
+
+
 def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
@@ -1129,7 +1171,8 @@ def main():
              test_mask_symlinks,
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
-             test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed)
+             test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
+             test_reused_sandbox)
     return common.run_tests(tests, "rd-sec-")
 
 

@@ -460,24 +460,31 @@ static void test_lead_fds(void **state)
 	static const struct {
 		uint8_t has_stub_ctl;
 		int32_t exec_via;
-		size_t want; /* the cwd, the stub's control socket, runnerd's exec fd */
+		uint8_t has_setup_fd;
+		size_t want; /* the cwd, the stub's control socket, runnerd's exec fd, the setup
+		                pipe */
 	} cases[] = {
-	    {0, RD_EXEC_CWD, 1},
-	    {1, RD_EXEC_CWD, 2},
-	    {0, RD_EXEC_TARGET, 1},
-	    {1, RD_EXEC_TARGET, 2},
-	    {0, RD_EXEC_OWN, 2},
-	    {1, RD_EXEC_OWN, 3},
-	    /* A flag byte: any value but 0 is one socket. */
-	    {255, RD_EXEC_OWN, 3},
+	    {0, RD_EXEC_CWD, 0, 1},
+	    {1, RD_EXEC_CWD, 0, 2},
+	    {0, RD_EXEC_TARGET, 0, 1},
+	    {1, RD_EXEC_TARGET, 0, 2},
+	    {0, RD_EXEC_OWN, 0, 2},
+	    {1, RD_EXEC_OWN, 0, 3},
+	    {1, RD_EXEC_CWD, 1, 3},
+	    {1, RD_EXEC_OWN, 1, 4},
+	    /* A flag byte: any value but 0 is one fd. */
+	    {255, RD_EXEC_OWN, 0, 3},
+	    {1, RD_EXEC_CWD, 255, 3},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct rd_plan_head h = {.has_stub_ctl = cases[i].has_stub_ctl,
-		                         .exec_via = cases[i].exec_via};
+		                         .exec_via = cases[i].exec_via,
+		                         .has_setup_fd = cases[i].has_setup_fd};
 		if (rd_plan_lead_fds(&h) != cases[i].want)
-			fail_msg("has_stub_ctl %u exec_via %d: %zu lead fds, want %zu",
-			         cases[i].has_stub_ctl, cases[i].exec_via, rd_plan_lead_fds(&h),
-			         cases[i].want);
+			fail_msg(
+			    "has_stub_ctl %u exec_via %d has_setup_fd %u: %zu lead fds, want %zu",
+			    cases[i].has_stub_ctl, cases[i].exec_via, cases[i].has_setup_fd,
+			    rd_plan_lead_fds(&h), cases[i].want);
 	}
 }
 
