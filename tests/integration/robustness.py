@@ -43,8 +43,9 @@ def test_churn(tmp):
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         check("churn: the first command runs", common.wait_file(os.path.join(tmp, "started"), 30))
-        common.wait_for(lambda: len(spares(p.pid)) == 1, 10)  # the spare made after it
-        before = fd_count(p.pid)
+        common.wait_for(lambda: len(spares(p.pid)) >= 1, 10)  # the spare made after it
+        time.sleep(0.3)  # and the first command's sandbox back, if it comes back
+        before, waiting = fd_count(p.pid), len(spares(p.pid))
         open(os.path.join(tmp, "go"), "w").close()
         common.wait_file(os.path.join(tmp, "report"), 120)
         try:
@@ -56,15 +57,22 @@ def test_churn(tmp):
             where = open(os.path.join(tmp, "progress")).read()
         except OSError:
             where = "not started"
-        # The sandboxes of the killed callers reaped, and the spare made again.
-        common.wait_for(lambda: 0 < fd_count(p.pid) <= before and len(spares(p.pid)) == 1, 10)
-        after = fd_count(p.pid)
+        # The sandboxes of the killed callers reaped, and the spare made again. Up to two
+        # sandboxes wait for the next command (one made ahead of time, one whose command ended
+        # alone), each with at most 4 fds of runnerd's (pidfd, plan socket, status and setup
+        # pipes): one more than before may hold that many more.
+        def settled():
+            extra = max(0, len(spares(p.pid)) - waiting)
+            return 0 < fd_count(p.pid) <= before + 4 * extra and 1 <= len(spares(p.pid)) <= 2
+        common.wait_for(settled, 10)
+        after = fd_count(p.pid) - 4 * max(0, len(spares(p.pid)) - waiting)
     finally:
         _, err = common.finish(p, os.path.join(tmp, "done"))
     check("churn: after 300 callers killed mid-handoff the next command runs", ran_on,
           "report %r; the agent was at: %s; runnerd said: %s" % (rep, where, err[-600:]))
-    check("churn: runnerd holds no more fds than before the churn (%d, then %d)" %
-          (before, after), before > 0 and after <= before, "")
+    check("churn: runnerd holds no more fds than before the churn (%d, then %d, less the "
+          "sandboxes waiting beyond the %d before)" % (before, after, waiting),
+          before > 0 and after <= before, "")
     check("churn: no word of ptrace being forbidden (a caller gone is not that)",
           "cannot ptrace" not in err, err[-600:])
     events = [json.loads(l) for l in open(log)] if os.path.exists(log) else []
@@ -144,8 +152,11 @@ def test_spare_comes_back(tmp):
     if not prlimit:
         check("spare: prlimit (util-linux) is there", False)
         return
+    # Sandboxes that end with their commands: none comes back to wait for the next command,
+    # which would stand for the spare made again.
+    prof = common.write_profile(tmp, "fill", {"default": "allow", "lifetime": "command"})
     p = subprocess.Popen([prlimit, "--nofile=64:64"] +
-                         runnerd_cmd("generic", [common.PY, common.agent("fill_agent.py"), tmp]),
+                         runnerd_cmd(prof, [common.PY, common.agent("fill_agent.py"), tmp]),
                          env=common.base_env(), stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

@@ -1,5 +1,6 @@
-"""An agent under a runnerd with a low fd limit. It starts commands that stay (sleep) until one
-fails (runnerd holds a few fds for each running command), then waits for DIR/free, ends them
+"""An agent under a runnerd with a low fd limit. It starts commands that stay (sleep, with a
+second sleep in the background: under "lifetime": "command" a sandbox that ends with what it left,
+not one that takes another command) until one fails (runnerd holds a few fds for each running command), then waits for DIR/free, ends them
 all, and marks DIR/freed; at DIR/run it runs one more command and writes its status to
 DIR/ran; it ends at DIR/stop. argv: DIR. DIR/full holds how many ran and the errno."""
 import os
@@ -24,7 +25,7 @@ procs = []
 err = None
 while len(procs) < 1000:
     try:
-        procs.append(subprocess.Popen(["sleep", "1000"]))
+        procs.append(subprocess.Popen(["sh", "-c", "sleep 1000 & exec sleep 1000"]))
     except OSError as e:
         err = e.errno
         break
