@@ -275,6 +275,15 @@ static int expand_list(struct rd_strv *list, const char *key, char *const *env, 
 		}
 		if (!var) {
 			r = rd_strv_take(&out, strdup(pat));
+			/* "~/" is the caller's home in the password database (add_mask); the
+			 * agent's HOME, where its tools keep their files, may be another (a
+			 * container's ENV HOME, a CI's): the path under it too. */
+			const char *home = env_value(env, "HOME", 4);
+			if (r == 0 && strncmp(pat, "~/", 2) == 0 && home && home[0] == '/' &&
+			    home[strspn(home, "/")]) {
+				char *path = normal_path(home, strlen(home), pat + 1);
+				r = path ? rd_strv_take(&out, path) : -ENOMEM;
+			}
 			continue;
 		}
 		const char *val = env_value(env, pat + 2, var - 3);

@@ -57,7 +57,9 @@ int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *pro
  * move their stores, e.g. "${CODEX_HOME}/auth.json"); none if NAME is unset or empty. A
  * relative path is taken from cwd; a path is written the one way masks compare (no "//", ".",
  * ".." or trailing "/"). One that is no mask path after that (the root, say) is left out, and a
- * line saying so is added to notes. Returns 0 or -ENOMEM. */
+ * line saying so is added to notes. One that starts with "~/" stays (the caller's home in the
+ * password database, later), and the same path under env's HOME, if that is absolute and not
+ * "/", is added after it. Returns 0 or -ENOMEM. */
 int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *const *env,
                        const char *cwd, struct rd_strv *notes);
 

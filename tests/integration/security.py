@@ -1120,6 +1120,25 @@ def test_zygote_killed(tmp):
           gone_within("sleep\x009876" + RUN, 1.0), "sleep 9876 still running")
 
 
+def test_mask_agent_home(tmp):
+    """The agent's HOME is not its user's home in the password database (a container's ENV
+    HOME, a CI's): the "~/" masks cover the store under HOME too (before, a command read
+    $HOME/.aws/credentials while ~/.aws of the passwd home was masked)."""
+    home = os.path.join(tmp, "agent-home")
+    os.makedirs(os.path.join(home, ".aws"))
+    with open(os.path.join(home, ".aws", "credentials"), "w") as f:
+        f.write(CANARY + "\n")
+    os.chmod(tmp, 0o755)
+    os.chmod(home, 0o755)
+    env = dict(base_env(), HOME=home)
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c",
+                                                 "cat \"$HOME/.aws/credentials\" 2>&1; true"]),
+                         env=env, capture_output=True, text=True, timeout=60)
+    check("masks: ~/.aws under the agent's HOME, not its passwd home, is masked too",
+          out.returncode == 0 and CANARY not in out.stdout and
+          "No such file or directory" in out.stdout, out.stdout + out.stderr)
+
+
 def test_reused_sandbox(tmp):
     """A sandbox whose command ended alone takes a later command (its pid 1 stays): nothing the
     first command left may reach the next. Its System V IPC is gone (a new IPC namespace), and
@@ -1172,7 +1191,7 @@ def main():
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
-             test_reused_sandbox)
+             test_reused_sandbox, test_mask_agent_home)
     return common.run_tests(tests, "rd-sec-")
 
 

@@ -202,6 +202,45 @@ static void test_mask_env(void **state)
 	rd_strv_free(&rules[0].box.list[RD_BOX_MASK]);
 }
 
+/* "~/" paths: under the caller's home (later, rd_mask_list) and under the agent's HOME, when
+ * that is absolute and not "/"; the same path twice is one mask. */
+static void test_mask_home(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *home; /* HOME=..., or NULL: unset */
+		const char *want; /* the second path, or NULL: none */
+	} cases[] = {
+	    {"HOME=/srv/agent//", "/srv/agent/.aws/x"},
+	    {"HOME=/", NULL},
+	    {"HOME=//", NULL},
+	    {"HOME=rel", NULL},
+	    {"HOME=", NULL},
+	    {NULL, NULL},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct rd_config cfg = {0};
+		struct rd_profile p = {0};
+		cfg.box.list[RD_BOX_MASK] = heap_strv(V("~/.aws/x", "/etc/y"));
+		char *env[] = {(char *)cases[i].home, NULL};
+		struct rd_strv notes;
+		assert_int_equal(rd_mask_expand_env(&cfg, &p, env, "/work", &notes), 0);
+		struct rd_strv *got = &cfg.box.list[RD_BOX_MASK];
+		assert_int_equal(got->n, cases[i].want ? 3 : 2);
+		assert_string_equal(got->v[0], "~/.aws/x");
+		if (cases[i].want)
+			assert_string_equal(got->v[1], cases[i].want);
+		assert_string_equal(got->v[got->n - 1], "/etc/y");
+		struct rd_strv out;
+		assert_int_equal(rd_mask_list(&cfg, &p, NULL, "/srv/agent", 0, &out), 0);
+		assert_int_equal(out.n, 2); /* the home's path once */
+		assert_string_equal(out.v[0], "/srv/agent/.aws/x");
+		rd_strv_free(&out);
+		rd_strv_free(&notes);
+		rd_strv_free(got);
+	}
+}
+
 /* A rule that grants a secret by its exact name matches the resolved path alone; git's options
  * that run a program are refused to it. */
 static void test_grants(void **state)
@@ -420,11 +459,11 @@ static void test_box_merge(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_paths),           cmocka_unit_test(test_args),
-	    cmocka_unit_test(test_masks),           cmocka_unit_test(test_mask_env),
-	    cmocka_unit_test(test_mask_path_check), cmocka_unit_test(test_view_lists),
-	    cmocka_unit_test(test_rule_view_lists), cmocka_unit_test(test_grants),
-	    cmocka_unit_test(test_box_merge),
+	    cmocka_unit_test(test_paths),      cmocka_unit_test(test_args),
+	    cmocka_unit_test(test_masks),      cmocka_unit_test(test_mask_env),
+	    cmocka_unit_test(test_mask_home),  cmocka_unit_test(test_mask_path_check),
+	    cmocka_unit_test(test_view_lists), cmocka_unit_test(test_rule_view_lists),
+	    cmocka_unit_test(test_grants),     cmocka_unit_test(test_box_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
