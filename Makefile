@@ -69,8 +69,9 @@ test: test-deps $(BUILD)/Makefile
 CONTAINER_DEPS := podman runc debootstrap uidmap docker.io systemd
 test-containers: deb
 	$(call install_missing,$(CONTAINER_DEPS))
+	-./tests/e2e/npm-agents.sh $(BUILD)/npm-agents
 	DEB=$$(ls -t $(DEB_BUILD)/runnerd_*.deb | head -n 1) WORK=$(abspath $(BUILD))/containers \
-		python3 tests/containers/engines.py
+		NPM_AGENTS=$(abspath $(BUILD))/npm-agents python3 tests/containers/engines.py
 
 # A longer fuzz run on its own: make fuzz FUZZ_SECONDS=300
 fuzz: test-deps

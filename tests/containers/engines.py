@@ -24,9 +24,13 @@ clean Debian 12 root taking the package), imported into podman. Then, in contain
   under podman's and docker's defaults with nothing but the socket mounted, as root and as
   --user: commands run without canaries, keep the container's seccomp filter and cgroups;
   runnerd ps and kill from the host; profiles allowed and not; rootless refused; the daemon
-  stopped mid-session (ENOSYS); and the daemon on a socket passed as systemd passes it.
+  stopped mid-session (ENOSYS); and the daemon on a socket passed as systemd passes it;
+- the real Claude Code of the end-to-end tests through the daemon under podman's defaults, as
+  root and as --user, against a stand-in of its API inside the container (claude_agent.py):
+  its Bash call runs in a sandbox, with no canary of the container's.
 
-Environment: DEB (the .deb), WORK (where the Debian root is kept), DEBIAN_MIRROR,
+Environment: DEB (the .deb), WORK (where the Debian root is kept), NPM_AGENTS (where
+tests/e2e/npm-agents.sh installed the CLIs; default WORK/../npm-agents), DEBIAN_MIRROR,
 RUNNERD_MUST_WORK. Needs root, podman, runc, debootstrap and dockerd (make test-containers
 installs them). Prints one line per check and "N passed, M failed".
 """
@@ -349,7 +353,8 @@ def start_serve(activated=False):
     serve["log"] = os.path.join(WORK, "serve.log")
     serve["runnerd"] = [os.path.join(root, "usr/bin/runnerd"), "--config",
                         os.path.join(root, "etc/runnerd/runner.json")]
-    argv = serve["runnerd"] + ["--profile", "generic", "serve", "--allow-profile", "codex"]
+    argv = serve["runnerd"] + ["--profile", "generic", "serve", "--allow-profile", "codex",
+                               "--allow-profile", "claude"]
     if activated:
         argv = ["systemd-socket-activate", "--seqpacket", "-l", serve["sock"]] + argv
     else:
@@ -461,9 +466,9 @@ def test_daemon_podman():
           r.returncode == 125 and "agent-started" not in r.stdout and
           "may hold CAP_SYS_PTRACE" in r.stderr,
           "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
-    r = podman_run(daemon_opts(), ["runnerd-intercept", "--profile", "claude", "--", "true"])
+    r = podman_run(daemon_opts(), ["runnerd-intercept", "--profile", "gemini", "--", "true"])
     check("daemon: a profile not allowed by the daemon is refused (125), naming the allowed",
-          r.returncode == 125 and "profile claude is not allowed here: runnerd serve takes "
+          r.returncode == 125 and "profile gemini is not allowed here: runnerd serve takes "
           "--profile generic" in r.stderr, "rc=%d %s" % (r.returncode, r.stderr))
     r = podman_run(daemon_opts(), ["runnerd-intercept", "--profile", "codex", "--", "sh", "-c",
                                    "echo $RUNNERD_PROFILE"])
@@ -481,6 +486,63 @@ def test_daemon_podman():
         check("daemon, rootless podman: refused (125), saying why and what to do instead",
               r.returncode == 125 and "agent-started" not in r.stdout and
               "a rootless engine" in r.stderr, "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+
+
+# The pinned Claude Code of the end-to-end tests (tests/e2e/claude.py), as npm-agents.sh
+# installs it: a native executable, mounted read-only into the container.
+CLAUDE_PACKAGE = "@anthropic-ai/claude-code@2.1.331"
+
+
+def test_daemon_claude():
+    """The real Claude Code in a container under podman's defaults (no network, nothing but the
+    socket and the CLI mounted), through runnerd-intercept and runnerd serve with the claude
+    profile, against a stand-in of its API in the same container (claude_agent.py): its Bash
+    call runs as a command of the daemon, and no canary of the container reaches it."""
+    d = os.path.abspath(os.environ.get("NPM_AGENTS", os.path.join(WORK, "..", "npm-agents")))
+    cli = os.path.join(d, "claude")
+    try:
+        installed = open(os.path.join(cli, ".installed")).read().strip()
+    except OSError:
+        installed = None
+    if installed != CLAUDE_PACKAGE:
+        common.skip_part("daemon, Claude Code: %s is not installed in %s (tests/e2e/"
+                         "npm-agents.sh installs it)" % (CLAUDE_PACKAGE, cli))
+        return
+    for label, opts in (("root", []), ("--user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
+        claude_session(label, opts, cli)
+
+
+def claude_session(label, opts, cli):
+    canary = "canary-daemon-%d" % os.getpid()
+    e2e = os.path.join(HERE, "..", "e2e")
+    r = podman_run(daemon_opts() + opts + ["-v", "%s:/opt/claude:ro" % cli,
+                                           "-v", "%s:/t/e2e:ro" % os.path.abspath(e2e),
+                                           "-v", "%s:/t/agent.py:ro" % os.path.join(
+                                               HERE, "claude_agent.py")],
+                   ["python3", "/t/agent.py", "/t/e2e",
+                    "/opt/claude/node_modules/.bin/claude", canary], timeout=300)
+    import json
+    try:
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        check("daemon, Claude Code, %s: the session reports" % label, False,
+              "rc=%d %r %s" % (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+        return
+    result = "\n".join(res["results"])
+    check("daemon, Claude Code, %s: the session exits 0 after two turns at least" % label,
+          res["status"] == 0 and res["turns"] >= 2,
+          "status %s, %d turns: %s %s" % (res["status"], res["turns"], res["out"], res["err"]))
+    check("daemon, Claude Code, %s: it sent its own key" % label, res["keys"] == [
+        "sk-ant-api03-%s-key" % canary], repr(res["keys"]))
+    check("daemon, Claude Code, %s: its Bash command ran and its result reached the model" %
+          label, "MARKER-42" in result and "\nPATH=" in "\n" + result, result[-2000:])
+    check("daemon, Claude Code, %s: the command ran in a sandbox of runnerd's (its pid 1 the "
+          "reaper)" % label, "pid1=runnerd" in result, result[-2000:])
+    listed = result.rsplit("== file=[", 1)[-1].split("]", 1)[0] if "== file=[" in result else ""
+    check("daemon, Claude Code, %s: the masked file is not there for the command" % label,
+          "No such file or directory" in listed, result[-2000:])
+    check("daemon, Claude Code, %s: 0 canaries reach the command (its key, AWS, GitHub, the "
+          "file)" % label, result and canary not in result, result[-2000:])
 
 
 def test_daemon_gone():
@@ -645,7 +707,8 @@ def main():
                 break
         tests = [test_defaults, test_recipe, test_demo, test_containerfile]
         tests += [test_rootless] if done.get(setup_rootless) else []
-        tests += [test_daemon_podman, test_daemon_gone] if done.get(start_serve) else []
+        tests += [test_daemon_podman, test_daemon_claude, test_daemon_gone] \
+            if done.get(start_serve) else []
         tests += [test_docker] if done.get(start_dockerd) else []
         tests += [test_daemon_docker] if done.get(start_dockerd) and done.get(start_serve) \
             else []
