@@ -1029,7 +1029,9 @@ static void run_plan(int plan_fd, int err_fd, int status_fd, const struct rd_san
 				uint32_t said = report_end(p, status_fd, st, timed_out,
 				                           stub.told != 0, reusable && !timed_out);
 				main_done = true;
-				if (said & RD_REPORT_REUSE) {
+				/* A stub not told the end (its queue full) waits for runnerd to
+				 * tell it, which runnerd does when pid 1 has gone. */
+				if ((said & RD_REPORT_REUSE) && (said & RD_REPORT_STUB_TOLD)) {
 					if (stat_fd >= 0)
 						close(stat_fd);
 					close(p->stub_ctl_fd);
@@ -1054,14 +1056,17 @@ static void run_plan(int plan_fd, int err_fd, int status_fd, const struct rd_san
 }
 
 /* What a process of the sandbox can change of its pid 1 without any capability, being of the
- * same uid (prlimit, setpriority, sched_setaffinity, sched_setscheduler, ioprio_set, its
- * oom_score_adj and its session's autogroup in /proc), and a later command would inherit: taken
- * before the first plan, compared after each command. */
+ * same uid (prlimit, setpriority, sched_setaffinity, sched_setattr with its utilization
+ * clamps, ioprio_set, its oom_score_adj, coredump_filter and its session's autogroup in /proc,
+ * its cgroup where one is delegated to the user), and a later command would inherit: taken
+ * before the first plan, compared after each command. A cgroup file longer than the buffer is
+ * compared by its first KiB. */
 struct self_state {
 	struct rlimit rlim[RLIM_NLIMITS];
-	int nice, policy, prio, ioprio;
+	int nice, ioprio;
+	unsigned char sched[128]; /* sched_getattr: policy, priorities, utilization clamps */
 	cpu_set_t cpus;
-	char oom[16], autogroup[64];
+	char oom[16], autogroup[64], coredump[16], cgroup[1024];
 };
 
 static void read_small(const char *path, char *buf, size_t size)
@@ -1082,14 +1087,13 @@ static void take_state(struct self_state *st)
 		getrlimit(res, &st->rlim[res]);
 	errno = 0;
 	st->nice = getpriority(PRIO_PROCESS, 0);
-	st->policy = sched_getscheduler(0);
-	struct sched_param sp = {0};
-	sched_getparam(0, &sp);
-	st->prio = sp.sched_priority;
+	syscall(SYS_sched_getattr, 0, st->sched, (unsigned)sizeof(st->sched), 0);
 	st->ioprio = (int)syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
 	sched_getaffinity(0, sizeof(st->cpus), &st->cpus);
 	read_small("/proc/self/oom_score_adj", st->oom, sizeof(st->oom));
 	read_small("/proc/self/autogroup", st->autogroup, sizeof(st->autogroup));
+	read_small("/proc/self/coredump_filter", st->coredump, sizeof(st->coredump));
+	read_small("/proc/self/cgroup", st->cgroup, sizeof(st->cgroup));
 }
 
 static struct self_state first_state;

@@ -147,6 +147,10 @@ struct run {
 	 * preset the sandbox had, when it had theirs. */
 	bool reuse;
 	uint64_t preset_gen;
+	/* Another sandbox of the session was alive at some time while this one's command ran: a
+	 * process there may hold an fd of this sandbox's (its /proc, a socket of its network),
+	 * through which it would reach the next command here. Its sandbox takes no other. */
+	bool crowded;
 	int status;
 	struct timespec start;
 };

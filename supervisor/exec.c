@@ -702,7 +702,7 @@ static enum outcome phase_launch(struct sup *u, struct exec *x)
 	}
 	q->plan.h.has_stub_ctl = true;
 	q->plan.stub_ctl_fd = c->run.ctl_fd;
-	r = sup_spare_start(u, c, &q->plan, &err);
+	r = sup_spare_start(u, c, &q->plan, q->rule && q->rule->grants_secret, &err);
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
 	 * the fd itself. If the command's exec then fails, a pipelined handoff closes it again;
 	 * otherwise the caller keeps this O_CLOEXEC fd until its next exec. */

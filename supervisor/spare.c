@@ -91,6 +91,9 @@ static const struct rd_sandbox_preset *spare_preset(struct sup *u)
 	if (!(sp->preset_home = strdup(home)))
 		return NULL;
 	sp->preset_gen++;
+	/* A sandbox back from a command has the preset this one replaces. */
+	rd_sandbox_destroy(&sp->idle);
+	sp->idle = RD_SANDBOX_NONE;
 	struct rd_box_opts box = rd_box_resolve(u->s->cfg, u->s->prof, NULL);
 	sp->preset = (struct rd_sandbox_preset){
 	    .masks = sp->preset_masks.v,
@@ -249,9 +252,12 @@ void sup_spare_return(struct sup *u, struct cmd *c)
 		to = &sp->spare;
 	else if (sp->idle.reaper < 0)
 		to = &sp->idle;
-	if (!to || r->killed || r->timed_out || r->left || r->sb.preset_use != RD_PRESET_USED ||
-	    r->preset_gen != sp->preset_gen || !sp->preset_home || sp->preset_off ||
-	    sp->preset_unfit || u->killed_by[0]) {
+	/* Nor one whose command ran beside another sandbox (crowded), nor one whose exec runnerd
+	 * has not seen through yet (its setup pipe still open), nor once the agent has gone. */
+	if (!to || r->killed || r->timed_out || r->left || r->crowded ||
+	    r->sb.preset_use != RD_PRESET_USED || r->sb.setup_fd >= 0 || c->ho.exec_pending ||
+	    u->agent_done || r->preset_gen != sp->preset_gen || !sp->preset_home ||
+	    sp->preset_off || sp->preset_unfit || u->killed_by[0]) {
 		/* Its pid 1 is reaped as this command's (sup_cmd_reaped). */
 		pid_t pid = r->sb.reaper;
 		rd_sandbox_destroy(&r->sb);
@@ -267,13 +273,33 @@ void sup_spare_return(struct sup *u, struct cmd *c)
 	r->reaped = true;
 }
 
-int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan,
+int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan, bool granted,
                     struct rd_error *err)
 {
 	struct spares *sp = &u->sp;
-	/* A sandbox back from a command first, if the spare is still on its way; else the spare,
-	 * which that one then replaces. */
-	if (sp->spare.pending && sp->idle.reaper >= 0) {
+	/* A sandbox that ran a command before is one a process of another sandbox may have
+	 * watched through an fd it got then (the /proc of its pid namespace): never for a
+	 * command a rule grants a secret, which gets a sandbox no command has been in. And a
+	 * command that runs beside another sandbox marks both crowded (sup_spare_return). */
+	bool others = false;
+	for (struct cmd *o = u->cmds; o; o = o->next)
+		if (o != c && sup_cmd_live(o)) {
+			o->run.crowded = true;
+			others = true;
+		}
+	c->run.crowded = others;
+	if (granted && sp->idle.uses) {
+		rd_sandbox_destroy(&sp->idle);
+		sp->idle = RD_SANDBOX_NONE;
+	}
+	if (granted && sp->spare.uses) {
+		rd_sandbox_destroy(&sp->spare);
+		sp->spare = RD_SANDBOX_NONE;
+	}
+	/* One ready first: the one back from a command if the spare is still on its way (or
+	 * gone); else the spare, which the other then replaces. */
+	bool spare_ready = sp->spare.reaper >= 0 && !sp->spare.pending;
+	if (sp->idle.reaper >= 0 && !spare_ready) {
 		c->run.sb = sp->idle;
 	} else {
 		c->run.sb = sp->spare;

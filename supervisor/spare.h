@@ -26,8 +26,9 @@ bool sup_spare_reaped(struct sup *u, pid_t pid);
 void sup_spare_return(struct sup *u, struct cmd *c);
 
 /* Give c the spare for plan, if its preset fits, or a sandbox of its own; the command is on its
- * way (rd_sandbox_start). Returns 0 or -errno with err set. */
-int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan,
+ * way (rd_sandbox_start). granted: a rule grants the command a secret, which it gets in a
+ * sandbox no command has been in. Returns 0 or -errno with err set. */
+int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan, bool granted,
                     struct rd_error *err);
 
 /* The session is over: the spare and the zygote go. */

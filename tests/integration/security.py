@@ -1120,6 +1120,48 @@ def test_zygote_killed(tmp):
           gone_within("sleep\x009876" + RUN, 1.0), "sleep 9876 still running")
 
 
+def test_reuse_guards(tmp):
+    """A sandbox that ran a command before is one a process of another sandbox could watch
+    through an fd it got then (the /proc of its pid namespace: the next command's environ,
+    cmdline and fds): a command a rule grants a secret never runs in one, and a sandbox whose
+    command ran beside another sandbox takes no other command."""
+    os.chmod(tmp, 0o755)
+    token = "ghp_reuse_" + os.urandom(6).hex()
+    sh = os.path.realpath(shutil.which("sh"))
+    rule = {"match": {"path": sh, "args": ["-c", ": granted*"]}, "action": "allow",
+            "env_allow": ["GH_TOKEN"]}
+    if os.geteuid() == 0:  # root: every file is the user's to replace, so a pin
+        rule["sha256"] = hashlib.sha256(open(sh, "rb").read()).hexdigest()
+    prof = write_profile(tmp, "reuse", {"default": "allow", "env_allow": [], "rules": [rule]},
+                         agent_env_allow=["GH_TOKEN"])
+    who = "$(readlink /proc/self/ns/pid) $$"
+    seq = ["true", "echo w1 %s" % who, "echo w2 %s" % who, "echo w3 %s" % who,
+           ": granted; echo g %s ${GH_TOKEN:+token}" % who,
+           "sleep 3 >/dev/null 2>&1 & echo bg %s" % who,
+           "echo a %s" % who, "echo b %s" % who, "echo c %s" % who]
+    agent = ("import subprocess, sys, time\n"
+             "for c in sys.argv[1:]:\n"
+             "    subprocess.run(['sh', '-c', c]); time.sleep(0.3)\n")
+    out = subprocess.run(runnerd_cmd(prof, [common.PY, "-c", agent] + seq),
+                         env=dict(base_env(), GH_TOKEN=token), capture_output=True, text=True,
+                         timeout=60)
+    got = {f[0]: f[1:] for f in (l.split() for l in out.stdout.splitlines()) if len(f) >= 3}
+    ok = all(k in got for k in ("w1", "w2", "w3", "g", "bg", "a", "b", "c"))
+    check("reuse guards: every command ran", ok, out.stdout + out.stderr)
+    if not ok:
+        return
+    check("reuse guards: sandboxes are taken again (a later pid in a pid namespace seen before)",
+          any(got[k][1] != "2" for k in ("w2", "w3")), repr(got))
+    check("reuse guards: the granted command has its secret, in a sandbox no command has been "
+          "in (its shell is pid 2)", got["g"][1:] == ["2", "token"], repr(got))
+
+    def after(first, later):
+        return [k for k in later if got[k][0] == got[first][0] and
+                int(got[k][1]) > int(got[first][1])]
+    check("reuse guards: a sandbox whose command ran beside another takes no other command",
+          not after("a", ["b", "c"]) and not after("b", ["c"]), repr(got))
+
+
 def test_mask_agent_home(tmp):
     """The agent's HOME is not its user's home in the password database (a container's ENV
     HOME, a CI's): the "~/" masks cover the store under HOME too (before, a command read
@@ -1191,7 +1233,7 @@ def main():
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
-             test_reused_sandbox, test_mask_agent_home)
+             test_reused_sandbox, test_mask_agent_home, test_reuse_guards)
     return common.run_tests(tests, "rd-sec-")
 
 
