@@ -31,6 +31,15 @@ static const char *const proc_readonly[] = {
     "/proc/fs",  "/proc/acpi",          "/proc/scsi", "/proc/asound",
 };
 
+/* Read, these show the machine beyond the sandbox's pid namespace: its timers with the pids
+ * and names of the processes that set them, its scheduler's view of every task, the kernel's
+ * memory, the keys and key counts of its users. /dev/null goes over each, for every sandbox, as
+ * container runtimes mask them. */
+static const char *const proc_hidden[] = {
+    "/proc/timer_list", "/proc/sched_debug", "/proc/timer_stats", "/proc/latency_stats",
+    "/proc/kcore",      "/proc/keys",        "/proc/key-users",
+};
+
 /* The device nodes a command gets, bound from the machine's /dev: nothing in them reaches
  * another process or a disk. /dev/tty is the command's own terminal, if it has one. */
 static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
@@ -430,6 +439,32 @@ int rd_view_sandbox(struct rd_view_error *e, bool root_ids)
 		int r = readonly_tree(proc_readonly[i]);
 		if (r < 0) {
 			e->what = proc_readonly[i];
+			return r;
+		}
+	}
+	int null = -1;
+	for (size_t i = 0; i < sizeof(proc_hidden) / sizeof(proc_hidden[0]); i++) {
+		int fd = open_nofollow(proc_hidden[i]), r = 0;
+		if (fd < 0 && absent(fd))
+			continue;
+		if (fd >= 0 && null < 0)
+			null =
+			    open_tree(AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (fd < 0)
+			r = fd;
+		else if (null < 0)
+			r = -errno;
+		else if (move_mount(null, "", fd, "",
+		                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			r = -errno;
+		if (fd >= 0)
+			close(fd);
+		/* A detached tree moves once: the next file gets a clone of its own. */
+		if (null >= 0)
+			close(null);
+		null = -1;
+		if (r < 0) {
+			e->what = proc_hidden[i];
 			return r;
 		}
 	}

@@ -576,11 +576,27 @@ def test_config_in_workspace(tmp):
           "cfg=0" not in out.stdout and "cfg=" in out.stdout, out.stdout)
 
 
+def test_proc_hidden(tmp):
+    """What /proc shows of the machine beyond the sandbox's pid namespace reads empty to a
+    command: its timers with their processes' pids and names (/proc/timer_list), its users'
+    keys and key counts (/proc/keys, /proc/key-users). Before, root's commands read all three,
+    and anyone's the last."""
+    files = [f for f in ("/proc/timer_list", "/proc/keys", "/proc/key-users")
+             if os.path.exists(f)]
+    script = "; ".join("echo %s $(cat %s 2>/dev/null | wc -c)" % (f, f) for f in files)
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", script]), env=common.base_env(),
+                         capture_output=True, text=True, timeout=60)
+    got = dict(l.split() for l in out.stdout.splitlines() if len(l.split()) == 2)
+    check("proc: %s read nothing in a command" % ", ".join(files),
+          files and sorted(got) == sorted(files) and all(v == "0" for v in got.values()),
+          out.stdout + out.stderr)
+
+
 def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
                              test_writes, test_rule_view, test_root_sockets,
-                             test_config_in_workspace), "rd-view-")
+                             test_config_in_workspace, test_proc_hidden), "rd-view-")
 
 
 if __name__ == "__main__":
