@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -233,6 +234,7 @@ static bool make_root(const char *home, const char *p)
  * looked up in the container's /etc/passwd alone (lib/passwd.h). */
 static struct {
 	uid_t uid;
+	gid_t gid;
 	bool served;
 	char home[4096];
 } who;
@@ -289,6 +291,13 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		        "runnerd: %s sets no sandbox.write (nor the profile commands.write): "
 		        "commands can write nowhere\n",
 		        cfg->path);
+	/* runnerd serve is root of the machine: the directories it makes for a client are made
+	 * with the client's own rights, and are the client's (a symlink the client planted on
+	 * the way takes them nowhere it could not write itself). */
+	if (who.served) {
+		setfsgid(who.gid);
+		setfsuid(who.uid);
+	}
 	size_t home_len = strlen(home);
 	for (size_t i = 0; i < write->n; i++) {
 		const char *p = write->v[i];
@@ -316,6 +325,10 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 			if (git && stat(git, &st) == 0 && S_ISDIR(st.st_mode))
 				(void)mkdir(p, 0755);
 		}
+	}
+	if (who.served) {
+		setfsuid(geteuid());
+		setfsgid(getegid());
 	}
 	/* runnerd's own install (the directories of its binaries) and configuration (its config
 	 * file, not the directory: that may be a project's, and its profiles). */
@@ -570,6 +583,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	}
 	who.served = ss != NULL;
 	who.uid = ss ? ss->uid : getuid();
+	who.gid = ss ? ss->gid : getgid();
 	if (rd_home_of(who.uid, who.served, who.home, sizeof(who.home)) < 0)
 		who.home[0] = '\0';
 	if (rd_cli_expand_masks(&cfg, &prof) < 0)

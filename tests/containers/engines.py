@@ -459,6 +459,15 @@ def test_daemon_podman():
           r.stdout.split() == ["ro-refused", "project-written"] and
           open(os.path.join(vol, "f")).read() == "host\n",
           "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    # A writable root the daemon makes in the client's home (~/.cache, missing in the image)
+    # is the client's, made with its rights: the command (--user) can write it.
+    r = podman_run(daemon_opts() + ["--user", "%d:%d" % (UID, UID)],
+                   ["runnerd-intercept", "--", "sh", "-c",
+                    "stat -c %u /home/dev/.cache; "
+                    "/bin/sh -c 'touch /home/dev/.cache/x' && echo cache-written"])
+    check("daemon: a cache directory made for the client is the client's, and its commands "
+          "write there", r.stdout.split() == [str(UID), "cache-written"],
+          "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
     # A container that could trace the supervisor (root of the machine among its processes).
     r = podman_run(daemon_opts() + ["--cap-add", "SYS_PTRACE"],
                    ["runnerd-intercept", "--", "sh", "-c", AGENT])
