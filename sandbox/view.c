@@ -31,10 +31,14 @@ static const char *const proc_readonly[] = {
     "/proc/fs",  "/proc/acpi",          "/proc/scsi", "/proc/asound",
 };
 
-/* Read, these show the machine beyond the sandbox's pid namespace: its timers with the pids
- * and names of the processes that set them, its scheduler's view of every task, the kernel's
- * memory, the keys and key counts of its users. /dev/null goes over each, for every sandbox, as
- * container runtimes mask them. */
+/* Read by the machine's root, these show the machine beyond the sandbox's pid namespace: its
+ * timers with the pids and names of the processes that set them, its scheduler's view of every
+ * task, the kernel's memory, every user's keys. /dev/null goes over each where the sandbox's
+ * uid 0 is the machine's root, as container runtimes mask them. Not in other sandboxes: there
+ * the files' modes refuse the first four, /proc/keys lists the user's own keys alone, and a
+ * file covered in /proc makes the kernel refuse every /proc a command's own sandbox (bwrap,
+ * Claude Code's, Codex's) mounts (mount_too_revealing() accepts mounts on empty directories
+ * only). */
 static const char *const proc_hidden[] = {
     "/proc/timer_list", "/proc/sched_debug", "/proc/timer_stats", "/proc/latency_stats",
     "/proc/kcore",      "/proc/keys",        "/proc/key-users",
@@ -443,7 +447,7 @@ int rd_view_sandbox(struct rd_view_error *e, bool root_ids)
 		}
 	}
 	int null = -1;
-	for (size_t i = 0; i < sizeof(proc_hidden) / sizeof(proc_hidden[0]); i++) {
+	for (size_t i = 0; root_ids && i < sizeof(proc_hidden) / sizeof(proc_hidden[0]); i++) {
 		int fd = open_nofollow(proc_hidden[i]), r = 0;
 		if (fd < 0 && absent(fd))
 			continue;
