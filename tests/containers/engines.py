@@ -293,12 +293,13 @@ def setup_rootless():
 
 def stop_pause_process():
     """SIGKILL to the pause processes rootless podman left for USER with this test's runtime
-    directory."""
+    directory: catatonit, or podman itself (podman 4.3 runs its own pause process, named
+    podman)."""
     mark = ("XDG_RUNTIME_DIR=%s" % rootless["run"]).encode()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open("/proc/%s/comm" % pid) as f:
-                if f.read().strip() != "catatonit":
+                if f.read().strip() not in ("catatonit", "podman"):
                     continue
             with open("/proc/%s/environ" % pid, "rb") as f:
                 if mark in f.read().split(b"\0"):
@@ -732,7 +733,8 @@ def main():
         subprocess.run(["podman", "rmi", "-f", IMAGE], capture_output=True)
         if rootless:
             subprocess.run(as_user(["podman", "rmi", "-f", IMAGE]), capture_output=True)
-            # rootless podman's pause process (catatonit) would outlive its runtime directory
+            # rootless podman's pause process (catatonit or podman) would outlive its runtime
+            # directory
             stop_pause_process()
             shutil.rmtree(rootless["run"], ignore_errors=True)
         shutil.rmtree(os.path.join(WORK, "image"), ignore_errors=True)
