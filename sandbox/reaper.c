@@ -136,8 +136,45 @@ static void close_but(uint64_t lo, uint64_t end, const int *keep, size_t n_keep)
  * of glibc's state only errno, which the reaper leaves alone meanwhile; what it needs was
  * prepared by the reaper, which changes none of it. Raw set*id syscalls: glibc's wrappers
  * would broadcast to threads it believes the (shared) process has. */
+/* A process group of the plan's own for a command whose caller led neither its group nor its
+ * session (RD_PGRP_MEMBER), in a sandbox that ran a command before. The first plan's command
+ * is a member of pid 1's group; but a group is reachable after its members' end: a command
+ * that arms F_SETOWN (or FIOSETOWN, SIOCSPGRP) with pid 1's group and O_ASYNC on an fd it
+ * shares with its caller (an inherited pipe) has the kernel signal that group on the fd's
+ * every read, whatever signal it chose, SIGKILL and SIGSTOP too. Pid 1 is spared (the kernel
+ * forces no signal on a namespace's init, and the reaper takes the others); a later command
+ * in its group would not be. So a later plan's command joins a group made for it: its leader,
+ * a child that makes the group and exits at once, is reaped once the command has joined, so
+ * that the command is in the group without leading it (a setsid() of its own still works,
+ * as without runnerd) and nothing of it is left for ps to show. The group ends with its last
+ * member. Exit signal 0: no SIGCHLD, and wait4 of the command's own children (without
+ * __WCLONE) never takes it. */
+static _Alignas(16) char group_stack[16384];
+
+static int group_start(void *arg)
+{
+	(void)arg;
+	return sys2(SYS_setpgid, 0, 0) == 0 ? 0 : 1;
+}
+
+static int join_own_group(void)
+{
+	pid_t leader =
+	    clone(group_start, group_stack + sizeof(group_stack), CLONE_VM | CLONE_VFORK, NULL);
+	if (leader < 0)
+		return -errno;
+	int st = 0, e = 0;
+	if (setpgid(0, leader) < 0)
+		e = errno;
+	if (wait4(leader, &st, __WCLONE, NULL) != leader)
+		e = e ? e : errno;
+	if (!e && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		e = EPERM;
+	return -e;
+}
+
 static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi,
-                                   const size_t *order, cap_t empty, int tty)
+                                   const size_t *order, cap_t empty, int tty, bool again)
 {
 	/* Dispositions as after the caller's exec: what it ignored stays ignored. Every other
 	 * one is the default already (the reaper's, set_dispositions). */
@@ -219,13 +256,20 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 		fail(err_fd, STAGE_SETUP, "setsid", errno);
 	if (p->h.pgrp_mode == RD_PGRP_OWN && setpgid(0, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "setpgid", errno);
+	int r;
+	bool own_group = p->h.pgrp_mode == RD_PGRP_OWN;
+	if (p->h.pgrp_mode == RD_PGRP_MEMBER && again) {
+		if ((r = join_own_group()) < 0)
+			fail(err_fd, STAGE_SETUP, "joining a process group of its own", -r);
+		own_group = true;
+	}
 	/* Its terminal: the controlling terminal of its own session, or its group the foreground
 	 * of the sandbox's session (whose leader, the reaper, took the terminal). Every signal is
 	 * still blocked here, so SIGTTOU does not stop a group that is not in the foreground. */
 	if (tty >= 0 && p->h.pgrp_mode == RD_PGRP_SESSION && ioctl(tty, TIOCSCTTY, 0) < 0)
 		fail(err_fd, STAGE_SETUP, "taking its terminal", errno);
-	pid_t me = (pid_t)syscall(SYS_getpid);
-	if (tty >= 0 && p->h.pgrp_mode == RD_PGRP_OWN && ioctl(tty, TIOCSPGRP, &me) < 0)
+	pid_t group = (pid_t)syscall(SYS_getpgid, 0);
+	if (tty >= 0 && own_group && ioctl(tty, TIOCSPGRP, &group) < 0)
 		fail(err_fd, STAGE_SETUP, "taking the foreground of its terminal", errno);
 
 	/* The bounding set is empty already: the reaper's, dropped before the plan came. */
@@ -291,13 +335,14 @@ struct command_args {
 	int *hi;             /* room for the fds' places while they move */
 	const size_t *order; /* the fds' indices, by target number */
 	cap_t empty;
-	int tty; /* the target number of the command's terminal, or -1 */
+	int tty;    /* the target number of the command's terminal, or -1 */
+	bool again; /* the sandbox ran a command before */
 };
 
 static int command_start(void *arg)
 {
 	const struct command_args *a = arg;
-	command_main(a->p, a->err_fd, a->hi, a->order, a->empty, a->tty);
+	command_main(a->p, a->err_fd, a->hi, a->order, a->empty, a->tty, a->again);
 }
 
 /* The command's stack until its exec: mapped ahead of time, touched only as used. */
@@ -953,7 +998,7 @@ static void run_plan(int plan_fd, int err_fd, int status_fd, const struct rd_san
 			order[j] = order[j - 1];
 		order[j] = i;
 	}
-	struct command_args a = {p, err_fd, hi, order, empty, tty};
+	struct command_args a = {p, err_fd, hi, order, empty, tty, again};
 	pid_t child = clone(command_start, stack_top, CLONE_VM | SIGCHLD, &a);
 	if (child < 0)
 		fail(err_fd, STAGE_SETUP, "starting the command", errno);

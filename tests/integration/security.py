@@ -1162,6 +1162,82 @@ def test_reuse_guards(tmp):
           not after("a", ["b", "c"]) and not after("b", ["c"]), repr(got))
 
 
+def test_reuse_after_grant(tmp):
+    """The sandbox of a command a rule granted a secret takes no other command: its pid 1 keeps
+    what the command cost it (its children's CPU time and faults in /proc/1/stat) and the pid
+    namespace how many processes it made. Before, the next command there read both."""
+    os.chmod(tmp, 0o755)
+    sh = os.path.realpath(shutil.which("sh"))
+    rule = {"match": {"path": sh, "args": ["-c", ": granted*"]}, "action": "allow",
+            "env_allow": ["GH_TOKEN"]}
+    if os.geteuid() == 0:  # root: every file is the user's to replace, so a pin
+        rule["sha256"] = hashlib.sha256(open(sh, "rb").read()).hexdigest()
+    prof = write_profile(tmp, "reuse-grant", {"default": "allow", "env_allow": [],
+                                              "rules": [rule]}, agent_env_allow=["GH_TOKEN"])
+    # A sandbox is told by its pid namespace and its pid 1's start time (the kernel gives a
+    # freed namespace's inode number to the next).
+    who = "$(readlink /proc/self/ns/pid)-$(cut -d' ' -f22 /proc/1/stat) $$"
+    # Two commands that leave a process behind (their sandboxes end), so that the granted
+    # command's comes back to a free place among the spares.
+    seq = ["true", "echo a %s" % who, "echo b %s; sleep 0.1 &" % who,
+           "echo b2 %s; sleep 0.1 &" % who,
+           ": granted; echo g %s ${GH_TOKEN:+token}; i=0; while [ $i -lt 20 ]; do /bin/true; "
+           "i=$((i+1)); done" % who]
+    seq += ["echo h%d %s" % (i, who) for i in range(1, 5)]
+    agent = ("import subprocess, sys, time\n"
+             "for c in sys.argv[1:]:\n"
+             "    subprocess.run(['sh', '-c', c]); time.sleep(0.3)\n")
+    out = subprocess.run(runnerd_cmd(prof, [common.PY, "-c", agent] + seq),
+                         env=dict(base_env(), GH_TOKEN="ghp_" + os.urandom(6).hex()),
+                         capture_output=True, text=True, timeout=60)
+    got = {f[0]: f[1:] for f in (l.split() for l in out.stdout.splitlines()) if len(f) >= 3}
+    later = ["h%d" % i for i in range(1, 5)]
+    ok = all(k in got for k in ["g"] + later) and got["g"][2:] == ["token"]
+    check("reuse after a grant: every command ran, the granted one with its secret", ok,
+          out.stdout + out.stderr)
+    if ok:
+        check("reuse after a grant: no later command runs in the granted command's sandbox",
+              not [k for k in later if got[k][0] == got["g"][0]], repr(got))
+
+
+def test_reuse_signal_owner(tmp):
+    """A command that arms F_SETOWN with pid 1's process group and O_ASYNC on an fd it shares
+    with its caller (the agent's stdout pipe) has the kernel signal that group, with the signal
+    it chose, on every read of the pipe, after its own end too. Later commands in its sandbox
+    are in a group of their own: before, they were in pid 1's, and each was killed by SIGKILL
+    as the agent's reader read its first line."""
+    arm = ("import fcntl, os\n"
+           "fcntl.fcntl(1, fcntl.F_SETOWN, -1)\n"
+           "fcntl.fcntl(1, 10, 9)  # F_SETSIG: SIGKILL\n"
+           "fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) | os.O_ASYNC)\n")
+    # A sandbox is told by its pid namespace and its pid 1's start time (the kernel gives a
+    # freed namespace's inode number to the next).
+    who = "$(readlink /proc/self/ns/pid)-$(cut -d' ' -f22 /proc/1/stat) $$"
+    seq = ["true", "echo x %s" % who,
+           "echo armed %s >&2; exec %s -c '%s'" % (who, common.PY, arm)]
+    seq += ["echo c%d %s; sleep 0.3; echo c%d-end - -" % (i, who, i) for i in range(1, 5)]
+    agent = ("import subprocess, sys, time\n"
+             "for c in sys.argv[1:]:\n"
+             "    r = subprocess.run(['sh', '-c', c])\n"
+             "    print('status %d' % r.returncode, flush=True); time.sleep(0.3)\n")
+    out = subprocess.run(runnerd_cmd("generic", [common.PY, "-c", agent] + seq),
+                         env=base_env(), capture_output=True, text=True, timeout=60)
+    lines = [l.split() for l in (out.stdout + out.stderr).splitlines()]
+    got = {f[0]: f[1:] for f in lines if len(f) == 3}
+    ok = "armed" in got and all("c%d" % i in got for i in range(1, 5))
+    check("reuse, signal owner: every command ran", ok, out.stdout + out.stderr)
+    if not ok:
+        return
+    reused = [k for k in ("c1", "c2", "c3", "c4") if got[k][0] == got["armed"][0] and
+              int(got[k][1]) > int(got["armed"][1])]
+    check("reuse, signal owner: a later command runs in the sandbox of the one that armed it",
+          reused != [], repr(got))
+    statuses = [f[1] for f in lines if f and f[0] == "status"]
+    check("reuse, signal owner: no later command is signalled through it (each ends, status 0)",
+          all("c%d-end" % i in got for i in range(1, 5)) and statuses == ["0"] * 7,
+          out.stdout + out.stderr)
+
+
 def test_mask_agent_home(tmp):
     """The agent's HOME is not its user's home in the password database (a container's ENV
     HOME, a CI's): the "~/" masks cover the store under HOME too (before, a command read
@@ -1188,7 +1264,9 @@ def test_reused_sandbox(tmp):
     used again (before this check, the next command in it ran with nofile 64). A sandbox is
     told by its pid namespace and the pids in it: a new one starts again at pid 2 (the
     kernel gives a freed namespace's inode number to the next)."""
-    who = "$(readlink /proc/self/ns/pid) $$"
+    # A sandbox is told by its pid namespace and its pid 1's start time (the kernel gives a
+    # freed namespace's inode number to the next).
+    who = "$(readlink /proc/self/ns/pid)-$(cut -d' ' -f22 /proc/1/stat) $$"
     seq = ["true",  # the session's first spare is made before runnerd knows the caller's home
            "ipcmk -M 4096 >/dev/null; echo ipc1 %s $(wc -l < /proc/sysvipc/shm)" % who]
     seq += ["echo ipc%d %s $(wc -l < /proc/sysvipc/shm)" % (i, who) for i in (2, 3, 4, 5)]
@@ -1233,7 +1311,8 @@ def main():
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
-             test_reused_sandbox, test_mask_agent_home, test_reuse_guards)
+             test_reused_sandbox, test_mask_agent_home, test_reuse_guards,
+             test_reuse_signal_owner, test_reuse_after_grant)
     return common.run_tests(tests, "rd-sec-")
 
 
