@@ -151,6 +151,10 @@ struct run {
 	 * process there may hold an fd of this sandbox's (its /proc, a socket of its network),
 	 * through which it would reach the next command here. Its sandbox takes no other. */
 	bool crowded;
+	/* A rule granted its command a secret: its sandbox, after it, takes no other command (pid 1
+	 * keeps what the command cost it, its children's CPU time and faults, and the pid
+	 * namespace the number of processes it made). */
+	bool granted;
 	int status;
 	struct timespec start;
 };

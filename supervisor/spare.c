@@ -252,9 +252,10 @@ void sup_spare_return(struct sup *u, struct cmd *c)
 		to = &sp->spare;
 	else if (sp->idle.reaper < 0)
 		to = &sp->idle;
-	/* Nor one whose command ran beside another sandbox (crowded), nor one whose exec runnerd
-	 * has not seen through yet (its setup pipe still open), nor once the agent has gone. */
-	if (!to || r->killed || r->timed_out || r->left || r->crowded ||
+	/* Nor one whose command ran beside another sandbox (crowded), nor one a rule granted a
+	 * secret, nor one whose exec runnerd has not seen through yet (its setup pipe still
+	 * open), nor once the agent has gone. */
+	if (!to || r->killed || r->timed_out || r->left || r->crowded || r->granted ||
 	    r->sb.preset_use != RD_PRESET_USED || r->sb.setup_fd >= 0 || c->ho.exec_pending ||
 	    u->agent_done || r->preset_gen != sp->preset_gen || !sp->preset_home ||
 	    sp->preset_off || sp->preset_unfit || u->killed_by[0]) {
@@ -288,6 +289,7 @@ int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *p
 			others = true;
 		}
 	c->run.crowded = others;
+	c->run.granted = granted;
 	if (granted && sp->idle.uses) {
 		rd_sandbox_destroy(&sp->idle);
 		sp->idle = RD_SANDBOX_NONE;
