@@ -700,6 +700,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	if (ss) {
 		s.remote.on = true;
 		s.remote.kill_fd = ss->kill_fd;
+		s.remote.rootless = ss->rootless;
 		s.confine = (struct rd_confine){
 		    .host_userns = true, .filters = ss->filters, .n_filters = ss->n_filters};
 		started = true;

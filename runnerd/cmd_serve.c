@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/nsfs.h>
@@ -87,12 +88,16 @@ static bool same_file(int a, int b)
 }
 
 /* The client's namespaces, opened now and kept (ss->ns) so that the session joins exactly
- * these, each owned by the machine's user namespace (a rootful engine's), as the client's own
- * user namespace is; opened while pidfd says the client still runs (no pid reused in between).
- * Returns 0, or -1 with why. */
-static int take_namespaces(pid_t pid, int pidfd, int ns[RD_SERVE_NS], char *why, size_t n)
+ * these, opened while pidfd says the client still runs (no pid reused in between). Each is owned
+ * by the client's user namespace, which is either the machine's (a rootful engine's) or a child
+ * of it (a rootless engine's: *userns, else -1); a user namespace deeper down is one the client
+ * or its container made, and a session would follow it into namespaces whose mounts it
+ * controls. Returns 0, or -1 with why. */
+static int take_namespaces(pid_t pid, int pidfd, int ns[RD_SERVE_NS], int *userns, char *why,
+                           size_t n)
 {
 	char p[64];
+	*userns = -1;
 	_cleanup_close_ int self = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
 	snprintf(p, sizeof(p), "/proc/%d/ns/user", pid);
 	_cleanup_close_ int user = open(p, O_RDONLY | O_CLOEXEC);
@@ -105,21 +110,33 @@ static int take_namespaces(pid_t pid, int pidfd, int ns[RD_SERVE_NS], char *why,
 		snprintf(why, n, "the client (pid %d) is gone", (int)pid);
 		return -1;
 	}
-	bool own = same_file(user, self);
+	bool host = same_file(user, self);
+	_cleanup_close_ int parent = host ? -1 : ioctl(user, NS_GET_PARENT);
+	if (!host && (parent < 0 || !same_file(parent, self))) {
+		snprintf(why, n,
+		         "the agent runs in a user namespace inside another (one it or its "
+		         "container made): runnerd serve runs commands for containers of a rootful "
+		         "engine, or of a rootless one, not below them");
+		return -1;
+	}
+	/* (A rootless engine may leave the container in a namespace of the machine's, such as
+	 * its cgroup namespace on cgroup v1: one the client cannot have made either.) */
+	bool own = true;
 	for (size_t i = 0; own && i < RD_SERVE_NS; i++) {
 		int owner = ns[i] < 0 ? -1 : ioctl(ns[i], NS_GET_USERNS);
-		own = owner >= 0 && same_file(owner, self);
+		own = owner >= 0 && (same_file(owner, user) || same_file(owner, self));
 		if (owner >= 0)
 			close(owner);
 	}
 	if (!own) {
 		snprintf(
 		    why, n,
-		    "the agent runs in a user namespace of its own (a rootless engine, or one it "
-		    "made): runnerd serve runs commands only for rootful containers; run runnerd "
-		    "inside this one instead (docs/containers.md, Recipes)");
+		    "the agent runs in namespaces of another user namespace than its own (ones "
+		    "it made): runnerd serve joins only a container's own");
 		return -1;
 	}
+	if (!host)
+		*userns = steal_fd(&user);
 	return 0;
 }
 
@@ -222,8 +239,9 @@ static long container_filters(pid_t pid, struct rd_bpf **out)
 }
 
 /* Where the client runs, for runnerd ps: its container's ID, from its cgroup ("in container
- * 1234567890ab"), else its cgroup. */
-static char *where_of(pid_t pid)
+ * 1234567890ab"); else, in a user namespace of its own, whose (a rootless engine on cgroup v1
+ * gives its containers no cgroup of their own); else its cgroup. */
+static char *where_of(pid_t pid, int userns)
 {
 	char p[64], buf[4096];
 	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
@@ -236,12 +254,20 @@ static char *where_of(pid_t pid)
 		size_t hex = strspn(s, "0123456789abcdef");
 		if (hex == 64) {
 			char *w = NULL;
-			return asprintf(&w, "in container %.12s", s) < 0 ? NULL : w;
+			return asprintf(&w, "in container %.12s%s", s,
+			                userns >= 0 ? " (rootless)" : "") < 0
+			           ? NULL
+			           : w;
 		}
 		s += hex ? hex - 1 : 0;
 	}
-	char *last = strrchr(buf, ':');
 	char *w = NULL;
+	uid_t owner;
+	if (userns >= 0 && ioctl(userns, NS_GET_OWNER_UID, &owner) == 0)
+		return asprintf(&w, "in container (rootless, of uid %u)", (unsigned)owner) < 0
+		           ? NULL
+		           : w;
+	char *last = strrchr(buf, ':');
 	if (last)
 		last[strcspn(last, "\n")] = '\0';
 	return asprintf(&w, "on the host, cgroup %s", last ? last + 1 : "?") < 0 ? NULL : w;
@@ -340,6 +366,35 @@ static int join_cgroups(pid_t pid, char *why, size_t n)
 	return 0;
 }
 
+/* In a rootless engine's container: into its user namespace, as its root (whatever the map
+ * makes of uid 0: the user who runs the engine, or one of its subordinate ids), holding every
+ * capability there and none on the machine. The mounts of the container's mount namespace are
+ * then not locked to the session (it is their owner's), so that its zygote may mount a fresh
+ * /proc under the engine's covered one, which a user namespace of runnerd's own may not; and
+ * every id of the container is mapped, as the commands need. Called after the other
+ * namespaces were joined as root of the machine, before anything of the container's is read.
+ * Returns 0, or -1, said to the client. */
+static int become_container_root(struct rd_serve_session *ss)
+{
+	const char *step = "dropping the supplementary groups";
+	if (setgroups(0, NULL) == 0 && (step = "joining the agent's user namespace") &&
+	    setns(ss->userns, CLONE_NEWUSER) == 0 &&
+	    (step = "becoming root of the container's user namespace (is uid 0 mapped?)") &&
+	    setresgid(0, 0, 0) == 0 && setresuid(0, 0, 0) == 0) {
+		/* A change of ids clears both: set again, and the parent still there (outside
+		 * the container's pid namespace, it is pid 0 here; once gone, this process is an
+		 * orphan of the container's)? */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != 0 ||
+		    prctl(PR_SET_DUMPABLE, 0) < 0)
+			_exit(125);
+		close(ss->userns);
+		ss->userns = -1;
+		ss->rootless = true;
+		return 0;
+	}
+	return refuse(ss->sock, errno, "%s: %s", step, strerror(errno)), -1;
+}
+
 int rd_serve_enter(struct rd_serve_session *ss)
 {
 	char why[512];
@@ -375,6 +430,8 @@ int rd_serve_enter(struct rd_serve_session *ss)
 		close(kp[0]);
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_DUMPABLE, 0) < 0)
 			_exit(125);
+		if (ss->userns >= 0 && become_container_root(ss) < 0)
+			_exit(125);
 		ss->kill_fd = kp[1];
 		struct ucred cr = {0};
 		socklen_t len = sizeof(cr);
@@ -384,7 +441,11 @@ int rd_serve_enter(struct rd_serve_session *ss)
 			       "runs in");
 			_exit(125);
 		}
+		/* Its pid, uid and gid as the container sees them (its user namespace's, for a
+		 * rootless engine's). */
 		ss->pid = cr.pid;
+		ss->uid = cr.uid;
+		ss->gid = cr.gid;
 		char p[64];
 		snprintf(p, sizeof(p), "/proc/%d/cwd", cr.pid);
 		int cwd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -472,20 +533,22 @@ static int session(struct serve *sv, int sock)
 	if (!env)
 		return refuse(sock, EPROTO, "the request's argv and environment do not add up");
 
-	/* Only what the daemon can keep: the machine's user namespace (rootful engines), no LSM
-	 * label it would not carry over. */
-	int ns[RD_SERVE_NS];
+	/* Only what the daemon can keep: a container's own namespaces, no LSM label it would not
+	 * carry over. */
+	int ns[RD_SERVE_NS], userns = -1;
 	char why[512];
-	if (take_namespaces(cr.pid, pidfd, ns, why, sizeof(why)) < 0)
+	if (take_namespaces(cr.pid, pidfd, ns, &userns, why, sizeof(why)) < 0)
 		return refuse(sock, EPERM, "%s", why);
-	/* The supervisor is root of the machine in the container's pid namespace: a process there
-	 * that may trace any process, or mount over /proc, could take it over. */
+	/* The supervisor runs in the container's pid namespace, as root of the machine or of the
+	 * container's user namespace: a process there that may trace any process, or mount over
+	 * /proc, could take it over. */
 	int can_trace = bounding_has(cr.pid, CAP_SYS_PTRACE);
 	int can_admin = bounding_has(cr.pid, CAP_SYS_ADMIN);
 	if (can_trace != 0 || can_admin != 0)
 		return refuse(sock, EPERM,
 		              "the container %s: its processes could take over runnerd serve's "
-		              "supervisor, which runs among them as root of the machine; start it "
+		              "supervisor, which runs among them with more privilege (root of the "
+		              "machine, or of a rootless container's user namespace); start it "
 		              "without (no --privileged, no --cap-add), or run runnerd inside it "
 		              "(docs/containers.md, Recipes)",
 		              can_trace < 0 || can_admin < 0
@@ -514,7 +577,7 @@ static int session(struct serve *sv, int sock)
 		return refuse(sock, (int)-nf,
 		              "reading the container's seccomp filters of the agent (pid %d): %s",
 		              (int)cr.pid, strerror((int)-nf));
-	char *where = where_of(cr.pid);
+	char *where = where_of(cr.pid, userns);
 	fprintf(stderr,
 	        "runnerd serve: pid %d (uid %u) %s: profile %s, %ld seccomp filter%s kept\n",
 	        (int)cr.pid, (unsigned)cr.uid, where ? where : "", profile, nf, nf == 1 ? "" : "s");
@@ -537,6 +600,7 @@ static int session(struct serve *sv, int sock)
 	    .kill_fd = -1,
 	};
 	memcpy(ss.ns, ns, sizeof(ns));
+	ss.userns = userns;
 	return rd_cmd_run_served(&cli, &ss);
 }
 

@@ -24,8 +24,12 @@ struct rd_serve_session {
 	struct rd_bpf *filters;
 	size_t n_filters;
 	const char *where;
-	/* The client's mount, pid, net, IPC, UTS and cgroup namespaces, as they were checked. */
+	/* The client's mount, pid, net, IPC, UTS and cgroup namespaces, as they were checked;
+	 * and the user namespace that owns them, if not the machine's (a rootless engine's), else
+	 * -1. */
 	int ns[RD_SERVE_NS];
+	int userns;
+	bool rootless; /* set by enter: the supervisor is in that user namespace */
 	/* Set by enter, in the process that supervises the session: the client's pid there,
 	 * and the fd on which a byte asks for the agent's SIGSTOP ('s') or SIGKILL ('k') from
 	 * outside its pid namespace. */
@@ -37,7 +41,9 @@ struct rd_serve_session {
 
 /* Join the container: its cgroup, then its namespaces; the process that returns (0) is the
  * session's supervisor, in the container's pid namespace, in the client's cwd and with its
- * environment as environ. The one that called never returns. -1: said on stderr and to the
+ * environment as environ; in a rootless engine's container, in its user namespace too, as the
+ * container's root (no privilege on the machine), with ss->uid and gid the client's ids
+ * there. The one that called never returns. -1: said on stderr and to the
  * client. Called by rd_cmd_run_served once the host's part is done. */
 int rd_serve_enter(struct rd_serve_session *ss);
 

@@ -32,6 +32,25 @@
 
 /* The user's runtime directory when XDG_RUNTIME_DIR does not name one (su, a container, a
  * service): /run/user/UID if it is the user's own directory. */
+
+/* The uid the kernel shows for one not mapped in runnerd's user namespace: in a rootless
+ * engine's container (runnerd serve), the machine's root, the only one who reaches the session's
+ * control socket in /run/runnerd (0700). */
+static uid_t overflow_uid(void)
+{
+	static uid_t uid = (uid_t)-1;
+	if (uid == (uid_t)-1) {
+		FILE *f = fopen("/proc/sys/kernel/overflowuid", "re");
+		unsigned v = 65534;
+		if (!f || fscanf(f, "%u", &v) != 1)
+			v = 65534;
+		if (f)
+			fclose(f);
+		uid = (uid_t)v;
+	}
+	return uid;
+}
+
 static bool own_run_user(void)
 {
 	char p[64];
@@ -286,7 +305,8 @@ void sup_control_accept(struct sup *u)
 		const char *why = NULL;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
 			why = "cannot read its credentials";
-		else if (cr.uid != geteuid() && cr.uid != 0)
+		else if (cr.uid != geteuid() && cr.uid != 0 &&
+		         !(u->s->remote.rootless && cr.uid == overflow_uid()))
 			why = "it runs as another user";
 		else if (u->s->remote.on && cr.pid != 0)
 			why = "it runs in the agent's container: a request must come from the host";

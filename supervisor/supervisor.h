@@ -78,6 +78,9 @@ struct rd_session {
 	struct {
 		bool on;
 		int kill_fd;
+		/* runnerd is in the container's user namespace (a rootless engine's), where the
+		 * machine's root is not mapped: a control peer that is shows as the overflow uid */
+		bool rootless;
 	} remote;
 	/* What commands keep of that container (sandbox/zygote.h). */
 	struct rd_confine confine;

@@ -23,8 +23,10 @@ clean Debian 12 root taking the package), imported into podman. Then, in contain
 - daemon mode: runnerd serve on the host (the package's), runnerd-intercept in containers
   under podman's and docker's defaults with nothing but the socket mounted, as root and as
   --user: commands run without canaries, keep the container's seccomp filter and cgroups;
-  runnerd ps and kill from the host; profiles allowed and not; rootless refused; the daemon
-  stopped mid-session (ENOSYS); and the daemon on a socket passed as systemd passes it;
+  runnerd ps and kill from the host; profiles allowed and not; the same under rootless
+  podman's defaults, where the session joins the container's user namespace (a client in a
+  user namespace it made refused); the daemon stopped mid-session (ENOSYS); and the daemon on
+  a socket passed as systemd passes it;
 - the real Claude Code of the end-to-end tests through the daemon under podman's defaults, as
   root and as --user, against a stand-in of its API inside the container (claude_agent.py):
   its Bash call runs in a sandbox, with no canary of the container's.
@@ -434,7 +436,7 @@ def check_daemon_kill(engine, run_bg):
 
 def test_daemon_podman():
     """Rootful podman's defaults, root and --user, with the daemon; a profile not allowed;
-    rootless refused."""
+    then rootless podman's."""
     for label, opts in (("podman root", []),
                         ("podman --user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
         r = podman_run(daemon_opts() + opts, ["runnerd-intercept", "--", "sh", "-c",
@@ -490,12 +492,59 @@ def test_daemon_podman():
          "nofile=1024:1024", "--ulimit", "nproc=4096:4096"] + daemon_opts() + [IMAGE] + argv,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     if rootless:
-        os.chmod(os.path.dirname(serve["sock"]), 0o755)
-        r = podman_run(daemon_opts(), ["runnerd-intercept", "--", "sh", "-c", AGENT],
-                       user=True)
-        check("daemon, rootless podman: refused (125), saying why and what to do instead",
-              r.returncode == 125 and "agent-started" not in r.stdout and
-              "a rootless engine" in r.stderr, "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+        test_daemon_rootless()
+
+
+def test_daemon_rootless():
+    """Rootless podman's defaults (as USER), root and --user, with the daemon: the session
+    joins the container's user namespace as its root, so that commands run with the
+    container's ids and a fresh /proc (which a user namespace of runnerd's own could not
+    mount under the engine's covered one). Before, the daemon refused rootless engines. A
+    client in a user namespace of its own inside the container, and a container with
+    CAP_SYS_PTRACE, are refused."""
+    os.chmod(os.path.dirname(serve["sock"]), 0o755)
+    ids = "; sh -c 'echo command-ids $(id -u) $(id -g) $(cat /proc/1/comm)'"
+    for label, opts, want in (("rootless podman root", [], "0 0"),
+                              ("rootless podman --user %d" % UID,
+                               ["--user", "%d:%d" % (UID, UID)], "%d %d" % (UID, UID))):
+        r = podman_run(daemon_opts() + opts,
+                       ["runnerd-intercept", "--", "sh", "-c", DAEMON_AGENT + ids], user=True)
+        check_daemon_run(label, r, 38)
+        check("daemon, %s: a command has the container's ids, in a sandbox (its pid 1 the "
+              "reaper)"
+              % label, any(l.startswith("command-ids %s runnerd" % want)
+                           for l in r.stdout.splitlines()),
+              "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    # An engine's read-only volume in the workspace: in the container's user namespace the
+    # kernel does not lock it read-only to the session either.
+    vol = os.path.join(WORK, "rovol")
+    r = podman_run(daemon_opts() + ["--user", "%d:%d" % (UID, UID),
+                                    "-v", "%s:/home/dev/project/ro:ro" % vol],
+                   ["runnerd-intercept", "--", "sh", "-c",
+                    "/bin/sh -c 'echo x > ro/f' 2>&1 | grep -q 'Read-only file system' && "
+                    "echo ro-refused; /bin/sh -c 'echo y > w' && echo project-written"],
+                   user=True)
+    check("daemon, rootless podman: an engine's read-only volume in the workspace stays "
+          "read-only to commands, the workspace writable",
+          r.stdout.split() == ["ro-refused", "project-written"] and
+          open(os.path.join(vol, "f")).read() == "host\n",
+          "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    r = podman_run(daemon_opts(), ["unshare", "-Ur", "runnerd-intercept", "--", "sh", "-c",
+                                   AGENT], user=True)
+    check("daemon, rootless podman: a client in a user namespace it made is refused (125)",
+          r.returncode == 125 and "agent-started" not in r.stdout and
+          "a user namespace inside another" in r.stderr,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    r = podman_run(daemon_opts() + ["--cap-add", "SYS_PTRACE"],
+                   ["runnerd-intercept", "--", "sh", "-c", AGENT], user=True)
+    check("daemon, rootless podman: a container with CAP_SYS_PTRACE is refused (125)",
+          r.returncode == 125 and "may hold CAP_SYS_PTRACE" in r.stderr,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    check_daemon_kill("rootless podman", lambda argv: subprocess.Popen(
+        as_user(["podman", "run", "--rm", "--runtime", "runc", "--network", "none",
+                 "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"] +
+                daemon_opts() + [IMAGE] + argv),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
 
 
 # The pinned Claude Code of the end-to-end tests (tests/e2e/claude.py), as npm-agents.sh
