@@ -413,6 +413,11 @@ int rd_serve_enter(struct rd_serve_session *ss)
 	}
 	if (join_cgroups(host_pid, why, sizeof(why)) < 0)
 		return refuse(ss->sock, EPERM, "%s", why), -1;
+	/* Under the container's limits from here on, not the daemon's. */
+	if (ss->waiting_fd >= 0) {
+		close(ss->waiting_fd);
+		ss->waiting_fd = -1;
+	}
 	/* The namespaces checked when the session began (ss->ns), not the client's now: it may
 	 * have made others since. */
 	for (size_t i = 0; i < RD_SERVE_NS; i++)
@@ -483,8 +488,9 @@ int rd_serve_enter(struct rd_serve_session *ss)
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
-/* One connection, in a process of its own. */
-static int session(struct serve *sv, int sock)
+/* One connection, in a process of its own; waiting_fd is held until it joins the container's
+ * cgroups (the daemon counts it waiting until then). */
+static int session(struct serve *sv, int sock, int waiting_fd)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		return 125;
@@ -598,10 +604,112 @@ static int session(struct serve *sv, int sock)
 	    .where = where,
 	    .pid = cr.pid,
 	    .kill_fd = -1,
+	    .waiting_fd = waiting_fd,
 	};
 	memcpy(ss.ns, ns, sizeof(ns));
 	ss.userns = userns;
 	return rd_cmd_run_served(&cli, &ss);
+}
+
+/* Connections that have not joined their container yet are the daemon's to bear: a process
+ * of root's each, in the daemon's cgroup, waiting up to 10 s for a request and 5 s for the
+ * client's stop. At most MAX_WAITING at once, and MAX_WAITING_UID of one uid: beyond the first,
+ * further connections wait in the listen queue; beyond the second, the connection is refused at
+ * once, saying so, so that one user cannot hold the daemon from everyone else. Each session's
+ * process holds the write end of a pipe until it has joined the container's cgroups (or ends):
+ * its EOF frees the place. */
+#define MAX_WAITING     32
+#define MAX_WAITING_UID 8
+
+struct waiting {
+	int fd; /* the pipe's read end; -1: a free place */
+	uid_t uid;
+};
+
+static int serve_loop(struct serve *sv, int lfd)
+{
+	struct waiting w[MAX_WAITING];
+	struct pollfd pf[MAX_WAITING + 1];
+	for (size_t i = 0; i < MAX_WAITING; i++)
+		w[i].fd = -1;
+	for (;;) {
+		size_t n = 0, free_at = MAX_WAITING;
+		for (size_t i = 0; i < MAX_WAITING; i++) {
+			if (w[i].fd >= 0)
+				pf[n++] = (struct pollfd){.fd = w[i].fd, .events = POLLIN};
+			else if (free_at == MAX_WAITING)
+				free_at = i;
+		}
+		/* The listener only while a place is free. */
+		if (free_at < MAX_WAITING)
+			pf[n++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+		if (poll(pf, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "runnerd serve: poll: %s\n", strerror(errno));
+			return 1;
+		}
+		for (size_t k = 0; k < n; k++)
+			for (size_t i = 0; pf[k].revents && pf[k].fd != lfd && i < MAX_WAITING; i++)
+				if (w[i].fd == pf[k].fd) {
+					close(w[i].fd);
+					w[i].fd = -1;
+				}
+		if (free_at == MAX_WAITING || !(pf[n - 1].revents & POLLIN))
+			continue;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
+				continue;
+			fprintf(stderr, "runnerd serve: accept: %s\n", strerror(errno));
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				sleep(1);
+				continue;
+			}
+			return 1;
+		}
+		struct ucred cr = {0};
+		socklen_t len = sizeof(cr);
+		size_t of_uid = 0;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+			close(fd);
+			continue;
+		}
+		for (size_t i = 0; i < MAX_WAITING; i++)
+			of_uid += w[i].fd >= 0 && w[i].uid == cr.uid;
+		if (of_uid >= MAX_WAITING_UID) {
+			refuse(fd, EAGAIN,
+			       "uid %u has %zu connections waiting to start a session already: try "
+			       "again when one has started",
+			       (unsigned)cr.uid, of_uid);
+			close(fd);
+			continue;
+		}
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0) {
+			refuse(fd, errno, "pipe: %s", strerror(errno));
+			close(fd);
+			continue;
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(lfd);
+			close(p[0]);
+			for (size_t i = 0; i < MAX_WAITING; i++)
+				if (w[i].fd >= 0)
+					close(w[i].fd);
+			_exit(session(sv, fd, p[1]));
+		}
+		close(p[1]);
+		if (pid < 0) {
+			refuse(fd, errno, "fork: %s", strerror(errno));
+			close(p[0]);
+		} else {
+			w[free_at] = (struct waiting){.fd = p[0], .uid = cr.uid};
+		}
+		close(fd);
+	}
 }
 
 /* A socket handed over by systemd (LISTEN_FDS), else -1. */
@@ -692,26 +800,5 @@ int rd_cmd_serve(struct rd_cli *cli, int argc, char **argv)
 	/* Sessions are reaped as they end. */
 	signal(SIGCHLD, SIG_IGN);
 	fprintf(stderr, "runnerd serve: listening on %s (profile %s)\n", sv.socket, cli->profile);
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			fprintf(stderr, "runnerd serve: accept: %s\n", strerror(errno));
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM) {
-				sleep(1);
-				continue;
-			}
-			return 1;
-		}
-		pid_t pid = fork();
-		if (pid == 0) {
-			close(lfd);
-			_exit(session(&sv, fd));
-		}
-		if (pid < 0)
-			refuse(fd, errno, "fork: %s", strerror(errno));
-		close(fd);
-	}
+	return serve_loop(&sv, lfd);
 }

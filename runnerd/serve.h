@@ -37,6 +37,9 @@ struct rd_serve_session {
 	int kill_fd;
 	/* The session's control socket on the host, removed when the session ends. */
 	const char *control_path;
+	/* Held until the session has joined the container's cgroups: its end tells the daemon
+	 * that the connection waits no more on the daemon's account (-1: none). */
+	int waiting_fd;
 };
 
 /* Join the container: its cgroup, then its namespaces; the process that returns (0) is the

@@ -491,8 +491,39 @@ def test_daemon_podman():
         ["podman", "run", "--rm", "--runtime", "runc", "--network", "none", "--ulimit",
          "nofile=1024:1024", "--ulimit", "nproc=4096:4096"] + daemon_opts() + [IMAGE] + argv,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    test_daemon_waiting()
     if rootless:
         test_daemon_rootless()
+
+
+def test_daemon_waiting():
+    """Connections that have not joined their container are the daemon's to bear (a process
+    of root's each, waiting up to 10 s for a request): one uid holds 8 at most, a ninth is
+    refused at once, saying why, and another uid's session still starts. Before, each
+    connection got its process, whoever held how many."""
+    os.chmod(os.path.dirname(serve["sock"]), 0o755)
+    hold = ("import socket, sys, time\n"
+            "s = [socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(9)]\n"
+            "for c in s[:8]: c.connect(sys.argv[1])\n"
+            "time.sleep(0.5)\n"
+            "s[8].connect(sys.argv[1]); s[8].settimeout(5)\n"
+            "a = s[8].recv(4096)\n"
+            "print(a[20:].split(b'\\0')[0].decode(), flush=True)\n"
+            "sys.stdin.read()\n")
+    p = subprocess.Popen(["su", "-s", "/bin/sh", USER, "-c",
+                          shlex.join(["python3", "-c", hold, serve["sock"]])],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        said = p.stdout.readline().strip()
+        r = podman_run(daemon_opts(), ["runnerd-intercept", "--", "sh", "-c", "echo started"])
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+    check("daemon: a ninth connection of one uid that waits to start a session is refused, "
+          "saying why", "has 8 connections waiting to start a session already" in said, said)
+    check("daemon: meanwhile another uid's session starts",
+          r.returncode == 0 and r.stdout.strip() == "started",
+          "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
 
 
 def test_daemon_rootless():
