@@ -65,8 +65,9 @@ test: test-deps $(BUILD)/Makefile
 # runnerd in real container engines: podman (rootful, and rootless as runnerd-ci) with runc,
 # docker (a dockerd of its own, stopped after),
 # an image made from a Debian 12 root by debootstrap (kept in $(BUILD)/containers) and the .deb
-# of make deb, packaging/Containerfile; needs root. .ci/run runs it after make test.
-CONTAINER_DEPS := podman runc debootstrap uidmap docker.io systemd
+# of make deb, packaging/Containerfile; and that root booted with Debian 12's kernel in qemu,
+# for AppArmor (tests/containers/apparmor_vm.py); needs root. .ci/run runs it after make test.
+CONTAINER_DEPS := podman runc debootstrap uidmap docker.io systemd qemu-system-x86 cpio
 test-containers: deb
 	$(call install_missing,$(CONTAINER_DEPS))
 	-./tests/e2e/npm-agents.sh $(BUILD)/npm-agents

@@ -701,8 +701,10 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		s.remote.on = true;
 		s.remote.kill_fd = ss->kill_fd;
 		s.remote.rootless = ss->rootless;
-		s.confine = (struct rd_confine){
-		    .host_userns = true, .filters = ss->filters, .n_filters = ss->n_filters};
+		s.confine = (struct rd_confine){.host_userns = true,
+		                                .filters = ss->filters,
+		                                .n_filters = ss->n_filters,
+		                                .apparmor = ss->apparmor};
 		started = true;
 		r = rd_agent_start_remote(ss->sock, ss->pid, agent, agent_argv, env, &filter,
 		                          &s.agent, &err);

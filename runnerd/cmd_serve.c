@@ -157,20 +157,72 @@ static int bounding_has(pid_t pid, int cap)
 	return (int)((v >> cap) & 1);
 }
 
-/* The LSM label the client runs under ("" if none, or unconfined). */
-static void lsm_label(pid_t pid, char *out, size_t n)
+/* /proc/PID/attr/NAME, its first line, into out ("" if none); -errno if unreadable. */
+static int read_attr(pid_t pid, const char *name, char *out, size_t n)
 {
 	char p[64];
 	out[0] = '\0';
-	snprintf(p, sizeof(p), "/proc/%d/attr/current", pid);
+	snprintf(p, sizeof(p), "/proc/%d/attr/%s", pid, name);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	ssize_t len = fd >= 0 ? read(fd, out, n - 1) : -1;
+	int e = errno;
 	if (fd >= 0)
 		close(fd);
-	out[len > 0 ? len : 0] = '\0';
+	if (len < 0)
+		return -e;
+	out[len] = '\0';
 	out[strcspn(out, "\n")] = '\0';
-	if (strcmp(out, "unconfined") == 0 || strncmp(out, "unconfined ", 11) == 0)
-		out[0] = '\0';
+	return 0;
+}
+
+/* The AppArmor profile the client runs under, which each command is put under at its exec
+ * (docker's and podman's default profiles for a container, say): its name, without the mode,
+ * into aa ("" for none, or unconfined). A label of another LSM (SELinux, Smack), which runnerd
+ * does not carry over, or an AppArmor label it cannot name to the kernel again (a stack, a
+ * policy namespace), is refused: the commands would run without it. Returns 0, or -1 with
+ * why. */
+static int agent_label(pid_t pid, char *aa, size_t n, char *why, size_t wn)
+{
+	char cur[256], own[256];
+	aa[0] = '\0';
+	/* EINVAL: no LSM that labels processes; ENOENT: no AppArmor. */
+	int r = read_attr(pid, "current", cur, sizeof(cur));
+	int ra = read_attr(pid, "apparmor/current", own, sizeof(own));
+	if (r < 0 && r != -EINVAL && r != -ENOENT) {
+		snprintf(why, wn, "reading the agent's LSM label: %s", strerror(-r));
+		return -1;
+	}
+	if (ra < 0 && ra != -ENOENT && ra != -EINVAL) {
+		snprintf(why, wn, "reading the agent's AppArmor label: %s", strerror(-ra));
+		return -1;
+	}
+	if (r == 0 && cur[0] && (ra < 0 || strcmp(cur, own) != 0)) {
+		snprintf(
+		    why, wn,
+		    "the agent runs under the LSM label %s, which runnerd serve cannot put its "
+		    "commands under (it carries AppArmor's over, no other LSM's): refused rather "
+		    "than run them without it",
+		    cur);
+		return -1;
+	}
+	if (ra < 0 || !own[0] || strcmp(own, "unconfined") == 0)
+		return 0;
+	/* "NAME (enforce)", "NAME (complain)" */
+	char *mode = strrchr(own, ' ');
+	if (mode && mode[1] == '(' && mode[strlen(mode) - 1] == ')')
+		*mode = '\0';
+	if (!own[0] || own[0] == ':' || strstr(own, "//&") || strlen(own) >= n ||
+	    strcmp(own, "unconfined") == 0) {
+		snprintf(
+		    why, wn,
+		    "the agent runs under the AppArmor label %s, which runnerd serve cannot put "
+		    "its commands under (a stack, or a policy namespace's): refused rather than "
+		    "run them without it",
+		    own);
+		return -1;
+	}
+	snprintf(aa, n, "%s", own);
+	return 0;
 }
 
 /* The client's seccomp filters (the container's, as the engine gave them), oldest first, read
@@ -561,13 +613,9 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 		                  ? "has capabilities runnerd cannot read"
 		              : can_trace ? "may hold CAP_SYS_PTRACE"
 		                          : "may hold CAP_SYS_ADMIN");
-	char label[256];
-	lsm_label(cr.pid, label, sizeof(label));
-	if (label[0])
-		return refuse(sock, EPERM,
-		              "the agent runs under the LSM label %s, which runnerd serve cannot "
-		              "put its commands under yet: refused rather than run them without it",
-		              label);
+	char apparmor[256];
+	if (agent_label(cr.pid, apparmor, sizeof(apparmor), why, sizeof(why)) < 0)
+		return refuse(sock, EPERM, "%s", why);
 	const char *profile = h.profile[0] ? h.profile : sv->cli->profile;
 	bool allowed = strcmp(profile, sv->cli->profile) == 0;
 	for (size_t i = 0; !allowed && i < sv->n_allowed; i++)
@@ -585,8 +633,9 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 		              (int)cr.pid, strerror((int)-nf));
 	char *where = where_of(cr.pid, userns);
 	fprintf(stderr,
-	        "runnerd serve: pid %d (uid %u) %s: profile %s, %ld seccomp filter%s kept\n",
-	        (int)cr.pid, (unsigned)cr.uid, where ? where : "", profile, nf, nf == 1 ? "" : "s");
+	        "runnerd serve: pid %d (uid %u) %s: profile %s, %ld seccomp filter%s kept%s%s\n",
+	        (int)cr.pid, (unsigned)cr.uid, where ? where : "", profile, nf, nf == 1 ? "" : "s",
+	        apparmor[0] ? ", AppArmor profile " : "", apparmor);
 
 	struct rd_cli cli = *sv->cli;
 	cli.profile = profile;
@@ -608,6 +657,7 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 	};
 	memcpy(ss.ns, ns, sizeof(ns));
 	ss.userns = userns;
+	snprintf(ss.apparmor, sizeof(ss.apparmor), "%s", apparmor);
 	return rd_cmd_run_served(&cli, &ss);
 }
 

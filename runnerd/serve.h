@@ -23,6 +23,8 @@ struct rd_serve_session {
 	/* The container's seccomp filters, oldest first, and where it runs (runnerd ps). */
 	struct rd_bpf *filters;
 	size_t n_filters;
+	/* The agent's AppArmor profile, which each command is put under at its exec ("": none). */
+	char apparmor[256];
 	const char *where;
 	/* The client's mount, pid, net, IPC, UTS and cgroup namespaces, as they were checked;
 	 * and the user namespace that owns them, if not the machine's (a rootless engine's), else

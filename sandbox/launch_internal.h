@@ -84,11 +84,13 @@ struct zygote_view {
 	uint32_t n_protect;
 	uint32_t n_filters; /* a container's (rd_confine): after the paths, each a uint32_t length
 	                     * and that many struct sock_filter */
+	char
+	    apparmor[256]; /* the agent's AppArmor profile (rd_confine), NUL-terminated; "": none */
 };
 
-/* In the zygote, once: the container's filters (rd_confine) every command loads last. The
- * reaper keeps the pointer. */
-void rd_reaper_keep_filters(const struct sock_fprog *filters, size_t n);
+/* In the zygote, once: the container's filters (rd_confine) every command loads last, and the
+ * AppArmor profile it execs under ("": none). The reaper keeps the pointers. */
+void rd_reaper_keep_confine(const struct sock_fprog *filters, size_t n, const char *apparmor);
 
 /* A request: clone one reaper. The child's four fds come with it (SCM_RIGHTS, in the order of
  * RD_REAPER_*), and a preset's filter and mask paths follow this header. */

@@ -46,10 +46,34 @@ static volatile int command_failed;
 static const struct sock_fprog *kept_filters;
 static size_t n_kept_filters;
 
-void rd_reaper_keep_filters(const struct sock_fprog *filters, size_t n)
+/* The agent's AppArmor profile (rd_confine): every command execs under it. "" or NULL: none. */
+static const char *kept_apparmor;
+
+void rd_reaper_keep_confine(const struct sock_fprog *filters, size_t n, const char *apparmor)
 {
 	kept_filters = filters;
 	n_kept_filters = n;
+	kept_apparmor = apparmor;
+}
+
+/* The command's next exec under the AppArmor profile (its onexec label: what libapparmor's
+ * aa_change_onexec writes). The reaper is unconfined, which may change to any profile, also
+ * under no_new_privs. */
+static int apparmor_onexec(const char *profile)
+{
+	char buf[300];
+	int n = snprintf(buf, sizeof(buf), "exec %s", profile);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	int fd = open("/proc/self/attr/apparmor/exec", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		fd = open("/proc/self/attr/exec", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t w = write(fd, buf, (size_t)n);
+	int e = w == n ? 0 : w < 0 ? errno : EIO;
+	close(fd);
+	return -e;
 }
 
 static _Noreturn void fail(int fd, int stage, const char *what, int e)
@@ -281,6 +305,10 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 		fail(err_fd, STAGE_SETUP, "setting the caller's gids", errno);
 	if (syscall(SYS_setresuid, p->h.inh.uid[0], p->h.inh.uid[1], p->h.inh.uid[2]) < 0)
 		fail(err_fd, STAGE_SETUP, "setting the caller's uids", errno);
+	/* The container's AppArmor profile, at the exec below, as the container's processes. */
+	if (kept_apparmor && kept_apparmor[0] && (r = apparmor_onexec(kept_apparmor)) < 0)
+		fail(err_fd, STAGE_SETUP, "putting the command under the agent's AppArmor profile",
+		     -r);
 	if (cap_set_proc(empty) < 0)
 		fail(err_fd, STAGE_SETUP, "dropping capabilities", errno);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

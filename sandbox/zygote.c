@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -23,6 +24,10 @@ static long view_msg(char ids, const struct rd_view_paths *paths, const struct r
 	                        .n_write = paths ? (uint32_t)paths->n_write : 0,
 	                        .n_protect = paths ? (uint32_t)paths->n_protect : 0,
 	                        .n_filters = confine ? (uint32_t)confine->n_filters : 0};
+	if (confine && confine->apparmor &&
+	    (size_t)snprintf(v.apparmor, sizeof(v.apparmor), "%s", confine->apparmor) >=
+	        sizeof(v.apparmor))
+		return -ENAMETOOLONG;
 	size_t n = sizeof(v);
 	for (size_t i = 0; i < v.n_filters; i++)
 		n += sizeof(uint32_t) + sizeof(struct sock_filter) * confine->filters[i].len;

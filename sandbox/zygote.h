@@ -44,6 +44,7 @@ struct rd_confine {
 	bool host_userns;
 	const struct rd_bpf *filters;
 	size_t n_filters;
+	const char *apparmor; /* the AppArmor profile each command execs under; NULL or "": none */
 };
 
 #define RD_ZYGOTE_NONE ((struct rd_zygote){.pid = -1, .fd = -1})

@@ -132,15 +132,19 @@ static unsigned session_setup(int sock, bool host)
 	                  : NULL;
 	if (!list || (ids != ZYGOTE_ROOT_IDS && ids != ZYGOTE_OWN_IDS))
 		_exit(1);
+	struct sock_fprog *filters = NULL;
 	if (v.n_filters) {
 		/* After the last path's NUL. */
 		char *p = v.n_write + v.n_protect ? list[v.n_write + v.n_protect - 1] : NULL;
 		p = p ? p + strlen(p) + 1 : buf + sizeof(v);
-		struct sock_fprog *filters = NULL;
 		if (v.n_filters > 64 || !take_filters(p, buf + n, v.n_filters, &filters))
 			_exit(1);
-		rd_reaper_keep_filters(filters, v.n_filters);
 	}
+	static char apparmor[sizeof(v.apparmor)];
+	if (!memchr(v.apparmor, '\0', sizeof(v.apparmor)))
+		_exit(1);
+	memcpy(apparmor, v.apparmor, sizeof(apparmor));
+	rd_reaper_keep_confine(filters, v.n_filters, apparmor);
 	session_paths = (struct rd_view_paths){.write = list,
 	                                       .n_write = v.n_write,
 	                                       .protect = list + v.n_write,

@@ -27,13 +27,15 @@ clean Debian 12 root taking the package), imported into podman. Then, in contain
   podman's defaults, where the session joins the container's user namespace (a client in a
   user namespace it made refused); the daemon stopped mid-session (ENOSYS); and the daemon on
   a socket passed as systemd passes it;
+- under AppArmor, in a virtual machine of Debian 12's own kernel (apparmor_vm.py): runnerd runs
+  there, and the daemon puts each command under the agent's AppArmor profile;
 - the real Claude Code of the end-to-end tests through the daemon under podman's defaults, as
   root and as --user, against a stand-in of its API inside the container (claude_agent.py):
   its Bash call runs in a sandbox, with no canary of the container's.
 
 Environment: DEB (the .deb), WORK (where the Debian root is kept), NPM_AGENTS (where
 tests/e2e/npm-agents.sh installed the CLIs; default WORK/../npm-agents), DEBIAN_MIRROR,
-RUNNERD_MUST_WORK. Needs root, podman, runc, debootstrap and dockerd (make test-containers
+RUNNERD_MUST_WORK. Needs root, podman, runc, debootstrap, dockerd and qemu (make test-containers
 installs them). Prints one line per check and "N passed, M failed".
 """
 import glob
@@ -51,6 +53,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "integration"))
 import common  # noqa: E402
 from common import check  # noqa: E402
+import apparmor_vm  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEMO = os.path.join(HERE, "..", "demo")
@@ -765,6 +768,11 @@ def test_docker():
               "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
 
 
+def test_apparmor():
+    """runnerd under AppArmor, in a virtual machine of Debian 12's kernel (apparmor_vm.py)."""
+    apparmor_vm.test_apparmor_vm(WORK, os.path.join(WORK, "image"))
+
+
 def main():
     if os.geteuid() != 0:
         common.skip("rootful podman needs root")
@@ -795,7 +803,7 @@ def main():
                 done[step] = False
             if not done[make_image]:
                 break
-        tests = [test_defaults, test_recipe, test_demo, test_containerfile]
+        tests = [test_defaults, test_recipe, test_demo, test_containerfile, test_apparmor]
         tests += [test_rootless] if done.get(setup_rootless) else []
         tests += [test_daemon_podman, test_daemon_claude, test_daemon_gone] \
             if done.get(start_serve) else []
