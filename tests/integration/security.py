@@ -1120,6 +1120,13 @@ def test_zygote_killed(tmp):
           gone_within("sleep\x009876" + RUN, 1.0), "sleep 9876 still running")
 
 
+# A stand-in agent that runs each argument with sh -c, one at a time, a pause between them that
+# is no command itself.
+ONE_AT_A_TIME = ("import subprocess, sys, time\n"
+                 "for c in sys.argv[1:]:\n"
+                 "    subprocess.run(['sh', '-c', c]); time.sleep(0.3)\n")
+
+
 def test_reuse_guards(tmp):
     """A sandbox that ran a command before is one a process of another sandbox could watch
     through an fd it got then (the /proc of its pid namespace: the next command's environ,
@@ -1139,9 +1146,7 @@ def test_reuse_guards(tmp):
            ": granted; echo g %s ${GH_TOKEN:+token}" % who,
            "sleep 3 >/dev/null 2>&1 & echo bg %s" % who,
            "echo a %s" % who, "echo b %s" % who, "echo c %s" % who]
-    agent = ("import subprocess, sys, time\n"
-             "for c in sys.argv[1:]:\n"
-             "    subprocess.run(['sh', '-c', c]); time.sleep(0.3)\n")
+    agent = ONE_AT_A_TIME
     out = subprocess.run(runnerd_cmd(prof, [common.PY, "-c", agent] + seq),
                          env=dict(base_env(), GH_TOKEN=token), capture_output=True, text=True,
                          timeout=60)
@@ -1184,9 +1189,7 @@ def test_reuse_after_grant(tmp):
            ": granted; echo g %s ${GH_TOKEN:+token}; i=0; while [ $i -lt 20 ]; do /bin/true; "
            "i=$((i+1)); done" % who]
     seq += ["echo h%d %s" % (i, who) for i in range(1, 5)]
-    agent = ("import subprocess, sys, time\n"
-             "for c in sys.argv[1:]:\n"
-             "    subprocess.run(['sh', '-c', c]); time.sleep(0.3)\n")
+    agent = ONE_AT_A_TIME
     out = subprocess.run(runnerd_cmd(prof, [common.PY, "-c", agent] + seq),
                          env=dict(base_env(), GH_TOKEN="ghp_" + os.urandom(6).hex()),
                          capture_output=True, text=True, timeout=60)
