@@ -130,6 +130,7 @@ static void decide(const struct rd_env_config *cfg, const struct level_lists *l,
 				v->reason = l->allow[i].reason;
 				v->passed = true;
 				v->pattern = p;
+				v->secret_granted = rd_glob_match_any(&cfg->deny, name) != NULL;
 				return;
 			}
 		if ((p = rd_glob_match_any(&cfg->deny, name))) {
@@ -383,10 +384,12 @@ int rd_env_build_known(const struct rd_env_config *cfg, const struct rd_profile 
 		struct rd_env_verdict *v = &verdicts[i];
 		if (!v->passed)
 			continue;
-		/* A deliberate grant by exact name stands (GH_TOKEN granted to gh, with the same
-		 * value as GITHUB_TOKEN, stripped); so do runnerd's own variables. */
-		bool granted = (v->reason == RD_ENV_PROFILE || v->reason == RD_ENV_RULE) &&
-		               v->pattern && !rd_glob_is_pattern(v->pattern);
+		/* A deliberate grant of a secret by exact name stands (GH_TOKEN granted to gh,
+		 * with the same value as GITHUB_TOKEN, stripped); so do runnerd's own variables. An
+		 * exact name that is no secret's (GIT_EDITOR, AI_AGENT) is checked as any other:
+		 * else the agent's key under it reached every command. */
+		bool granted =
+		    (v->reason == RD_ENV_PROFILE || v->reason == RD_ENV_RULE) && v->secret_granted;
 		const char *holds = granted || v->reason == RD_ENV_INTERNAL
 		                        ? NULL
 		                        : holds_secret(value_of(v->entry), verdicts, n_in, known);

@@ -64,6 +64,9 @@ struct rd_env_verdict {
 	/* Passed with the agent's start value in place of the one the caller passed
 	 * (rd_env_pin_start) */
 	bool pinned;
+	/* Passed by an exact allow although the secret patterns match its name (GH_TOKEN): a
+	 * deliberate grant of a secret, whose value may hold another's */
+	bool secret_granted;
 };
 
 struct rd_env_result {

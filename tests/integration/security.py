@@ -94,8 +94,9 @@ PROXY_PW = "proxy-pw-51c0"
 def test_secret_values(tmp):
     """Secrets under innocent names: a proxy URL with a user and password (HTTPS_PROXY is a
     base name, which beat the secret patterns), PAGER holding the agent's own key (stripped
-    at the command level), LANG holding DATABASE_URL's value (stripped at the agent's start).
-    Before, each reached the command."""
+    at the command level), LANG holding DATABASE_URL's value (stripped at the agent's start),
+    GIT_EDITOR (a name the profile allows exactly) holding the agent's key. Before, each reached
+    the command."""
     audit = os.path.join(tmp, "audit.jsonl")
     env = base_env()
     key = "sk-ant-values-" + os.urandom(6).hex()
@@ -103,7 +104,11 @@ def test_secret_values(tmp):
     env["HTTPS_PROXY"] = "http://bob:%s@127.0.0.1:9" % PROXY_PW
     env["PAGER"] = "less " + key
     env["LANG"] = PLANTED["DATABASE_URL"]
-    out = subprocess.run(runnerd_cmd("claude", ["bash", "-c", "env"], audit=audit), env=env,
+    # The agent's key under GIT_EDITOR, a name the claude profile's commands.env_allow lists
+    # exactly (before, an exact name skipped the value check).
+    out = subprocess.run(runnerd_cmd("claude", ["bash", "-c",
+                                                'GIT_EDITOR="vi $ANTHROPIC_API_KEY" env'],
+                                     audit=audit), env=env,
                          capture_output=True, text=True, timeout=60)
     got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
     leaks = [l for l in out.stdout.splitlines() if CANARY in l or PROXY_PW in l or key in l]
@@ -111,8 +116,9 @@ def test_secret_values(tmp):
           "\n".join(leaks) + out.stderr[-300:])
     check("values: the proxy URL passes without its user and password",
           got.get("HTTPS_PROXY") == "http://127.0.0.1:9", repr(got.get("HTTPS_PROXY")))
-    check("values: PAGER and LANG, holding secrets' values, are stripped",
-          "PAGER" not in got and "LANG" not in got, repr(sorted(got)))
+    check("values: PAGER, LANG and GIT_EDITOR (exactly allowed), holding secrets' values, are "
+          "stripped", "PAGER" not in got and "LANG" not in got and "GIT_EDITOR" not in got,
+          repr(sorted(got)))
     text = open(audit).read() if os.path.exists(audit) else ""
     held = {v["name"]: v.get("holds") for e in map(json.loads, text.splitlines())
             if e.get("event") == "exec" for v in e.get("env", [])

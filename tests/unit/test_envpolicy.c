@@ -1055,7 +1055,7 @@ static const char *out_value(const struct rd_env_result *r, const char *name)
 
 static const struct rd_rule rule_gh = {
     .index = 6,
-    .env_allow = STRV("GH_TOKEN", "LC_*"),
+    .env_allow = STRV("GH_TOKEN", "LC_*", "GIT_EDITOR"),
 };
 
 /* A variable whose value holds a stripped secret's value is stripped, whatever its name; a
@@ -1072,6 +1072,7 @@ static void test_secret_values(void **state)
 	                "GITHUB_TOKEN=ghp_0123456789",
 	                "GH_TOKEN=ghp_0123456789",
 	                "LANG=ghp_0123456789",
+	                "GIT_EDITOR=vi sk-live-12345678",
 	                "HOME=/home/dev",
 	                "USER=dev",
 	                NULL};
@@ -1091,6 +1092,9 @@ static void test_secret_values(void **state)
 	 * LANG, a base name, holding it does not. */
 	assert_true(verdict_of(&r, "GH_TOKEN")->passed);
 	assert_int_equal(verdict_of(&r, "LANG")->reason, RD_ENV_DENIED_SECRET_VALUE);
+	/* GIT_EDITOR, an exact name that is no secret's, holding one is stripped: before, an
+	 * exact name skipped the value check, and the agent's key under it reached commands. */
+	assert_int_equal(verdict_of(&r, "GIT_EDITOR")->reason, RD_ENV_DENIED_SECRET_VALUE);
 	assert_true(verdict_of(&r, "HOME")->passed);
 	assert_int_equal(r.n_env, 4); /* TZ GH_TOKEN HOME USER */
 	rd_env_result_free(&r);
