@@ -20,6 +20,7 @@
 #include "lib/util.h"
 #include "runnerd/serve.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -155,6 +156,50 @@ static int bounding_has(pid_t pid, int cap)
 		return -1;
 	unsigned long long v = strtoull(b + 9, NULL, 16);
 	return (int)((v >> cap) & 1);
+}
+
+/* Does a process of the client's pid namespace (pidns, an fd of it; client, its pid) hold cap
+ * in its bounding set: 1, else 0, -1 if that cannot be told. Every process, not the client's
+ * alone: a container started with the capability runs the client with it dropped
+ * (CAP_SETPCAP is an engine's default), and a process beside it would still trace the
+ * supervisor. A process whose namespaces root may not read (EACCES: in a Landlock domain
+ * runnerd serve is not in, say) is none of a container's, whose processes the machine's root
+ * reads; the client must be among those found. */
+static int container_has(int pidns, pid_t client, int cap)
+{
+	struct stat want;
+	if (fstat(pidns, &want) < 0)
+		return -1;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -1;
+	int r = 0;
+	bool seen = false;
+	for (struct dirent *e; r == 0 && (e = readdir(d));) {
+		char p[300];
+		struct stat st;
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/ns/pid", e->d_name);
+		if (stat(p, &st) < 0) {
+			if (errno != ENOENT && errno != ESRCH && errno != EACCES)
+				r = -1;
+			continue;
+		}
+		if (st.st_ino != want.st_ino || st.st_dev != want.st_dev)
+			continue;
+		pid_t pid = (pid_t)atoi(e->d_name);
+		seen = seen || pid == client;
+		int has = bounding_has(pid, cap);
+		/* -1: it ended between the two reads, or cannot be read */
+		if (has < 0) {
+			snprintf(p, sizeof(p), "/proc/%s", e->d_name);
+			has = access(p, F_OK) == 0 ? -1 : 0;
+		}
+		r = has;
+	}
+	closedir(d);
+	return r == 0 && !seen ? -1 : r;
 }
 
 /* /proc/PID/attr/NAME, its first line, into out ("" if none); -errno if unreadable. */
@@ -600,8 +645,8 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 	/* The supervisor runs in the container's pid namespace, as root of the machine or of the
 	 * container's user namespace: a process there that may trace any process, or mount over
 	 * /proc, could take it over. */
-	int can_trace = bounding_has(cr.pid, CAP_SYS_PTRACE);
-	int can_admin = bounding_has(cr.pid, CAP_SYS_ADMIN);
+	int can_trace = container_has(ns[1], cr.pid, CAP_SYS_PTRACE);
+	int can_admin = can_trace ? 0 : container_has(ns[1], cr.pid, CAP_SYS_ADMIN);
 	if (can_trace != 0 || can_admin != 0)
 		return refuse(sock, EPERM,
 		              "the container %s: its processes could take over runnerd serve's "

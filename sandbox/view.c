@@ -187,6 +187,29 @@ out:
  * nothing would, and an engine's ":ro" volume inside the workspace became writable to
  * commands. Taken by rd_view_session, before it makes everything read-only. */
 static struct rd_strv ro_mounts;
+/* Every mount point, in mountinfo's order, after 'r' (read-only) or 'w': what a writable root
+ * lies on. */
+static struct rd_strv all_mounts;
+
+/* Did the writable root path lie on a mount that was read-only before the view (the deepest
+ * mount point at or above it; of two at one point, the later, mounted over the other)? Such a
+ * root stays read-only: an engine's read-only volume or root file system (--read-only) holding
+ * the workspace became writable to commands in the machine's user namespace, where nothing
+ * locks it. */
+static bool on_ro_mount(const char *path)
+{
+	size_t best = 0;
+	bool ro = false;
+	for (size_t i = 0; i < all_mounts.n; i++) {
+		const char *m = all_mounts.v[i] + 1;
+		size_t n = strlen(m);
+		if (rd_path_within(path, m) && n >= best) {
+			best = n;
+			ro = all_mounts.v[i][0] == 'r';
+		}
+	}
+	return ro;
+}
 
 /* mountinfo's escapes (\040 for a space, ...) decoded in place. */
 static void unescape(char *s)
@@ -207,6 +230,7 @@ static void unescape(char *s)
 static int take_ro_mounts(void)
 {
 	rd_strv_free(&ro_mounts);
+	rd_strv_free(&all_mounts);
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return -errno;
@@ -220,10 +244,19 @@ static int take_ro_mounts(void)
 		for (char *t = strtok_r(line, " ", &save); t && n < 6;
 		     t = strtok_r(NULL, " ", &save))
 			field[n++] = t;
-		if (n < 6 || strncmp(field[5], "ro", 2) != 0 || (field[5][2] && field[5][2] != ','))
+		if (n < 6)
 			continue;
+		bool ro = strncmp(field[5], "ro", 2) == 0 && (!field[5][2] || field[5][2] == ',');
 		unescape(field[4]);
-		r = rd_strv_add(&ro_mounts, field[4]);
+		char *tagged = NULL;
+		if (asprintf(&tagged, "%c%s", ro ? 'r' : 'w', field[4]) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		r = rd_strv_add(&all_mounts, tagged);
+		free(tagged);
+		if (r == 0 && ro)
+			r = rd_strv_add(&ro_mounts, field[4]);
 	}
 	free(line);
 	fclose(f);
@@ -365,7 +398,7 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 	e->what = "making every mount read-only";
 	r = set_readonly("/", AT_RECURSIVE);
 	for (size_t i = 0; r == 0 && i < paths->n_write; i++)
-		if ((r = writable_tree(paths->write[i])) < 0)
+		if (!on_ro_mount(paths->write[i]) && (r = writable_tree(paths->write[i])) < 0)
 			e->what = paths->write[i];
 	char *pinned[64];
 	size_t n_pinned = 0;
@@ -422,7 +455,7 @@ int rd_view_rule(struct rd_view_error *e, const struct rd_view_paths *session,
 			skip = rd_path_within(p, rule->protect[k]);
 		for (size_t k = 0; !skip && k < session->n_write; k++)
 			skip = rd_path_within(p, session->write[k]);
-		if (!skip && (r = writable_tree(p)) < 0)
+		if (!skip && !on_ro_mount(p) && (r = writable_tree(p)) < 0)
 			e->what = p;
 	}
 	char *pinned[64];

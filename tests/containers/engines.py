@@ -474,13 +474,35 @@ def test_daemon_podman():
     check("daemon: a cache directory made for the client is the client's, and its commands "
           "write there", r.stdout.split() == [str(UID), "cache-written"],
           "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
-    # A container that could trace the supervisor (root of the machine among its processes).
+    # A container that could trace the supervisor (root of the machine among its processes):
+    # refused, also when the client alone drops the capability (before, only the client's
+    # bounding set was read, and a process beside it attached to the supervisor).
     r = podman_run(daemon_opts() + ["--cap-add", "SYS_PTRACE"],
                    ["runnerd-intercept", "--", "sh", "-c", AGENT])
     check("daemon: a container with CAP_SYS_PTRACE is refused (125), saying why",
           r.returncode == 125 and "agent-started" not in r.stdout and
           "may hold CAP_SYS_PTRACE" in r.stderr,
           "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    r = podman_run(daemon_opts() + ["--cap-add", "SYS_PTRACE"],
+                   ["sh", "-c", "setpriv --bounding-set -sys_ptrace,-sys_admin -- "
+                    "runnerd-intercept -- sh -c %s & wait $!" % shlex.quote(AGENT)])
+    check("daemon: a container with CAP_SYS_PTRACE is refused also when the client alone "
+          "drops it (its pid 1 keeps it)", r.returncode == 125 and
+          "agent-started" not in r.stdout and "may hold CAP_SYS_PTRACE" in r.stderr,
+          "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
+    # A workspace on a read-only mount (an engine's :ro volume, a --read-only root) stays
+    # read-only to commands, as to the agent (before, commands wrote through both).
+    for label, opts, cwd in (
+            ("a :ro volume holding the workspace",
+             ["-v", "%s:/data:ro" % vol, "-w", "/data"], "/data"),
+            ("a --read-only container, workspace /opt", ["--read-only", "-w", "/opt"], "/opt")):
+        r = podman_run(daemon_opts() + ["--user", "%d:%d" % (UID, UID)] + opts,
+                       ["runnerd-intercept", "--", "sh", "-c",
+                        "/bin/sh -c 'echo x > %s/new' 2>&1 | grep -q 'Read-only file system' "
+                        "&& echo refused; /bin/sh -c 'echo y > /tmp/t' && echo tmp-written" % cwd])
+        check("daemon: %s stays read-only to commands (/tmp writable)" % label,
+              r.stdout.split() == ["refused", "tmp-written"],
+              "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
     r = podman_run(daemon_opts(), ["runnerd-intercept", "--profile", "gemini", "--", "true"])
     check("daemon: a profile not allowed by the daemon is refused (125), naming the allowed",
           r.returncode == 125 and "profile gemini is not allowed here: runnerd serve takes "
