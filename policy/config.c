@@ -422,7 +422,9 @@ static void get_box(struct ctx *c, json_t *obj, const char *ptr, unsigned level,
 				b->v[k] = n;
 			break;
 		case RD_BOX_PATHS:
-			(void)get_strv(c, o, op, key->name, false, RD_MASK_PATH, &b->list[k]);
+			(void)get_strv(c, o, op, key->name, false,
+			               k == RD_BOX_PROTECT ? RD_PROTECT_PATH : RD_MASK_PATH,
+			               &b->list[k]);
 			/* Each command's plan carries a rule's write and protect lists (at most
 			 * 4096 each, sandbox/plan.c): a list that long is a mistake. */
 			if ((k == RD_BOX_WRITE || k == RD_BOX_PROTECT) && b->list[k].n > 1024) {

@@ -86,6 +86,13 @@ const char *rd_glob_check(const char *pat, enum rd_glob_kind kind)
 		return "is empty";
 	if (kind == RD_GLOB_ENV_NAME && strchr(pat, '='))
 		return "contains '=', which cannot be part of an environment variable name";
+	if (kind == RD_PROTECT_PATH) {
+		size_t n = strlen(pat);
+		if (n < 2 || pat[n - 1] != '/' || pat[n - 2] == '/')
+			return rd_glob_check(pat, RD_MASK_PATH);
+		_cleanup_free_ char *dir = strndup(pat, n - 1);
+		return dir ? rd_glob_check(dir, RD_MASK_PATH) : "is too long";
+	}
 	if (kind == RD_MASK_PATH) {
 		/* "${NAME}" or "${NAME}/...": the path (or ':'-separated paths) in the variable
 		 * NAME of the environment runnerd started with (rd_mask_expand_env). */

@@ -12,6 +12,8 @@ enum rd_glob_kind {
 	RD_GLOB_ARG,      /* one argv element; "**" alone means "any number of further args" */
 	RD_MASK_PATH,     /* not a glob: an absolute path, "~/..." or "${NAME}..." (a literal,
 	                   * checked here too) */
+	RD_PROTECT_PATH,  /* RD_MASK_PATH, or one with a "/" at its end: a directory, made
+	                   * (empty) when it is missing (sandbox.protect) */
 };
 
 /* True when the pattern has a wildcard, bracket or escape, so it is not an exact name. */

@@ -200,6 +200,9 @@ static int add_mask(struct rd_strv *out, const char *path, const char *home, uid
 	} else {
 		full = steal_pointer(&p);
 	}
+	size_t n = strlen(full);
+	if (n > 1 && full[n - 1] == '/')
+		full[n - 1] = '\0'; /* a protected directory's mark (rd_view_lists) */
 	if (listed(out, full)) {
 		free(full);
 		return 0;
@@ -266,6 +269,29 @@ static int expand_list(struct rd_strv *list, const char *key, char *const *env, 
 	for (size_t i = 0; r == 0 && i < list->n; i++) {
 		const char *pat = list->v[i];
 		size_t var = rd_mask_var_len(pat);
+		/* A protected directory's "/" (rd_glob_check's RD_PROTECT_PATH) stays at the end
+		 * of each path made (rd_view_lists reads it). */
+		size_t plen = strlen(pat);
+		bool dir = plen > 1 && pat[plen - 1] == '/';
+		if (dir) {
+			_cleanup_free_ char *bare = strndup(pat, plen - 1);
+			struct rd_strv one = {0};
+			if (!bare || rd_strv_add(&one, bare) < 0) {
+				rd_strv_free(&one);
+				r = -ENOMEM;
+				break;
+			}
+			r = expand_list(&one, key, env, cwd, notes);
+			for (size_t k = 0; r == 0 && k < one.n; k++) {
+				char *d = NULL;
+				r = asprintf(&d, "%s%s", one.v[k],
+				             strcmp(one.v[k], "/") ? "/" : "") < 0
+				        ? -ENOMEM
+				        : rd_strv_take(&out, d);
+			}
+			rd_strv_free(&one);
+			continue;
+		}
 		if (!var && strncmp(pat, "{workspace}", 11) == 0) {
 			char *path = normal_path(cwd, strlen(cwd), pat + 11);
 			r = !path   ? -ENOMEM
@@ -347,18 +373,24 @@ int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *con
 }
 
 int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, const char *home,
-                  uid_t uid, struct rd_strv *write, struct rd_strv *protect, struct rd_strv *notes)
+                  uid_t uid, struct rd_strv *write, struct rd_strv *protect, struct rd_strv *dirs,
+                  struct rd_strv *notes)
 {
-	struct rd_strv all[2] = {{0}, {0}};
+	struct rd_strv all[2] = {{0}, {0}}, marked = {0};
 	enum rd_box_id keys[] = {RD_BOX_WRITE, RD_BOX_PROTECT};
 	int r = 0;
-	*write = *protect = *notes = (struct rd_strv){0};
+	*write = *protect = *dirs = *notes = (struct rd_strv){0};
 	for (size_t k = 0; k < 2; k++) {
 		const struct rd_strv *lists[] = {&cfg->box.list[keys[k]],
 		                                 &prof->commands_box.list[keys[k]]};
 		for (size_t l = 0; l < 2; l++)
-			for (size_t i = 0; r == 0 && i < lists[l]->n; i++)
-				r = add_mask(&all[k], lists[l]->v[i], home, uid);
+			for (size_t i = 0; r == 0 && i < lists[l]->n; i++) {
+				const char *e = lists[l]->v[i];
+				size_t n = strlen(e);
+				r = add_mask(&all[k], e, home, uid);
+				if (r == 0 && k == 1 && n > 1 && e[n - 1] == '/')
+					r = add_mask(&marked, e, home, uid);
+			}
 	}
 	/* "/" writable is no sandbox: a {workspace} of "/" (runnerd started there, as in many
 	 * containers) is left read-only instead. */
@@ -382,11 +414,16 @@ int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, co
 	for (size_t i = 0; r == 0 && i < all[1].n; i++)
 		if (rd_strv_within(write, all[1].v[i]))
 			r = rd_strv_add(protect, all[1].v[i]);
+	for (size_t i = 0; r == 0 && i < marked.n; i++)
+		if (rd_strv_within(write, marked.v[i]))
+			r = rd_strv_add(dirs, marked.v[i]);
 	rd_strv_free(&all[0]);
 	rd_strv_free(&all[1]);
+	rd_strv_free(&marked);
 	if (r < 0) {
 		rd_strv_free(write);
 		rd_strv_free(protect);
+		rd_strv_free(dirs);
 		rd_strv_free(notes);
 	}
 	return r;

@@ -33,9 +33,11 @@ const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct 
  * read-only inside them (sandbox.protect, commands.protect), with "~/" replaced by home and
  * "{uid}" by uid, each once (after rd_mask_expand_env). Left out, as mounts for nothing: a
  * root inside another, a protected path outside every root; and "/" as a root, with a line in
- * notes saying so. Returns 0 or -ENOMEM. */
+ * notes saying so. In dirs, the protected paths inside a root that were written with a "/" at
+ * their end: directories, which runnerd makes when they are missing. Returns 0 or -ENOMEM. */
 int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, const char *home,
-                  uid_t uid, struct rd_strv *write, struct rd_strv *protect, struct rd_strv *notes);
+                  uid_t uid, struct rd_strv *write, struct rd_strv *protect, struct rd_strv *dirs,
+                  struct rd_strv *notes);
 
 /* Why path can be no writable root of a rule ("/", or at or under /proc, /sys or /dev), or
  * NULL. */

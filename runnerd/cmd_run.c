@@ -271,7 +271,8 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
  * it writable; the workspace's .git/hooks too, when it is protected, so that no command can
  * make it. One with a symlink on the way stays read-only, and runnerd says so. */
 static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
-                      struct rd_strv *write, struct rd_strv *protect, struct rd_error *err)
+                      struct rd_strv *write, struct rd_strv *protect, struct rd_strv *missing,
+                      struct rd_error *err)
 {
 	if (!who.home[0])
 		return rd_error_set(err, ENOENT,
@@ -281,7 +282,8 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		                    who.served ? " (the container's /etc/passwd)" : "");
 	const char *home = who.home;
 	struct rd_strv notes = {0};
-	if (rd_view_lists(cfg, prof, home, who.uid, write, protect, &notes) < 0)
+	__attribute__((cleanup(rd_strv_free))) struct rd_strv dirs = {0};
+	if (rd_view_lists(cfg, prof, home, who.uid, write, protect, &dirs, &notes) < 0)
 		return rd_error_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
@@ -316,15 +318,26 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 			    "\"write\")\n",
 			    p);
 	}
-	for (size_t i = 0; i < protect->n; i++) {
-		const char *p = protect->v[i];
-		size_t n = strlen(p);
-		if (n > 11 && strcmp(p + n - 11, "/.git/hooks") == 0 && rd_strv_within(write, p)) {
-			_cleanup_free_ char *git = strndup(p, n - 6);
-			struct stat st;
-			if (git && stat(git, &st) == 0 && S_ISDIR(st.st_mode))
-				(void)mkdir(p, 0755);
-		}
+	/* A protected directory (written with a "/" at its end) that is missing is made, empty,
+	 * where the directory above it is there: git's hooks where .git is a directory, an
+	 * agent's project configuration (.claude, .codex, ...). No command can make it then, and
+	 * git shows no empty directory as a change. */
+	for (size_t i = 0; i < dirs.n; i++) {
+		const char *p = dirs.v[i];
+		_cleanup_free_ char *up = strdup(p);
+		struct stat st;
+		if (!up || !strrchr(up, '/') || strrchr(up, '/') == up)
+			continue;
+		*strrchr(up, '/') = '\0';
+		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		                       .resolve = RESOLVE_NO_SYMLINKS};
+		int fd = rd_openat2(AT_FDCWD, up, &how);
+		if (fd < 0)
+			continue;
+		if (fstatat(fd, strrchr(p, '/') + 1, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+		    errno == ENOENT)
+			(void)mkdirat(fd, strrchr(p, '/') + 1, 0755);
+		close(fd);
 	}
 	if (who.served) {
 		setfsuid(geteuid());
@@ -347,10 +360,12 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 			return rd_error_set(err, ENOMEM, "out of memory");
 	}
 	/* A protected path that is missing, in a directory that is there, cannot be held
-	 * read-only: a command may create it (a ~/.bash_profile, an autostart entry), as runnerd
-	 * says. (A workspace's missing .git is the case docs/configuration.md names.) */
-	_cleanup_free_ char *missing = NULL;
+	 * read-only: a command may create it (a .mcp.json, a ~/.bash_profile). runnerd looks
+	 * again when the session ends (report_created). Said at the start too when the home is
+	 * writable (a workspace at or above it), where those are many and the fix is plain. */
+	_cleanup_free_ char *listed = NULL;
 	size_t mlen = 0;
+	bool home_writable = rd_strv_within(write, home) != NULL;
 	for (size_t i = 0; i < protect->n; i++) {
 		struct stat st;
 		const char *p = protect->v[i];
@@ -362,19 +377,43 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		*strrchr(dir, '/') = '\0';
 		if (stat(*dir ? dir : "/", &st) < 0)
 			continue;
-		char *more = realloc(missing, mlen + strlen(p) + 3);
+		if (rd_strv_add(missing, p) < 0)
+			return rd_error_set(err, ENOMEM, "out of memory");
+		if (!home_writable)
+			continue;
+		char *more = realloc(listed, mlen + strlen(p) + 3);
 		if (!more)
 			return rd_error_set(err, ENOMEM, "out of memory");
-		missing = more;
-		mlen += (size_t)sprintf(missing + mlen, "%s%s", mlen ? ", " : "", p);
+		listed = more;
+		mlen += (size_t)sprintf(listed + mlen, "%s%s", mlen ? ", " : "", p);
 	}
-	if (missing)
+	if (listed)
 		fprintf(stderr,
 		        "runnerd: protected but missing, inside a writable root, so commands can "
 		        "create them: %s (create them, or start runnerd in the project rather than "
 		        "above it)\n",
-		        missing);
+		        listed);
 	return 0;
+}
+
+/* The protected paths that were missing when the session started (view_lists) and are there
+ * now: a command may have made one (or the agent, which runnerd cannot tell apart), and what
+ * runs later outside the sandbox reads it. Said on stderr and in the audit log, once, when the
+ * session ends. */
+static void report_created(const struct rd_strv *missing, struct rd_audit *audit)
+{
+	for (size_t i = 0; i < missing->n; i++) {
+		struct stat st;
+		if (lstat(missing->v[i], &st) < 0)
+			continue;
+		fprintf(stderr,
+		        "runnerd: %s was made during this session, where commands could write it; "
+		        "it is read-only to commands from the next session on: check it before "
+		        "an agent or a tool reads it\n",
+		        missing->v[i]);
+		(void)rd_audit(audit, "protected_created",
+		               json_pack("{s:o}", "path", rd_json_bytes(missing->v[i])));
+	}
 }
 
 /* The agent's env: the agent level of the policy, plus runnerd's own session variables
@@ -478,7 +517,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	                       .tty_fd = -1};
 	char *control_dir = NULL;
 	char **env = NULL;
-	struct rd_strv secrets = {0}, write = {0}, protect = {0}, agent_paths = {0},
+	struct rd_strv secrets = {0}, write = {0}, protect = {0}, missing = {0}, agent_paths = {0},
 	               any_write = {0}, any_protect = {0};
 	char *workspace = NULL;
 	char *agent = NULL;
@@ -588,7 +627,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		who.home[0] = '\0';
 	if (rd_cli_expand_masks(&cfg, &prof) < 0)
 		goto out;
-	if (view_lists(&cfg, &prof, &write, &protect, &err) < 0)
+	if (view_lists(&cfg, &prof, &write, &protect, &missing, &err) < 0)
 		goto fail;
 	s.view = (struct rd_view_paths){write.v, write.n, protect.v, protect.n};
 	s.workspace = workspace = getcwd(NULL, 0);
@@ -717,6 +756,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		goto fail;
 	}
 	ret = rd_supervise(&s);
+	report_created(&missing, &audit);
 	goto out;
 fail:
 	rd_cli_print_error(&err);
@@ -731,6 +771,7 @@ out:
 	rd_strv_free(&secrets);
 	rd_strv_free(&write);
 	rd_strv_free(&protect);
+	rd_strv_free(&missing);
 	rd_strv_free(&agent_paths);
 	rd_strv_free(&any_write);
 	rd_strv_free(&any_protect);

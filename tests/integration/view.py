@@ -359,8 +359,9 @@ def wheel(path):
 
 def test_writes(tmp):
     """Writes are confined: the home (~/.bashrc, ~/.claude/settings.json, where a command
-    would plant code or point the agent at its own listener), the system, and the project's
-    .git/hooks are read-only (EROFS); the project, /tmp and the caches are not, so that git
+    would plant code or point the agent at its own listener), the system, the project's
+    .git/hooks and the agents' project configuration (.claude, .codex, .gemini, .vscode, missing
+    in the project: the build before let a command make them) are read-only (EROFS); the project, /tmp and the caches are not, so that git
     commit, npm install of a local package, pip install of a local wheel into a venv in the
     project, and cargo build (if present) work. The agent (bash) is started in the project."""
     os.chmod(tmp, 0o755)
@@ -392,9 +393,14 @@ def test_writes(tmp):
     with open(probe, "w") as f:
         f.write(text)
     os.chmod(probe, 0o644)
+    # The project's agent configuration (missing: runnerd makes the directories, empty).
+    project = [os.path.join(ws, d, f) for d, f in ((".claude", "settings.json"),
+                                                   (".codex", "config.toml"),
+                                                   (".gemini", "settings.json"),
+                                                   (".vscode", "settings.json"))]
     targets = [os.path.join(home, ".bashrc"), os.path.join(home, ".claude", "settings.json"),
-               os.path.join(ws, ".git", "hooks", "pre-push"), "/etc/runnerd-probe",
-               os.path.join(ws, "ok"), os.path.join(tmp, "ok")]
+               os.path.join(ws, ".git", "hooks", "pre-push"), "/etc/runnerd-probe"] + project + \
+        [os.path.join(ws, "ok"), os.path.join(tmp, "ok")]
     existed = {t: os.path.exists(t) for t in targets}
     py = common.PY
     steps = [
@@ -425,10 +431,14 @@ def test_writes(tmp):
                 os.unlink(t)  # the build before let it through
     got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
     erofs = os.strerror(30)
-    for t in targets[:4]:
+    for t in targets[:-2]:
         check("writes: %s is read-only (EROFS)" % t.replace(home, "~").replace(ws, "$PROJECT"),
               got.get(t) == erofs, "%r %s" % (got.get(t), out.stderr[-300:]))
-    for t in targets[4:]:
+    status = subprocess.run(["git", "-C", ws, "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True).stdout
+    check("writes: the directories runnerd made show in no git status",
+          not any(d in status for d in (".claude", ".codex", ".gemini", ".vscode")), status)
+    for t in targets[-2:]:
         check("writes: %s is writable" % t.replace(ws, "$PROJECT").replace(tmp, "$TMP"),
               got.get(t) == "written", repr(got.get(t)))
     check("writes: .git cannot be renamed away to plant a hook in a new one",
@@ -437,6 +447,39 @@ def test_writes(tmp):
     for tool in ["git", "npm", "pip"] + (["cargo"] if cargo else []):
         check("writes: %s works in the project" % tool, got.get(tool) == "ok",
               out.stdout[-400:] + out.stderr[-600:])
+
+
+def test_protected_created(tmp):
+    """A protected file missing at the start (the project's .mcp.json) cannot be held
+    read-only: a command makes it. runnerd names it when the session ends, on stderr and in
+    the audit log, and the next session's commands cannot write it. The build before said
+    nothing after the session."""
+    ws = os.path.join(tmp, "project")
+    os.makedirs(ws)
+    os.chmod(tmp, 0o755)
+    os.chmod(ws, 0o777)
+    audit = os.path.join(tmp, "audit.jsonl")
+    mcp = os.path.join(ws, ".mcp.json")
+    plant = "sh -c 'echo {} > .mcp.json'; echo made=$?"
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", plant], audit=audit),
+                         env=common.base_env(), cwd=ws, capture_output=True, text=True,
+                         timeout=60)
+    events = [json.loads(l) for l in open(audit) if l.strip()] if os.path.exists(audit) else []
+    made = [e for e in events if e.get("event") == "protected_created"]
+    check("protected created: the command made the missing .mcp.json",
+          "made=0" in out.stdout and os.path.exists(mcp), out.stdout + out.stderr[-300:])
+    check("protected created: named on stderr when the session ends",
+          "%s was made during this session" % mcp in out.stderr, out.stderr[-500:])
+    check("protected created: in the audit log, after session_end",
+          [e.get("path") for e in made] == [mcp] and events.index(made[0]) > max(
+              i for i, e in enumerate(events) if e.get("event") == "session_end"),
+          json.dumps(events[-3:]))
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", "sh -c 'echo x >> .mcp.json' "
+                                                 "2>/dev/null; echo again=$?"]),
+                         env=common.base_env(), cwd=ws, capture_output=True, text=True,
+                         timeout=60)
+    check("protected created: the next session's commands cannot write it",
+          "again=" in out.stdout and "again=0" not in out.stdout, out.stdout + out.stderr)
 
 
 def test_rule_view(tmp):
@@ -605,7 +648,7 @@ def test_proc_hidden(tmp):
 def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
-                             test_writes, test_rule_view, test_root_sockets,
+                             test_writes, test_protected_created, test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
 
 

@@ -202,6 +202,29 @@ static void test_mask_env(void **state)
 	rd_strv_free(&rules[0].box.list[RD_BOX_MASK]);
 }
 
+/* A protected directory keeps its "/" through every form of path: {workspace}, ${NAME} (each
+ * of its paths), "~/" (and the agent's HOME's copy), absolute. */
+static void test_protect_dirs_expand(void **state)
+{
+	(void)state;
+	struct rd_config cfg = {0};
+	struct rd_profile p = {0};
+	cfg.box.list[RD_BOX_PROTECT] =
+	    heap_strv(V("{workspace}/.claude/", "${CODEX_HOME}/", "~/.gemini/", "/etc/x/",
+	                "{workspace}/.mcp.json"));
+	char *env[] = {"CODEX_HOME=/c1:rel", "HOME=/srv/agent", NULL};
+	struct rd_strv notes;
+	assert_int_equal(rd_mask_expand_env(&cfg, &p, env, "/work", &notes), 0);
+	const char *want[] = {"/work/.claude/",      "/c1/",    "/work/rel/",     "~/.gemini/",
+	                      "/srv/agent/.gemini/", "/etc/x/", "/work/.mcp.json"};
+	struct rd_strv *got = &cfg.box.list[RD_BOX_PROTECT];
+	assert_int_equal(got->n, ARRAY_SIZE(want));
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		assert_string_equal(got->v[i], want[i]);
+	rd_strv_free(&notes);
+	rd_strv_free(got);
+}
+
 /* "~/" paths: under the caller's home (later, rd_mask_list) and under the agent's HOME, when
  * that is absolute and not "/"; the same path twice is one mask. */
 static void test_mask_home(void **state)
@@ -330,7 +353,8 @@ static void test_grants(void **state)
 
 /* The writable roots and protected paths as the view gets them: "~/" and "{uid}" expanded,
  * "/" left out with a note, a root inside another left out, a protected path outside every
- * root left out (read-only already), one that is a root itself kept. */
+ * root left out (read-only already), one that is a root itself kept; one written with a "/" at
+ * its end is a directory to make, inside a root only. */
 static void test_view_lists(void **state)
 {
 	(void)state;
@@ -339,22 +363,30 @@ static void test_view_lists(void **state)
 	cfg.box.list[RD_BOX_WRITE] =
 	    (struct rd_strv){V("/", "/tmp", "/tmp/ws", "~/.cache", "/run/{uid}"), 5};
 	cfg.box.list[RD_BOX_PROTECT] =
-	    (struct rd_strv){V("/tmp/ws/.git/hooks", "~/.bashrc", "~/.cache", "/etc"), 4};
+	    (struct rd_strv){V("/tmp/ws/.git/hooks/", "~/.bashrc", "~/.cache", "/etc", "/etc/x/",
+	                       "/tmp/ws/.claude/"),
+	                     6};
 	p.commands_box.list[RD_BOX_WRITE] = (struct rd_strv){V("~/.cache/x", "/srv"), 2};
-	struct rd_strv write, protect, notes;
-	assert_int_equal(rd_view_lists(&cfg, &p, "/home/dev", 1000, &write, &protect, &notes), 0);
+	struct rd_strv write, protect, dirs, notes;
+	assert_int_equal(
+	    rd_view_lists(&cfg, &p, "/home/dev", 1000, &write, &protect, &dirs, &notes), 0);
 	const char *want_w[] = {"/tmp", "/home/dev/.cache", "/run/1000", "/srv"};
 	assert_int_equal(write.n, ARRAY_SIZE(want_w));
 	for (size_t i = 0; i < ARRAY_SIZE(want_w); i++)
 		assert_string_equal(write.v[i], want_w[i]);
-	const char *want_p[] = {"/tmp/ws/.git/hooks", "/home/dev/.cache"};
+	const char *want_p[] = {"/tmp/ws/.git/hooks", "/home/dev/.cache", "/tmp/ws/.claude"};
 	assert_int_equal(protect.n, ARRAY_SIZE(want_p));
 	for (size_t i = 0; i < ARRAY_SIZE(want_p); i++)
 		assert_string_equal(protect.v[i], want_p[i]);
+	const char *want_d[] = {"/tmp/ws/.git/hooks", "/tmp/ws/.claude"};
+	assert_int_equal(dirs.n, ARRAY_SIZE(want_d));
+	for (size_t i = 0; i < ARRAY_SIZE(want_d); i++)
+		assert_string_equal(dirs.v[i], want_d[i]);
 	assert_int_equal(notes.n, 1);
 	assert_non_null(strstr(notes.v[0], "\"/\""));
 	rd_strv_free(&write);
 	rd_strv_free(&protect);
+	rd_strv_free(&dirs);
 	rd_strv_free(&notes);
 }
 
@@ -410,6 +442,18 @@ static void test_mask_path_check(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
 		if (!rd_glob_check(bad[i], RD_MASK_PATH))
 			fail_msg("%s passed", bad[i]);
+	/* A protected path may end in one "/": a directory. */
+	const char *dir_good[] = {"/a/", "~/.claude/", "{workspace}/.codex/", "${CODEX_HOME}/",
+	                          "/a"};
+	const char *dir_bad[] = {"/a//", "/", "~/", "${X}//", "/a/../", "a/"};
+	for (size_t i = 0; i < ARRAY_SIZE(dir_good); i++) {
+		assert_null(rd_glob_check(dir_good[i], RD_PROTECT_PATH));
+		if (strcmp(dir_good[i], "/a") && !rd_glob_check(dir_good[i], RD_MASK_PATH))
+			fail_msg("%s passed as a mask", dir_good[i]);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(dir_bad); i++)
+		if (!rd_glob_check(dir_bad[i], RD_PROTECT_PATH))
+			fail_msg("%s passed", dir_bad[i]);
 }
 
 /* Each sandbox key's value comes from the rule if it sets it, else commands, else runner.json's
@@ -459,11 +503,12 @@ static void test_box_merge(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_paths),      cmocka_unit_test(test_args),
-	    cmocka_unit_test(test_masks),      cmocka_unit_test(test_mask_env),
-	    cmocka_unit_test(test_mask_home),  cmocka_unit_test(test_mask_path_check),
-	    cmocka_unit_test(test_view_lists), cmocka_unit_test(test_rule_view_lists),
-	    cmocka_unit_test(test_grants),     cmocka_unit_test(test_box_merge),
+	    cmocka_unit_test(test_paths),           cmocka_unit_test(test_args),
+	    cmocka_unit_test(test_masks),           cmocka_unit_test(test_mask_env),
+	    cmocka_unit_test(test_mask_home),       cmocka_unit_test(test_protect_dirs_expand),
+	    cmocka_unit_test(test_mask_path_check), cmocka_unit_test(test_view_lists),
+	    cmocka_unit_test(test_rule_view_lists), cmocka_unit_test(test_grants),
+	    cmocka_unit_test(test_box_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
