@@ -289,6 +289,36 @@ void rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char
 	r->bytes = bytes;
 }
 
+int rd_env_put(struct rd_env_result *r, const char *entry)
+{
+	size_t name = strcspn(entry, "=") + 1;
+	char **envp = realloc(r->envp, (r->n_env + 2) * sizeof(char *));
+	if (!envp)
+		return -ENOMEM;
+	r->envp = envp;
+	char **owned = realloc(r->owned, (r->n_owned + 1) * sizeof(char *));
+	if (!owned)
+		return -ENOMEM;
+	r->owned = owned;
+	char *copy = strdup(entry);
+	if (!copy)
+		return -ENOMEM;
+	r->owned[r->n_owned++] = copy;
+	size_t n = 0;
+	for (size_t i = 0; i < r->n_env; i++) {
+		if (strncmp(r->envp[i], entry, name) == 0) {
+			r->bytes -= strlen(r->envp[i]) + 1;
+			continue;
+		}
+		r->envp[n++] = r->envp[i];
+	}
+	r->envp[n++] = copy;
+	r->envp[n] = NULL;
+	r->n_env = n;
+	r->bytes += strlen(copy) + 1;
+	return 0;
+}
+
 int rd_env_secret_entries(const struct rd_env_result *r, struct rd_strv *out)
 {
 	*out = (struct rd_strv){0};

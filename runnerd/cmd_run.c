@@ -288,6 +288,15 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
 	rd_strv_free(&notes);
+	/* A workspace whose .git is a file (a worktree's, a submodule's): the file names the
+	 * repository git takes, hooks and all, so it stays read-only too. */
+	_cleanup_free_ char *cwd = getcwd(NULL, 0);
+	_cleanup_free_ char *dotgit = NULL;
+	struct stat gst;
+	if (cwd && asprintf(&dotgit, "%s/.git", strcmp(cwd, "/") ? cwd : "") > 0 &&
+	    lstat(dotgit, &gst) == 0 && !S_ISDIR(gst.st_mode) && rd_strv_within(write, dotgit) &&
+	    !rd_strv_within(protect, dotgit) && rd_strv_add(protect, dotgit) < 0)
+		return rd_error_set(err, ENOMEM, "out of memory");
 	if (!write->n)
 		fprintf(stderr,
 		        "runnerd: %s sets no sandbox.write (nor the profile commands.write): "
@@ -399,20 +408,48 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 /* The protected paths that were missing when the session started (view_lists) and are there
  * now: a command may have made one (or the agent, which runnerd cannot tell apart), and what
  * runs later outside the sandbox reads it. Said on stderr and in the audit log, once, when the
- * session ends. */
-static void report_created(const struct rd_strv *missing, struct rd_audit *audit)
+ * session ends. One in a .git directory (a commondir, which turns git to another repository's
+ * hooks) is moved aside as well, to NAME.runnerd-SESSION: only git writes there, and git
+ * makes no such file in a repository's own .git. */
+static void report_created(const struct rd_strv *missing, struct rd_audit *audit,
+                           const char *session)
 {
 	for (size_t i = 0; i < missing->n; i++) {
 		struct stat st;
-		if (lstat(missing->v[i], &st) < 0)
+		const char *p = missing->v[i];
+		if (lstat(p, &st) < 0)
 			continue;
-		fprintf(stderr,
-		        "runnerd: %s was made during this session, where commands could write it; "
-		        "it is read-only to commands from the next session on: check it before "
-		        "an agent or a tool reads it\n",
-		        missing->v[i]);
+		_cleanup_free_ char *aside = NULL;
+		bool in_git = strstr(p, "/.git/") != NULL;
+		if (in_git && (asprintf(&aside, "%s.runnerd-%s", p, session) < 0 ||
+		               renameat2(AT_FDCWD, p, AT_FDCWD, aside, RENAME_NOREPLACE) < 0)) {
+			fprintf(
+			    stderr,
+			    "runnerd: %s was made during this session, where commands could write "
+			    "it, and cannot be moved aside (%s): remove it before git runs in that "
+			    "repository again; it names the repository git takes hooks from\n",
+			    p, strerror(errno));
+			free(aside);
+			aside = NULL;
+		} else if (in_git) {
+			fprintf(
+			    stderr,
+			    "runnerd: %s was made during this session, where commands could write "
+			    "it; it names the repository git takes hooks from, so it is moved "
+			    "aside "
+			    "to %s\n",
+			    p, aside);
+		} else {
+			fprintf(
+			    stderr,
+			    "runnerd: %s was made during this session, where commands could write "
+			    "it; it is read-only to commands from the next session on: check it "
+			    "before an agent or a tool reads it\n",
+			    p);
+		}
 		(void)rd_audit(audit, "protected_created",
-		               json_pack("{s:o}", "path", rd_json_bytes(missing->v[i])));
+		               json_pack("{s:o, s:o}", "path", rd_json_bytes(p), "moved_to",
+		                         aside ? rd_json_bytes(aside) : json_null()));
 	}
 }
 
@@ -630,6 +667,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	if (view_lists(&cfg, &prof, &write, &protect, &missing, &err) < 0)
 		goto fail;
 	s.view = (struct rd_view_paths){write.v, write.n, protect.v, protect.n};
+	s.missing = &missing;
 	s.workspace = workspace = getcwd(NULL, 0);
 	const char *over = workspace ? rd_strv_within(&protect, workspace) : NULL;
 	if (over && rd_strv_within(&write, workspace))
@@ -756,7 +794,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		goto fail;
 	}
 	ret = rd_supervise(&s);
-	report_created(&missing, &audit);
+	report_created(&missing, &audit, session);
 	goto out;
 fail:
 	rd_cli_print_error(&err);

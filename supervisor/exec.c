@@ -406,6 +406,11 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 			return refuse(x, r, "%s", why_file);
 		if (rule->grants_secret)
 			rd_env_pin_start(&q->env, &rd_grant_pinned_names, u->s->agent_env);
+		r = sup_grant_reads(u, q, why_file, sizeof(why_file));
+		if (r)
+			return refuse(x, r, "%s", why_file);
+		if (sup_grant_env(u, q) < 0)
+			return refuse(x, ENOMEM, "out of memory");
 	}
 	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
 	 * agent itself over to the sandbox; worth knowing when reading the log. */

@@ -325,3 +325,145 @@ void sup_grants_free(struct sup *u)
 		if (u->pin.f[i].memfd >= 0)
 			close(u->pin.f[i].memfd);
 }
+
+/* The view any rule's command may write in (the session's, with the agent's files). */
+static const struct rd_view_paths *any_view(struct sup *u)
+{
+	return &u->s->any_rule;
+}
+
+/* The git repository git would take for a command in dir: the nearest .git at or above it.
+ * Refused (why) when commands could have written what git runs or reads from there. */
+static int check_repo(struct sup *u, const struct rd_rule *r, const char *dir, char *why, size_t n)
+{
+	char cur[PATH_MAX], git[PATH_MAX + 8];
+	if (snprintf(cur, sizeof(cur), "%s", dir) >= (int)sizeof(cur))
+		return 0;
+	for (;;) {
+		struct stat st;
+		snprintf(git, sizeof(git), "%s/.git", strcmp(cur, "/") ? cur : "");
+		if (lstat(git, &st) == 0) {
+			const char *what = NULL;
+			char sub[PATH_MAX + 32];
+			if (!S_ISDIR(st.st_mode)) {
+				if (rd_view_writable_root(any_view(u), git))
+					what = "is a file (or symlink) commands can write, which "
+					       "names "
+					       "the repository git takes";
+			} else {
+				static const char *const inside[] = {"hooks", "config"};
+				for (size_t i = 0; !what && i < ARRAY_SIZE(inside); i++) {
+					snprintf(sub, sizeof(sub), "%s/%s", git, inside[i]);
+					if (rd_view_writable_root(any_view(u), sub))
+						what =
+						    i == 0
+						        ? "has hooks that commands can write"
+						        : "has a configuration commands can write";
+				}
+				snprintf(sub, sizeof(sub), "%s/commondir", git);
+				if (!what && lstat(sub, &st) == 0)
+					what = "has a commondir, which names another repository's "
+					       "hooks and configuration";
+			}
+			if (!what)
+				return 0;
+			snprintf(
+			    why, n,
+			    "commands.rules[%zu] grants a secret to a command run in the git "
+			    "repository %s, which %s: a command could have put code there that "
+			    "git would run with the secret; protect that repository's .git/hooks/ "
+			    "and .git/config (sandbox.protect), or run the command elsewhere",
+			    r->index, git, what);
+			return EACCES;
+		}
+		if (errno != ENOENT && errno != ENOTDIR) {
+			snprintf(
+			    why, n,
+			    "commands.rules[%zu] grants a secret to a command run in %s, where "
+			    "%s cannot be looked at (%s), so its git repository cannot be checked",
+			    r->index, dir, git, strerror(errno));
+			return EACCES;
+		}
+		char *slash = strrchr(cur, '/');
+		if (!slash || strcmp(cur, "/") == 0)
+			return 0;
+		slash[slash == cur] = '\0';
+	}
+}
+
+int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
+{
+	const struct rd_rule *r = q->rule;
+	if (!r || !r->grants_secret)
+		return 0;
+	for (size_t i = 0; u->s->missing && i < u->s->missing->n; i++) {
+		struct stat st;
+		const char *p = u->s->missing->v[i];
+		if (lstat(p, &st) < 0)
+			continue;
+		snprintf(why, n,
+		         "commands.rules[%zu] grants a secret to %s, and %s was made during this "
+		         "session where commands could write it (it is protected, but was missing "
+		         "at the start): the program could read it; check it, then start a new "
+		         "session",
+		         r->index, q->tg.resolved ? q->tg.resolved : q->path, p);
+		return EACCES;
+	}
+	/* The caller's cwd, where the command runs (not snapshotted yet). */
+	struct rd_error err = {0};
+	char cwd[PATH_MAX], link[64];
+	ssize_t len = -1;
+	if (rd_task_cwd(&q->t, &err) == 0) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", q->t.cwd_fd);
+		len = readlink(link, cwd, sizeof(cwd) - 1);
+	}
+	if (len <= 0 || cwd[0] != '/') {
+		snprintf(
+		    why, n,
+		    "commands.rules[%zu] grants a secret to %s, run in a directory that cannot "
+		    "be named (%s), so its git repository cannot be checked",
+		    r->index, q->tg.resolved ? q->tg.resolved : q->path,
+		    err.msg[0] ? err.msg : "not reachable from runnerd");
+		return EACCES;
+	}
+	cwd[len] = '\0';
+	return check_repo(u, r, cwd, why, n);
+}
+
+int sup_grant_env(struct sup *u, struct req *q)
+{
+	if (!q->rule || !q->rule->grants_secret)
+		return 0;
+	const char *path = NULL;
+	for (size_t i = 0; i < q->env.n_env; i++)
+		if (strncmp(q->env.envp[i], "PATH=", 5) == 0)
+			path = q->env.envp[i] + 5;
+	if (path) {
+		_cleanup_free_ char *out = malloc(strlen(path) + 6);
+		if (!out)
+			return -ENOMEM;
+		char *o = stpcpy(out, "PATH=");
+		for (const char *e = path; *e;) {
+			size_t len = strcspn(e, ":");
+			char dir[PATH_MAX];
+			/* Relative and empty entries are the cwd's: dropped too. */
+			bool keep = len && e[0] == '/' && len < sizeof(dir);
+			if (keep) {
+				memcpy(dir, e, len);
+				dir[len] = '\0';
+				keep = !rd_view_writable_root(any_view(u), dir);
+			}
+			if (keep) {
+				if (o[-1] != '=')
+					*o++ = ':';
+				memcpy(o, e, len);
+				o += len;
+			}
+			e += len + (e[len] == ':');
+		}
+		*o = '\0';
+		if (rd_env_put(&q->env, out) < 0)
+			return -ENOMEM;
+	}
+	return rd_env_put(&q->env, "GIT_ALLOW_PROTOCOL=https:http:ssh:git");
+}

@@ -12,6 +12,19 @@
  * and why (a sentence naming the file and the fix). */
 int sup_grant_target(struct sup *u, struct req *q, char *why, size_t n);
 
+/* For q's rule, when it grants a secret: what the program would read that commands could
+ * have written. Refused (the errno, and why, naming the path and the fix) while a protected
+ * path missing at the session's start is there (rd_session.missing), or when the caller's
+ * cwd is in a git repository whose hooks or configuration commands can write (one a command
+ * made; a .git file; a .git/commondir). */
+int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n);
+
+/* For q's rule, when it grants a secret, q->env made the program's own: PATH without its
+ * directories that lie where commands can write (a project's venv, ./node_modules/.bin), and
+ * GIT_ALLOW_PROTOCOL that lets git reach no local repository (whose hooks a command may have
+ * written; git runs them with the secret). Returns 0 or -ENOMEM. */
+int sup_grant_env(struct sup *u, struct req *q);
+
 void sup_grants_free(struct sup *u);
 
 #endif

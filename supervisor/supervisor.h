@@ -38,6 +38,10 @@ struct rd_session {
 	 * workspace, the directory runnerd started in (NULL: unknown). */
 	struct rd_view_paths view;
 	const char *workspace;
+	/* The protected paths that were missing at the start, where commands could make them
+	 * (a .git/commondir, a ~/.gitconfig, a .mcp.json): one that is there now may be a
+	 * command's, and no command a rule grants a secret runs while one is. */
+	const struct rd_strv *missing;
 	/* Where the commands of any rule may write (the session's roots and every rule's own),
 	 * with what stays read-only in all of them: the session's protected paths and the agent's
 	 * own files, which each rule's view keeps read-only too. What a command could have

@@ -275,6 +275,97 @@ def test_grants(tmp):
           repr([w for w in why if "rdchanged" in w]))
 
 
+def test_grant_repos(tmp):
+    """What a granted git (GH_TOKEN, pinned as root) reads that earlier commands could have
+    written: a repository a command made in the workspace, with a hook of its own; a
+    .git/commondir that turns the workspace's repository to a copy with a hook; a local
+    repository a command made, pushed to (its pre-receive hook runs with git's environment);
+    and the agent's start PATH, whose project directory a command can fill. Each ran the
+    command's code with the token before. After the session the commondir is moved aside, so
+    that the user's own git, outside, runs no hook of the command's."""
+    os.chmod(tmp, 0o755)
+    token = "ghp_repo_" + os.urandom(6).hex()
+    git = shutil.which("git")
+    if not git:
+        common.skip_part("grant repos: git is needed")
+        return
+    git = os.path.realpath(git)
+    ws = os.path.join(tmp, "ws")
+    os.makedirs(os.path.join(ws, "bin"))
+    who = ["-c", "user.name=t", "-c", "user.email=t@x"]
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    subprocess.run(["git"] + who + ["-C", ws, "commit", "-q", "--allow-empty", "-m", "a"],
+                   check=True)
+    for root, dirs, files in os.walk(tmp):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o666)
+    own = os.path.join(tmp, "own")  # outside the writable roots: protected below
+    os.makedirs(own)
+    os.chmod(own, 0o755)
+    printenv = os.path.join(own, "rdpath")
+    shutil.copy(os.path.realpath(shutil.which("printenv")), printenv)
+    pin = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+    grant = {"action": "allow", "env_allow": ["GH_TOKEN"]}
+    sys_pin = {"sha256": pin(git)} if os.geteuid() == 0 else {}
+    prof = write_profile(tmp, "repos", {
+        "default": "allow", "env_allow": [], "protect": [own],
+        "rules": [dict(grant, match={"path": git}, **sys_pin),
+                  dict(grant, match={"path": printenv}, sha256=pin(printenv))]},
+        agent_env_allow=["GH_TOKEN"])
+    hook = "#!/bin/sh\\necho hook=[\\$GH_TOKEN] >&2\\necho hook=[\\$GH_TOKEN]\\n"
+    evil = os.path.join(tmp, "evil.git")
+    common_dir = os.path.join(tmp, "common")
+    script = "; ".join([
+        # A repository of the command's, in the workspace, with a hook.
+        "sh -c 'git init -q sub && printf \"%s\" > sub/.git/hooks/pre-commit && "
+        "chmod 755 sub/.git/hooks/pre-commit'" % hook,
+        "(cd sub && git commit -q --allow-empty -m s); echo nested_rc=$?",
+        # A local repository of the command's, with a pre-receive hook, pushed to.
+        "sh -c 'git init -q --bare %s && printf \"%s\" > %s/hooks/pre-receive && "
+        "chmod 755 %s/hooks/pre-receive'" % (evil, hook, evil, evil),
+        "git push -q %s HEAD:refs/heads/x 2>&1; echo push_rc=$?" % evil,
+        # A planted program in the project's bin, first on the agent's start PATH.
+        "echo \"gpath=$(%s PATH)\"" % printenv,
+        # The workspace's .git turned to a copy with a hook.
+        "sh -c 'cp -a .git %s && printf \"%s\" > %s/hooks/pre-commit && "
+        "chmod 755 %s/hooks/pre-commit && echo %s > .git/commondir'"
+        % (common_dir, hook, common_dir, common_dir, common_dir),
+        "git commit -q --allow-empty -m c; echo commondir_rc=$?",
+    ])
+    env = base_env()
+    env["PATH"] = os.path.join(ws, "bin") + ":" + env["PATH"]
+    env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+    audit = os.path.join(tmp, "audit.jsonl")
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script], audit=audit), env=env,
+                         cwd=ws, capture_output=True, text=True, timeout=120)
+    text = out.stdout + out.stderr
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("grant repos: the token reaches no command's hook", token not in text and
+          "hook" not in got, "\n".join(l for l in text.splitlines() if "hook" in l)[:600])
+    check("grant repos: git in a repository a command made is refused (126)",
+          got.get("nested_rc") == "126", repr(got))
+    check("grant repos: a push to a local repository is refused by git",
+          got.get("push_rc") not in (None, "0") and "not allowed" in text, repr(got))
+    path = got.get("gpath") or ""
+    check("grant repos: the granted program's PATH lacks the project's bin",
+          path and os.path.join(ws, "bin") not in path.split(":") and "/usr/bin" in path,
+          repr(got.get("gpath")) + out.stderr[-300:])
+    check("grant repos: git with a .git/commondir a command wrote is refused (126)",
+          got.get("commondir_rc") == "126", repr(got))
+    moved = [n for n in os.listdir(os.path.join(ws, ".git")) if n.startswith("commondir.")]
+    check("grant repos: the commondir is moved aside when the session ends",
+          not os.path.exists(os.path.join(ws, ".git", "commondir")) and len(moved) == 1
+          and "moved aside" in out.stderr, repr(moved) + out.stderr[-400:])
+    after = subprocess.run(["git"] + who + ["-C", ws, "commit", "--allow-empty", "-m", "d"],
+                           capture_output=True, text=True, env=dict(env, GH_TOKEN="outside"))
+    check("grant repos: the user's git, outside, runs no hook of the command's",
+          after.returncode == 0 and "hook=" not in after.stdout + after.stderr,
+          after.stdout + after.stderr)
+
+
 def test_agent_programs(tmp):
     """The agent is a program, not only its first process: an npm launcher (a "#!/usr/bin/env
     node" script) that starts the package's own binary, and that starts itself again in node
@@ -1313,7 +1404,8 @@ def test_reused_sandbox(tmp):
 def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
-    tests = (test_canaries, test_secret_values, test_grants, test_agent_programs,
+    tests = (test_canaries, test_secret_values, test_grants, test_grant_repos,
+             test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks,

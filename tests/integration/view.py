@@ -482,6 +482,33 @@ def test_protected_created(tmp):
           "again=" in out.stdout and "again=0" not in out.stdout, out.stdout + out.stderr)
 
 
+def test_worktree_dotgit(tmp):
+    """A workspace that is a linked worktree: its .git is a file naming the repository git
+    takes, hooks and all. A command rewrote it to name a copy with a hook of its own, which the
+    user's next git commit ran (the build before). It stays read-only (EROFS)."""
+    os.chmod(tmp, 0o755)
+    main = os.path.join(tmp, "main")
+    wt = os.path.join(tmp, "wt")
+    who = ["-c", "user.name=t", "-c", "user.email=t@x"]
+    subprocess.run(["git", "init", "-q", main], check=True)
+    subprocess.run(["git"] + who + ["-C", main, "commit", "-q", "--allow-empty", "-m", "a"],
+                   check=True)
+    subprocess.run(["git", "-C", main, "worktree", "add", "-q", wt], check=True)
+    for root, dirs, files in os.walk(tmp):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o666)
+    before = open(os.path.join(wt, ".git")).read()
+    plant = "sh -c 'echo gitdir: /tmp > .git' 2>/dev/null; echo rc=$?; touch ok && echo ok=yes"
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", plant]), env=common.base_env(),
+                         cwd=wt, capture_output=True, text=True, timeout=60)
+    check("worktree: the workspace's .git file is read-only to commands",
+          "rc=" in out.stdout and "rc=0" not in out.stdout
+          and open(os.path.join(wt, ".git")).read() == before, out.stdout + out.stderr[-300:])
+    check("worktree: the worktree stays writable", "ok=yes" in out.stdout, out.stdout)
+
+
 def test_rule_view(tmp):
     """A rule's own "write" and "protect": tee may write a directory of the home that is
     read-only to every other command (touch), but not a path the profile protects in it; cp
@@ -648,7 +675,8 @@ def test_proc_hidden(tmp):
 def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
-                             test_writes, test_protected_created, test_rule_view, test_root_sockets,
+                             test_writes, test_protected_created, test_worktree_dotgit,
+                             test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
 
 

@@ -1155,6 +1155,27 @@ static void test_pin_start(void **state)
 	rd_env_result_free(&r);
 }
 
+/* runnerd's own value: in place of the variable of that name, or added at the end. */
+static void test_env_put(void **state)
+{
+	(void)state;
+	char *envp[] = {"PATH=/usr/bin", "TERM=xterm", NULL};
+	struct rd_env_result r;
+	struct rd_error err = {0};
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_empty, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
+	assert_int_equal(rd_env_put(&r, "PATH=/bin"), 0);
+	assert_int_equal(rd_env_put(&r, "GIT_ALLOW_PROTOCOL=https"), 0);
+	assert_int_equal(r.n_env, 3);
+	assert_string_equal(r.envp[0], "TERM=xterm");
+	assert_string_equal(r.envp[1], "PATH=/bin");
+	assert_string_equal(r.envp[2], "GIT_ALLOW_PROTOCOL=https");
+	assert_null(r.envp[3]);
+	assert_string_equal(out_value(&r, "PATH"), "/bin");
+	assert_int_equal(r.bytes, strlen("TERM=xterm PATH=/bin GIT_ALLOW_PROTOCOL=https") + 1);
+	rd_env_result_free(&r);
+}
+
 static const struct rd_profile prof_proxy = {
     .name = "proxy",
     .commands_env_allow =
@@ -1278,6 +1299,7 @@ int main(void)
 	    cmocka_unit_test(test_secret_values),
 	    cmocka_unit_test(test_proxy_userinfo),
 	    cmocka_unit_test(test_pin_start),
+	    cmocka_unit_test(test_env_put),
 	    cmocka_unit_test(test_max_keys),
 	    cmocka_unit_test(test_max_bytes),
 	    cmocka_unit_test(test_rule_limits),
