@@ -553,7 +553,20 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 		char sbp[512];
 		json_t *sb = get_object(&c, root, "", "sandbox", false, sbp, sizeof(sbp));
 		if (sb) {
-			check_box_keys(&c, sb, sbp, NULL, RD_IN_SANDBOX);
+			static const char *const sandbox_keys[] = {"workspace", NULL};
+			check_box_keys(&c, sb, sbp, sandbox_keys, RD_IN_SANDBOX);
+			_cleanup_free_ char *ws = NULL;
+			if (get_string(&c, sb, sbp, "workspace", false, &ws) == 0 && ws) {
+				char wp[512];
+				sub(wp, sizeof(wp), sbp, "workspace");
+				if (ws[0] != '/' && strncmp(ws, "~/", 2) != 0)
+					ctx_err(&c, wp, false,
+					        "\"sandbox.workspace\" must be an absolute path or "
+					        "start "
+					        "with \"~/\"");
+				else
+					out->workspace = steal_pointer(&ws);
+			}
 			get_box(&c, sb, sbp, RD_IN_SANDBOX, &out->box);
 		}
 		json_t *audit = get_object(&c, root, "", "audit", false, ap, sizeof(ap));

@@ -39,6 +39,7 @@ void rd_config_free(struct rd_config *c)
 	free(c->path);
 	free(c->profiles_dir);
 	free(c->audit_path);
+	free(c->workspace);
 	rd_strv_free(&c->env.base_allow);
 	rd_strv_free(&c->env.deny);
 	rd_strv_free(&c->env.hard_deny);

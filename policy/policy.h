@@ -80,6 +80,9 @@ struct rd_config {
 	char sha256[65];    /* hex, of the very bytes parsed */
 	char *profiles_dir; /* absolute, or relative to the working directory */
 	char *audit_path;   /* NULL = no audit file */
+	/* sandbox.workspace: the project, as written (absolute or "~/..."); NULL = the
+	 * directory runnerd starts in */
+	char *workspace;
 	struct rd_env_config env;
 	struct rd_box box; /* "sandbox": the sandbox keys (policy/box.h) */
 };

@@ -262,7 +262,7 @@ static char *normal_path(const char *path, size_t len, const char *rest)
 /* list's entries (key names them in notes) with "{workspace}" and "${NAME}" made paths. A value
  * that makes no path is left out with a note that names the variable, never its value. */
 static int expand_list(struct rd_strv *list, const char *key, char *const *env, const char *cwd,
-                       struct rd_strv *notes)
+                       const char *workspace, struct rd_strv *notes)
 {
 	struct rd_strv out = {0};
 	int r = 0;
@@ -281,7 +281,7 @@ static int expand_list(struct rd_strv *list, const char *key, char *const *env, 
 				r = -ENOMEM;
 				break;
 			}
-			r = expand_list(&one, key, env, cwd, notes);
+			r = expand_list(&one, key, env, cwd, workspace, notes);
 			for (size_t k = 0; r == 0 && k < one.n; k++) {
 				char *d = NULL;
 				r = asprintf(&d, "%s%s", one.v[k],
@@ -293,7 +293,7 @@ static int expand_list(struct rd_strv *list, const char *key, char *const *env, 
 			continue;
 		}
 		if (!var && strncmp(pat, "{workspace}", 11) == 0) {
-			char *path = normal_path(cwd, strlen(cwd), pat + 11);
+			char *path = normal_path(workspace, strlen(workspace), pat + 11);
 			r = !path   ? -ENOMEM
 			    : *path ? rd_strv_take(&out, path)
 			            : (free(path), rd_strv_add(&out, "/"));
@@ -352,7 +352,7 @@ static int expand_list(struct rd_strv *list, const char *key, char *const *env, 
 }
 
 int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *const *env,
-                       const char *cwd, struct rd_strv *notes)
+                       const char *cwd, const char *workspace, struct rd_strv *notes)
 {
 	*notes = (struct rd_strv){0};
 	static const enum rd_box_id keys[] = {RD_BOX_MASK, RD_BOX_UNMASK, RD_BOX_WRITE,
@@ -360,15 +360,16 @@ int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *con
 	int r = 0;
 	for (size_t k = 0; r == 0 && k < ARRAY_SIZE(keys); k++) {
 		const char *key = rd_box_keys[keys[k]].name;
-		r = expand_list(&cfg->box.list[keys[k]], key, env, cwd, notes);
+		r = expand_list(&cfg->box.list[keys[k]], key, env, cwd, workspace, notes);
 		if (r == 0)
-			r = expand_list(&prof->commands_box.list[keys[k]], key, env, cwd, notes);
+			r = expand_list(&prof->commands_box.list[keys[k]], key, env, cwd, workspace,
+			                notes);
 	}
 	static const enum rd_box_id rule_keys[] = {RD_BOX_MASK, RD_BOX_WRITE, RD_BOX_PROTECT};
 	for (size_t i = 0; r == 0 && i < prof->n_rules; i++)
 		for (size_t k = 0; r == 0 && k < ARRAY_SIZE(rule_keys); k++)
 			r = expand_list(&prof->rules[i].box.list[rule_keys[k]],
-			                rd_box_keys[rule_keys[k]].name, env, cwd, notes);
+			                rd_box_keys[rule_keys[k]].name, env, cwd, workspace, notes);
 	return r;
 }
 

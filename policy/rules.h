@@ -53,7 +53,8 @@ int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *pro
                        const char *home, uid_t uid, struct rd_strv *write, struct rd_strv *protect);
 
 /* Every path of cfg and prof (sandbox.mask, commands.mask and unmask, each rule's mask, and
- * the write and protect lists) that starts with "{workspace}" has cwd in its place; every one
+ * the write and protect lists) that starts with "{workspace}" has workspace in its place
+ * (and a "/" at its end kept, for a protected directory); every one
  * that starts with "${NAME}" becomes one path for each of the ':'-separated paths in the
  * variable NAME of env (the environment runnerd started with: where the agents' own variables
  * move their stores, e.g. "${CODEX_HOME}/auth.json"); none if NAME is unset or empty. A
@@ -63,7 +64,7 @@ int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *pro
  * password database, later), and the same path under env's HOME, if that is absolute and not
  * "/", is added after it. Returns 0 or -ENOMEM. */
 int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *const *env,
-                       const char *cwd, struct rd_strv *notes);
+                       const char *cwd, const char *workspace, struct rd_strv *notes);
 
 /* Set grants_secret on every rule of prof whose env_allow names, exactly, a variable that
  * env->deny calls a secret. */

@@ -12,16 +12,24 @@ struct rd_cli {
 	const char *profile;
 	const char *audit;
 	int verbose;
-	bool prompt; /* --prompt: also ask on /dev/tty */
+	bool prompt;           /* --prompt: also ask on /dev/tty */
+	const char *workspace; /* --workspace, NULL = sandbox.workspace, else the cwd */
 };
 
 /* Load the config named by --config or found by the default search; prints errors. */
 int rd_cli_load_config(const struct rd_cli *cli, struct rd_config *cfg) _wur_;
 
-/* The "${NAME}" mask paths of cfg and prof from runnerd's environment and working directory
- * (rd_mask_expand_env), before either is scrubbed or changed; says on stderr what is left out.
- * Returns 0, or -ENOMEM (said). */
-int rd_cli_expand_masks(struct rd_config *cfg, struct rd_profile *prof) _wur_;
+/* The workspace, the project commands may write in: --workspace, else sandbox.workspace ("~/"
+ * the home given), else the working directory; its real path, which must be a directory.
+ * Returns it (malloc'd), or NULL with err set (naming the option or the config file). */
+char *rd_cli_workspace(const struct rd_cli *cli, const struct rd_config *cfg, const char *home,
+                       struct rd_error *err);
+
+/* The "${NAME}" and "{workspace}" paths of cfg and prof from runnerd's environment, working
+ * directory and workspace (rd_mask_expand_env), before either is scrubbed or changed; says on
+ * stderr what is left out. Returns 0, or -ENOMEM (said). */
+int rd_cli_expand_masks(struct rd_config *cfg, struct rd_profile *prof,
+                        const char *workspace) _wur_;
 
 /* Print every message of err on stderr, each line prefixed with "runnerd: ". */
 void rd_cli_print_error(const struct rd_error *err);

@@ -1,5 +1,6 @@
 /* runnerd explain: apply a profile to the current environment and show, for every name, whether
  * it passes and why. Names only: a value is never printed, not even a fragment of one. */
+#include "lib/passwd.h"
 #include "policy/envpolicy.h"
 #include "policy/rules.h"
 #include "runnerd/agent_path.h"
@@ -298,7 +299,7 @@ int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv)
 	struct rd_env_result res = {0};
 	struct rd_strv secrets = {0};
 	const struct rd_rule *rule = NULL;
-	_cleanup_free_ char *where = NULL, *resolved = NULL;
+	_cleanup_free_ char *where = NULL, *resolved = NULL, *workspace = NULL;
 	int ret = 1;
 	if (rd_cli_load_config(cli, &cfg) < 0)
 		return 1;
@@ -306,7 +307,15 @@ int rd_cmd_explain(struct rd_cli *cli, int argc, char **argv)
 		rd_cli_print_error(&err);
 		goto out;
 	}
-	if (rd_cli_expand_masks(&cfg, &prof) < 0)
+	char home[4096];
+	if (rd_home_of(getuid(), false, home, sizeof(home)) < 0)
+		home[0] = '\0';
+	workspace = rd_cli_workspace(cli, &cfg, home, &err);
+	if (!workspace) {
+		rd_cli_print_error(&err);
+		goto out;
+	}
+	if (rd_cli_expand_masks(&cfg, &prof, workspace) < 0)
 		goto out;
 	if (cli->verbose)
 		fprintf(stderr, "runnerd: profile %s (%s)\n", prof.name, prof.path);

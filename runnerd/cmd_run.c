@@ -271,8 +271,8 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
  * it writable; the workspace's .git/hooks too, when it is protected, so that no command can
  * make it. One with a symlink on the way stays read-only, and runnerd says so. */
 static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
-                      struct rd_strv *write, struct rd_strv *protect, struct rd_strv *missing,
-                      struct rd_error *err)
+                      const char *workspace, struct rd_strv *write, struct rd_strv *protect,
+                      struct rd_strv *missing, struct rd_error *err)
 {
 	if (!who.home[0])
 		return rd_error_set(err, ENOENT,
@@ -290,10 +290,9 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	rd_strv_free(&notes);
 	/* A workspace whose .git is a file (a worktree's, a submodule's): the file names the
 	 * repository git takes, hooks and all, so it stays read-only too. */
-	_cleanup_free_ char *cwd = getcwd(NULL, 0);
 	_cleanup_free_ char *dotgit = NULL;
 	struct stat gst;
-	if (cwd && asprintf(&dotgit, "%s/.git", strcmp(cwd, "/") ? cwd : "") > 0 &&
+	if (asprintf(&dotgit, "%s/.git", strcmp(workspace, "/") ? workspace : "") > 0 &&
 	    lstat(dotgit, &gst) == 0 && !S_ISDIR(gst.st_mode) && rd_strv_within(write, dotgit) &&
 	    !rd_strv_within(protect, dotgit) && rd_strv_add(protect, dotgit) < 0)
 		return rd_error_set(err, ENOMEM, "out of memory");
@@ -662,13 +661,15 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	who.gid = ss ? ss->gid : getgid();
 	if (rd_home_of(who.uid, who.served, who.home, sizeof(who.home)) < 0)
 		who.home[0] = '\0';
-	if (rd_cli_expand_masks(&cfg, &prof) < 0)
+	if (!(workspace = rd_cli_workspace(ss ? &(struct rd_cli){0} : cli, &cfg, who.home, &err)))
+		goto fail;
+	if (rd_cli_expand_masks(&cfg, &prof, workspace) < 0)
 		goto out;
-	if (view_lists(&cfg, &prof, &write, &protect, &missing, &err) < 0)
+	if (view_lists(&cfg, &prof, workspace, &write, &protect, &missing, &err) < 0)
 		goto fail;
 	s.view = (struct rd_view_paths){write.v, write.n, protect.v, protect.n};
 	s.missing = &missing;
-	s.workspace = workspace = getcwd(NULL, 0);
+	s.workspace = workspace;
 	const char *over = workspace ? rd_strv_within(&protect, workspace) : NULL;
 	if (over && rd_strv_within(&write, workspace))
 		fprintf(stderr,

@@ -12,7 +12,9 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "Usage: runnerd [--config FILE] --profile NAME [--audit FILE] [--prompt] [-v] -- AGENT "
+	    "Usage: runnerd [--config FILE] --profile NAME [--audit FILE] [--workspace DIR] "
+	    "[--prompt]\n"
+	    "               [-v] -- AGENT "
 	    "[ARGS...]\n"
 	    "       runnerd check [--config FILE] [--profile NAME]\n"
 	    "       runnerd [--config FILE] --profile NAME serve [--socket PATH] "
@@ -44,6 +46,8 @@ static void usage(FILE *f)
 	    "                      to the runnerd binary, then /etc/runnerd/runner.json)\n"
 	    "  -p, --profile NAME  profile from the config's profiles_dir, or a path to one\n"
 	    "  -a, --audit FILE    append the audit log (JSONL) to FILE\n"
+	    "  -w, --workspace DIR the project, where commands may write (default:\n"
+	    "                      sandbox.workspace, else the directory runnerd starts in)\n"
 	    "      --prompt        also ask on /dev/tty when a rule says \"ask\"\n"
 	    "  -v, --verbose       say which files were read and why names were stripped\n"
 	    "  -h, --help          this text\n"
@@ -53,16 +57,21 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'}, {"profile", required_argument, NULL, 'p'},
-	    {"audit", required_argument, NULL, 'a'},  {"verbose", no_argument, NULL, 'v'},
-	    {"prompt", no_argument, NULL, 'P'},       {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"profile", required_argument, NULL, 'p'},
+	    {"audit", required_argument, NULL, 'a'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"prompt", no_argument, NULL, 'P'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"workspace", required_argument, NULL, 'w'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct rd_cli cli = {0};
 	int c;
 
 	/* '+': stop at the first non-option, the subcommand or the agent after "--". */
-	while ((c = getopt_long(argc, argv, "+c:p:a:vhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:p:a:w:vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			cli.config = optarg;
@@ -72,6 +81,13 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			cli.audit = optarg;
+			break;
+		case 'w':
+			/* A copy: runnerd zeroes its argument block before the agent starts. */
+			if (!(cli.workspace = strdup(optarg))) {
+				perror("runnerd");
+				return 1;
+			}
 			break;
 		case 'v':
 			cli.verbose++;

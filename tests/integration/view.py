@@ -21,6 +21,7 @@ import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -509,6 +510,55 @@ def test_worktree_dotgit(tmp):
     check("worktree: the worktree stays writable", "ok=yes" in out.stdout, out.stdout)
 
 
+def test_workspace_option(tmp):
+    """The project need not be where runnerd starts: --workspace DIR, or sandbox.workspace in
+    runner.json ("~/..." allowed), makes DIR the writable workspace (its agent configuration
+    protected) for an agent started elsewhere; without either, the directory runnerd starts in
+    is. The workspace here lies in the home, outside every other writable root. The build
+    before knew neither (an unknown option, an unknown key)."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    ws = tempfile.mkdtemp(prefix="rd-ws-", dir=home)
+    try:
+        cfg = common.shipped_config()
+        cfg["sandbox"]["workspace"] = "~/" + os.path.basename(ws)
+        config = os.path.join(tmp, "runner.json")
+        with open(config, "w") as f:
+            json.dump(cfg, f)
+        probe = ("sh -c 'touch %s/made-$0' $0 2>/dev/null; echo file=$?; "
+                 "sh -c 'touch %s/.claude/x' 2>/dev/null; echo claude=$?" % (ws, ws))
+        runs = {
+            "--workspace": runnerd_cmd("generic", ["sh", "-c", probe, "a"],
+                                       options=["--workspace", ws]),
+            "sandbox.workspace": runnerd_cmd("generic", ["sh", "-c", probe, "b"], config=config),
+            "none": runnerd_cmd("generic", ["sh", "-c", probe, "c"]),
+        }
+        got = {}
+        for name, argv in runs.items():
+            out = subprocess.run(argv, env=common.base_env(), cwd=tmp, capture_output=True,
+                                 text=True, timeout=60)
+            got[name] = (dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l),
+                         out.stderr[-300:])
+        for name in ("--workspace", "sandbox.workspace"):
+            res, err = got[name]
+            check("workspace: with %s, a command writes in it" % name,
+                  res.get("file") == "0", repr(res) + err)
+            check("workspace: with %s, its .claude is made and read-only" % name,
+                  res.get("claude") not in (None, "0")
+                  and os.path.isdir(os.path.join(ws, ".claude")), repr(res) + err)
+        res, err = got["none"]
+        check("workspace: without either, a directory elsewhere stays read-only",
+              res.get("file") not in (None, "0"), repr(res) + err)
+        out = subprocess.run(runnerd_cmd("generic", ["true"], options=["--workspace",
+                                                                       ws + "/missing"]),
+                             env=common.base_env(), cwd=tmp, capture_output=True, text=True,
+                             timeout=60)
+        check("workspace: a missing one is an error that names it",
+              out.returncode != 0 and "--workspace" in out.stderr
+              and "missing" in out.stderr, out.stderr)
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 def test_rule_view(tmp):
     """A rule's own "write" and "protect": tee may write a directory of the home that is
     read-only to every other command (touch), but not a path the profile protects in it; cp
@@ -676,6 +726,7 @@ def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
                              test_writes, test_protected_created, test_worktree_dotgit,
+                             test_workspace_option,
                              test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
 

@@ -176,7 +176,7 @@ static void test_mask_env(void **state)
 	               "GH_CONFIG_DIR=/gh",
 	               NULL};
 	struct rd_strv notes;
-	assert_int_equal(rd_mask_expand_env(&cfg, &p, env, "/work", &notes), 0);
+	assert_int_equal(rd_mask_expand_env(&cfg, &p, env, "/work", "/work", &notes), 0);
 	const char *want[] = {
 	    "~/.aws", "/srv/codex/home/auth.json", "/k/a", "/work/rel/b", "~/c", "/g/key.json"};
 	struct rd_strv *got = &cfg.box.list[RD_BOX_MASK];
@@ -214,7 +214,7 @@ static void test_protect_dirs_expand(void **state)
 	                "{workspace}/.mcp.json"));
 	char *env[] = {"CODEX_HOME=/c1:rel", "HOME=/srv/agent", NULL};
 	struct rd_strv notes;
-	assert_int_equal(rd_mask_expand_env(&cfg, &p, env, "/work", &notes), 0);
+	assert_int_equal(rd_mask_expand_env(&cfg, &p, env, "/work", "/work", &notes), 0);
 	const char *want[] = {"/work/.claude/",      "/c1/",    "/work/rel/",     "~/.gemini/",
 	                      "/srv/agent/.gemini/", "/etc/x/", "/work/.mcp.json"};
 	struct rd_strv *got = &cfg.box.list[RD_BOX_PROTECT];
@@ -247,7 +247,7 @@ static void test_mask_home(void **state)
 		cfg.box.list[RD_BOX_MASK] = heap_strv(V("~/.aws/x", "/etc/y"));
 		char *env[] = {(char *)cases[i].home, NULL};
 		struct rd_strv notes;
-		assert_int_equal(rd_mask_expand_env(&cfg, &p, env, "/work", &notes), 0);
+		assert_int_equal(rd_mask_expand_env(&cfg, &p, env, "/work", "/work", &notes), 0);
 		struct rd_strv *got = &cfg.box.list[RD_BOX_MASK];
 		assert_int_equal(got->n, cases[i].want ? 3 : 2);
 		assert_string_equal(got->v[0], "~/.aws/x");
