@@ -51,6 +51,9 @@ struct rd_box_key {
 	X(UNMASK, .name = "unmask", .type = RD_BOX_PATHS, .where = RD_IN_COMMANDS)                 \
 	X(WRITE, .name = "write", .type = RD_BOX_PATHS, .where = RD_IN_ALL)                        \
 	X(PROTECT, .name = "protect", .type = RD_BOX_PATHS, .where = RD_IN_ALL)                    \
+	X(CACHE, .name = "cache", .type = RD_BOX_PATHS, .where = RD_IN_SANDBOX | RD_IN_COMMANDS)   \
+	X(PLACEHOLDER, .name = "placeholder", .type = RD_BOX_PATHS,                                \
+	  .where = RD_IN_SANDBOX | RD_IN_COMMANDS)                                                 \
 	X(SECCOMP, .name = "seccomp", .type = RD_BOX_WORD, .where = RD_IN_ALL,                     \
 	  .words = {"default", "none", "strict"}, .dflt = RD_SECCOMP_DEFAULT)                      \
 	X(NETWORK, .name = "network", .type = RD_BOX_WORD, .where = RD_IN_ALL,                     \

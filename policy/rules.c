@@ -355,8 +355,8 @@ int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *con
                        const char *cwd, const char *workspace, struct rd_strv *notes)
 {
 	*notes = (struct rd_strv){0};
-	static const enum rd_box_id keys[] = {RD_BOX_MASK, RD_BOX_UNMASK, RD_BOX_WRITE,
-	                                      RD_BOX_PROTECT};
+	static const enum rd_box_id keys[] = {RD_BOX_MASK,    RD_BOX_UNMASK, RD_BOX_WRITE,
+	                                      RD_BOX_PROTECT, RD_BOX_CACHE,  RD_BOX_PLACEHOLDER};
 	int r = 0;
 	for (size_t k = 0; r == 0 && k < ARRAY_SIZE(keys); k++) {
 		const char *key = rd_box_keys[keys[k]].name;
@@ -375,13 +375,13 @@ int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *con
 
 int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, const char *home,
                   uid_t uid, struct rd_strv *write, struct rd_strv *protect, struct rd_strv *dirs,
-                  struct rd_strv *notes)
+                  struct rd_strv *files, struct rd_strv *caches, struct rd_strv *notes)
 {
-	struct rd_strv all[2] = {{0}, {0}}, marked = {0};
-	enum rd_box_id keys[] = {RD_BOX_WRITE, RD_BOX_PROTECT};
+	struct rd_strv all[4] = {{0}, {0}, {0}, {0}}, marked = {0};
+	enum rd_box_id keys[] = {RD_BOX_WRITE, RD_BOX_PROTECT, RD_BOX_CACHE, RD_BOX_PLACEHOLDER};
 	int r = 0;
-	*write = *protect = *dirs = *notes = (struct rd_strv){0};
-	for (size_t k = 0; k < 2; k++) {
+	*write = *protect = *dirs = *files = *caches = *notes = (struct rd_strv){0};
+	for (size_t k = 0; k < 4; k++) {
 		const struct rd_strv *lists[] = {&cfg->box.list[keys[k]],
 		                                 &prof->commands_box.list[keys[k]]};
 		for (size_t l = 0; l < 2; l++)
@@ -418,13 +418,34 @@ int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, co
 	for (size_t i = 0; r == 0 && i < marked.n; i++)
 		if (rd_strv_within(write, marked.v[i]))
 			r = rd_strv_add(dirs, marked.v[i]);
+	/* Placeholders: protected files, made empty where missing. */
+	for (size_t i = 0; r == 0 && i < all[3].n; i++)
+		if (rd_strv_within(write, all[3].v[i]) && !listed(files, all[3].v[i])) {
+			r = rd_strv_add(files, all[3].v[i]);
+			if (r == 0 && !listed(protect, all[3].v[i]))
+				r = rd_strv_add(protect, all[3].v[i]);
+		}
+	/* A cache inside a writable root is writable already; one inside another cache is in its
+	 * layer; never "/" or the kernel's interfaces. */
+	for (size_t i = 0; r == 0 && i < all[2].n; i++) {
+		const char *p = all[2].v[i];
+		bool skip = rd_strv_within(write, p) || rd_write_root_refused(p);
+		for (size_t k = 0; !skip && k < all[2].n; k++)
+			skip = k != i && rd_path_within(p, all[2].v[k]) && strcmp(p, all[2].v[k]);
+		if (!skip && !listed(caches, p))
+			r = rd_strv_add(caches, p);
+	}
 	rd_strv_free(&all[0]);
 	rd_strv_free(&all[1]);
+	rd_strv_free(&all[2]);
+	rd_strv_free(&all[3]);
 	rd_strv_free(&marked);
 	if (r < 0) {
 		rd_strv_free(write);
 		rd_strv_free(protect);
 		rd_strv_free(dirs);
+		rd_strv_free(caches);
+		rd_strv_free(files);
 		rd_strv_free(notes);
 	}
 	return r;

@@ -34,10 +34,14 @@ const struct rd_rule *rd_rule_match(const struct rd_profile *prof, const struct 
  * "{uid}" by uid, each once (after rd_mask_expand_env). Left out, as mounts for nothing: a
  * root inside another, a protected path outside every root; and "/" as a root, with a line in
  * notes saying so. In dirs, the protected paths inside a root that were written with a "/" at
- * their end: directories, which runnerd makes when they are missing. Returns 0 or -ENOMEM. */
+ * their end: directories, which runnerd makes when they are missing. In files, the
+ * placeholders (sandbox.placeholder, commands.placeholder) inside a root: protected files,
+ * which runnerd makes empty when they are missing (protect has them too). In caches, the caches
+ * (sandbox.cache, commands.cache) outside every writable root and every other cache: written
+ * through a layer of the session's own. Returns 0 or -ENOMEM. */
 int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, const char *home,
                   uid_t uid, struct rd_strv *write, struct rd_strv *protect, struct rd_strv *dirs,
-                  struct rd_strv *notes);
+                  struct rd_strv *files, struct rd_strv *caches, struct rd_strv *notes);
 
 /* Why path can be no writable root of a rule ("/", or at or under /proc, /sys or /dev), or
  * NULL. */

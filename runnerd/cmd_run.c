@@ -13,10 +13,12 @@
 #include "supervisor/audit.h"
 #include "supervisor/supervisor.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +252,10 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
 		r = rd_strv_add(protect, agent_paths->v[i]);
 	for (size_t i = 0; r == 0 && i < session->n_write; i++)
 		r = rd_strv_add(write, session->write[i]);
+	/* The caches, which commands write through their layers: what lies there may be a
+	 * command's, to the commands after it. */
+	for (size_t i = 0; r == 0 && i < session->n_layers; i++)
+		r = rd_strv_add(write, session->layers[2 * i]);
 	for (size_t i = 0; r == 0 && who.home[0] && i < prof->n_rules; i++) {
 		const struct rd_rule *rule = &prof->rules[i];
 		if (!rule->box.list[RD_BOX_WRITE].n)
@@ -270,9 +276,45 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
  * root that is missing under the home is made when make_root says so, so that its tool finds
  * it writable; the workspace's .git/hooks too, when it is protected, so that no command can
  * make it. One with a symlink on the way stays read-only, and runnerd says so. */
+static int make_layers(const struct rd_strv *caches, const struct rd_strv *write,
+                       const char *session, struct rd_strv *layers, char **layers_dir);
+
+/* The empty file path, and its directory if that is missing where the one above it is there;
+ * no symlink on the way, nothing replaced. */
+static void make_placeholder(const char *path)
+{
+	_cleanup_free_ char *dir = strdup(path);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	if (!slash || slash == dir)
+		return;
+	*slash = '\0';
+	char *up = strrchr(dir, '/');
+	if (!up)
+		return;
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                       .resolve = RESOLVE_NO_SYMLINKS};
+	int fd = rd_openat2(AT_FDCWD, dir, &how);
+	if (fd < 0 && errno == ENOENT && up != dir) {
+		*up = '\0';
+		int ufd = rd_openat2(AT_FDCWD, dir, &how);
+		*up = '/';
+		if (ufd >= 0 && mkdirat(ufd, up + 1, 0755) == 0)
+			fd = openat(ufd, up + 1, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (ufd >= 0)
+			close(ufd);
+	}
+	if (fd < 0)
+		return;
+	int f = openat(fd, slash + 1, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (f >= 0)
+		close(f);
+	close(fd);
+}
+
 static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
-                      const char *workspace, struct rd_strv *write, struct rd_strv *protect,
-                      struct rd_strv *missing, struct rd_error *err)
+                      const char *workspace, const char *session, struct rd_strv *write,
+                      struct rd_strv *protect, struct rd_strv *missing, struct rd_strv *layers,
+                      char **layers_dir, struct rd_error *err)
 {
 	if (!who.home[0])
 		return rd_error_set(err, ENOENT,
@@ -283,7 +325,10 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	const char *home = who.home;
 	struct rd_strv notes = {0};
 	__attribute__((cleanup(rd_strv_free))) struct rd_strv dirs = {0};
-	if (rd_view_lists(cfg, prof, home, who.uid, write, protect, &dirs, &notes) < 0)
+	__attribute__((cleanup(rd_strv_free))) struct rd_strv caches = {0};
+	__attribute__((cleanup(rd_strv_free))) struct rd_strv files = {0};
+	if (rd_view_lists(cfg, prof, home, who.uid, write, protect, &dirs, &files, &caches,
+	                  &notes) < 0)
 		return rd_error_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
@@ -326,6 +371,22 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 			    "\"write\")\n",
 			    p);
 	}
+	for (size_t i = 0; i < caches.n; i++) {
+		const char *p = caches.v[i];
+		if (strncmp(p, home, home_len) == 0 && p[home_len] == '/' && access(p, F_OK) < 0 &&
+		    errno == ENOENT && make_root(home, p))
+			(void)mkdir_p(p, 0700);
+	}
+	int lr = make_layers(&caches, write, session, layers, layers_dir);
+	if (lr < 0) {
+		if (who.served) {
+			setfsuid(geteuid());
+			setfsgid(getegid());
+		}
+		return rd_error_set(err, -lr,
+		                    "making the caches' layers under %s/.local/state/runnerd: %s",
+		                    home, strerror(-lr));
+	}
 	/* A protected directory (written with a "/" at its end) that is missing is made, empty,
 	 * where the directory above it is there: git's hooks where .git is a directory, an
 	 * agent's project configuration (.claude, .codex, ...). No command can make it then, and
@@ -347,6 +408,10 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 			(void)mkdirat(fd, strrchr(p, '/') + 1, 0755);
 		close(fd);
 	}
+	/* A placeholder that is missing is made empty (0 bytes: it sets nothing), as Claude
+	 * Code's own sandbox makes its own: its directory too, when the one above that is there. */
+	for (size_t i = 0; i < files.n; i++)
+		make_placeholder(files.v[i]);
 	if (who.served) {
 		setfsuid(geteuid());
 		setfsgid(getegid());
@@ -404,6 +469,124 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	return 0;
 }
 
+/* The caches' layers (sandbox/view.h): for each cache there (found without a symlink on the
+ * way), a directory of this session's under ~/.local/state/runnerd/layers with "upper" and
+ * "work" in it, into layers as the pair (cache, directory); *layers_dir the session's
+ * directory, removed when the session ends (remove_layers). Layers of runnerd sessions that
+ * are gone are removed first. A cache that holds the layers' directory gets none: it stays
+ * read-only, and runnerd says so. Returns 0 or -errno. */
+static int remove_tree(int at, const char *name);
+
+static int make_layers(const struct rd_strv *caches, const struct rd_strv *write,
+                       const char *session, struct rd_strv *layers, char **layers_dir)
+{
+	if (!caches->n)
+		return 0;
+	_cleanup_free_ char *top = NULL;
+	if (asprintf(&top, "%s/.local/state/runnerd/layers", who.home) < 0)
+		return -ENOMEM;
+	int r = mkdir_p(top, 0700);
+	if (r < 0)
+		return r;
+	/* Those of sessions whose runnerd is gone ("PID-SESSION"). */
+	_cleanup_close_ int tfd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = tfd < 0 ? NULL : fdopendir(dup(tfd));
+	for (struct dirent *de; d && (de = readdir(d));) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (pid > 0 && *end == '-' && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			(void)remove_tree(tfd, de->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (asprintf(layers_dir, "%s/%d-%s", top, (int)getpid(), session) < 0)
+		return -ENOMEM;
+	if (mkdir(*layers_dir, 0700) < 0)
+		return -errno;
+	for (size_t i = 0; i < caches->n; i++) {
+		const char *p = caches->v[i];
+		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		                       .resolve = RESOLVE_NO_SYMLINKS};
+		int fd = rd_openat2(AT_FDCWD, p, &how);
+		if (fd < 0) {
+			if (errno == ELOOP)
+				fprintf(stderr,
+				        "runnerd: cache %s: a symlink on the way, which a command "
+				        "could "
+				        "have planted: it stays read-only (name the real path in "
+				        "\"cache\")\n",
+				        p);
+			continue;
+		}
+		close(fd);
+		if (rd_path_within(*layers_dir, p) || rd_strv_within(write, *layers_dir)) {
+			fprintf(
+			    stderr,
+			    "runnerd: cache %s holds runnerd's layers (%s), or commands can write "
+			    "them: it stays read-only\n",
+			    p, *layers_dir);
+			continue;
+		}
+		_cleanup_free_ char *dir = NULL, *upper = NULL, *work = NULL;
+		if (asprintf(&dir, "%s/%zu", *layers_dir, layers->n / 2) < 0 ||
+		    asprintf(&upper, "%s/upper", dir) < 0 || asprintf(&work, "%s/work", dir) < 0)
+			return -ENOMEM;
+		if (mkdir(dir, 0700) < 0 || mkdir(upper, 0700) < 0 || mkdir(work, 0700) < 0)
+			return -errno;
+		if (rd_strv_add(layers, p) < 0 || rd_strv_add(layers, dir) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* name in dirfd and all under it, as its owner may: a directory it cannot read (overlayfs
+ * leaves its work directory mode 0) is given its owner's rights first. */
+static int remove_tree(int at, const char *name)
+{
+	if (unlinkat(at, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && fchmodat(at, name, 0700, 0) == 0)
+		fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	for (struct dirent *de; (de = readdir(d));)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			(void)remove_tree(dirfd(d), de->d_name);
+	closedir(d);
+	return unlinkat(at, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+/* The session's layers, when it ends: what commands wrote to the caches goes with them. */
+static void remove_layers(const char *layers_dir)
+{
+	if (!layers_dir)
+		return;
+	if (who.served) {
+		setfsgid(who.gid);
+		setfsuid(who.uid);
+	}
+	char *slash = strrchr(layers_dir, '/');
+	_cleanup_free_ char *top = strndup(layers_dir, (size_t)(slash - layers_dir));
+	_cleanup_close_ int fd =
+	    top ? open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	int r = fd < 0 ? -errno : remove_tree(fd, slash + 1);
+	if (r < 0)
+		fprintf(stderr, "runnerd: removing the caches' layers %s: %s\n", layers_dir,
+		        strerror(-r));
+	if (who.served) {
+		setfsuid(geteuid());
+		setfsgid(getegid());
+	}
+}
+
 /* The protected paths that were missing when the session started (view_lists) and are there
  * now: a command may have made one (or the agent, which runnerd cannot tell apart), and what
  * runs later outside the sandbox reads it. Said on stderr and in the audit log, once, when the
@@ -416,7 +599,7 @@ static void report_created(const struct rd_strv *missing, struct rd_audit *audit
 	for (size_t i = 0; i < missing->n; i++) {
 		struct stat st;
 		const char *p = missing->v[i];
-		if (lstat(p, &st) < 0)
+		if (lstat(p, &st) < 0 || rd_view_inert(p))
 			continue;
 		_cleanup_free_ char *aside = NULL;
 		bool in_git = strstr(p, "/.git/") != NULL;
@@ -553,9 +736,9 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	                       .tty_fd = -1};
 	char *control_dir = NULL;
 	char **env = NULL;
-	struct rd_strv secrets = {0}, write = {0}, protect = {0}, missing = {0}, agent_paths = {0},
-	               any_write = {0}, any_protect = {0};
-	char *workspace = NULL;
+	struct rd_strv secrets = {0}, write = {0}, protect = {0}, missing = {0}, layers = {0},
+	               agent_paths = {0}, any_write = {0}, any_protect = {0};
+	char *workspace = NULL, *layers_dir = NULL;
 	char *agent = NULL;
 	char **agent_argv = NULL;
 	char *launched = NULL;
@@ -665,9 +848,11 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		goto fail;
 	if (rd_cli_expand_masks(&cfg, &prof, workspace) < 0)
 		goto out;
-	if (view_lists(&cfg, &prof, workspace, &write, &protect, &missing, &err) < 0)
+	if (view_lists(&cfg, &prof, workspace, session, &write, &protect, &missing, &layers,
+	               &layers_dir, &err) < 0)
 		goto fail;
-	s.view = (struct rd_view_paths){write.v, write.n, protect.v, protect.n};
+	s.view =
+	    (struct rd_view_paths){write.v, write.n, protect.v, protect.n, layers.v, layers.n / 2};
 	s.missing = &missing;
 	s.workspace = workspace;
 	const char *over = workspace ? rd_strv_within(&protect, workspace) : NULL;
@@ -699,7 +884,8 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		rd_error_set(&err, ENOMEM, "out of memory taking the agent's own programs");
 		goto fail;
 	}
-	s.any_rule = (struct rd_view_paths){any_write.v, any_write.n, any_protect.v, any_protect.n};
+	s.any_rule =
+	    (struct rd_view_paths){any_write.v, any_write.n, any_protect.v, any_protect.n, NULL, 0};
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
 	rd_strv_free(&notes);
@@ -796,6 +982,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	}
 	ret = rd_supervise(&s);
 	report_created(&missing, &audit, session);
+	remove_layers(layers_dir);
 	goto out;
 fail:
 	rd_cli_print_error(&err);
@@ -811,6 +998,8 @@ out:
 	rd_strv_free(&write);
 	rd_strv_free(&protect);
 	rd_strv_free(&missing);
+	rd_strv_free(&layers);
+	free(layers_dir);
 	rd_strv_free(&agent_paths);
 	rd_strv_free(&any_write);
 	rd_strv_free(&any_protect);

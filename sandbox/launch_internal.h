@@ -82,6 +82,7 @@ struct zygote_view {
 	uint32_t ids;
 	uint32_t n_write;
 	uint32_t n_protect;
+	uint32_t n_layers;  /* after the protected paths, 2 * n_layers: each cache, its layer */
 	uint32_t n_filters; /* a container's (rd_confine): after the paths, each a uint32_t length
 	                     * and that many struct sock_filter */
 	char

@@ -68,6 +68,9 @@ struct rd_plan_head {
 	 * apart). tty_input: the caller's fd 0 is on it, so that what is typed there is the
 	 * command's to read. */
 	uint8_t has_tty, tty_input;
+	/* The caches' layers taken off (sandbox/view.h, rd_view_no_layers): a command a rule
+	 * grants a secret reads nothing other commands wrote there. */
+	uint8_t no_layers;
 	uint64_t tty_rdev;
 	struct termios tty_modes;
 	struct winsize tty_size;

@@ -761,8 +761,9 @@ static bool same_strings(char *const *a, char *const *b, size_t n)
 bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p)
 {
 	bool net_none = rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE);
-	/* A rule's own view goes in before the masks, which a spare has placed already. */
-	if (p->h.n_write || p->h.n_protect)
+	/* A rule's own view, or the layers taken off, go in before the masks, which a spare has
+	 * placed already. */
+	if (p->h.n_write || p->h.n_protect || p->h.no_layers)
 		return false;
 	if (net_none != pre->net_none || p->h.n_masks != pre->n_masks ||
 	    !same_strings(p->masks, pre->masks, p->h.n_masks))
@@ -996,6 +997,8 @@ static void run_plan(int plan_fd, int err_fd, int status_fd, const struct rd_san
 		if ((r = rd_view_rule(view, paths, &rule)) < 0)
 			fail(err_fd, STAGE_SETUP, view->what, -r);
 	}
+	if (p->h.no_layers && (r = rd_view_no_layers(view, paths)) < 0)
+		fail(err_fd, STAGE_SETUP, view->what, -r);
 	apply_masks(p->masks, p->h.n_masks, err_fd, NULL);
 	if (!preset && rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE))
 		no_network(err_fd);

@@ -5,6 +5,7 @@
 #include "lib/strv.h"
 #include "lib/syscalls.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -309,6 +310,10 @@ const char *rd_view_writable_root(const struct rd_view_paths *v, const char *pat
 	for (size_t i = 0; i < v->n_write; i++)
 		if (rd_path_within(path, v->write[i]))
 			return v->write[i];
+	/* A cache: written through its layer, as later commands see it. */
+	for (size_t i = 0; i < v->n_layers; i++)
+		if (rd_path_within(path, v->layers[2 * i]))
+			return v->layers[2 * i];
 	return NULL;
 }
 
@@ -381,6 +386,105 @@ static int protect(const struct rd_view_paths *v, const char *path, char **pinne
 	return 0;
 }
 
+static bool inert_at(int at, const char *name, int depth)
+{
+	struct stat st;
+	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	if (S_ISREG(st.st_mode))
+		return st.st_size == 0;
+	if (!S_ISDIR(st.st_mode) || depth > 4)
+		return false;
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	bool inert = true;
+	size_t n = 0;
+	for (struct dirent *de; inert && (de = readdir(d));)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			inert = ++n <= 64 && inert_at(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	return inert;
+}
+
+bool rd_view_inert(const char *path)
+{
+	return inert_at(AT_FDCWD, path, 0);
+}
+
+static size_t layers_alone;
+
+size_t rd_view_layers_alone(void)
+{
+	return layers_alone;
+}
+
+/* The cache at path, shown with the layer in dir over it: an overlay, or where overlayfs
+ * refuses one, the layer's upper directory alone (writable), counted in layers_alone. A cache
+ * that is not there, or has a symlink on the way, stays read-only. */
+static int layer(const char *path, const char *dir)
+{
+	char upper[PATH_MAX], work[PATH_MAX], opts[3 * PATH_MAX + 64];
+	if ((size_t)snprintf(upper, sizeof(upper), "%s/upper", dir) >= sizeof(upper) ||
+	    (size_t)snprintf(work, sizeof(work), "%s/work", dir) >= sizeof(work))
+		return -ENAMETOOLONG;
+	int fd = open_nofollow(path);
+	if (fd < 0)
+		return absent(fd) || fd == -ELOOP || fd == -EACCES ? 0 : fd;
+	/* The options separate paths by ',' and layers by ':': a path with either (or an escape)
+	 * gets no overlay. */
+	bool plain = !strpbrk(path, ",:\\") && !strpbrk(dir, ",:\\");
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", path, upper,
+	         work);
+	/* overlayfs writes its upper and work directories through mounts of its own, cloned from
+	 * theirs, which is read-only here like everything else: dir writable for the while (bound
+	 * on itself), then out of the commands' reach again. */
+	int r = plain ? writable_tree(dir) : 0;
+	bool ok =
+	    plain && r == 0 && mount("overlay", path, "overlay", MS_NOSUID | MS_NODEV, opts) == 0;
+	if (plain && r == 0 && umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+		r = -errno;
+	if (r == 0 && !ok) {
+		layers_alone++;
+		int up = open_nofollow(upper);
+		int tree =
+		    up < 0 ? up
+		           : open_tree(up, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		r = tree < 0 ? (up < 0 ? up : -errno) : 0;
+		struct mount_attr a = {.attr_clr = MOUNT_ATTR_RDONLY,
+		                       .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+		if (r == 0 && mount_setattr(tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+			r = -errno;
+		if (r == 0 && move_mount(tree, "", fd, "",
+		                         MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			r = -errno;
+		if (tree >= 0)
+			close(tree);
+		if (up >= 0)
+			close(up);
+	}
+	close(fd);
+	return r;
+}
+
+int rd_view_no_layers(struct rd_view_error *e, const struct rd_view_paths *paths)
+{
+	*e = (struct rd_view_error){0};
+	for (size_t i = 0; paths && i < paths->n_layers; i++) {
+		/* Not there (a cache that was missing at the start): nothing to take off. */
+		if (umount2(paths->layers[2 * i], MNT_DETACH | UMOUNT_NOFOLLOW) < 0 &&
+		    errno != EINVAL && errno != ENOENT) {
+			e->what = paths->layers[2 * i];
+			return -errno;
+		}
+	}
+	return 0;
+}
+
 int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 {
 	*e = (struct rd_view_error){0};
@@ -407,6 +511,10 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 			e->what = paths->protect[i];
 	for (size_t k = 0; k < n_pinned; k++)
 		free(pinned[k]);
+	layers_alone = 0;
+	for (size_t i = 0; r == 0 && i < paths->n_layers; i++)
+		if ((r = layer(paths->layers[2 * i], paths->layers[2 * i + 1])) < 0)
+			e->what = paths->layers[2 * i];
 	if (r < 0)
 		return r;
 	/* sysfs: written, its files set the machine's devices, power, kernel parameters: read-only

@@ -24,10 +24,17 @@ struct rd_view_paths {
 	size_t n_write;
 	char *const *protect; /* read-only again, inside the writable roots */
 	size_t n_protect;
+	/* Caches, written through a layer of the session's: layers[2 * i] the cache (outside the
+	 * writable roots), layers[2 * i + 1] the layer's directory, which holds its "upper" and
+	 * "work" directories. Commands see the cache with what they wrote over it; the cache
+	 * itself is never written. */
+	char *const *layers;
+	size_t n_layers;
 };
 
 /* The writable root of v that path (absolute, without symlinks) lies in, where commands can
- * write it: not at or under a protected path. NULL if none. */
+ * write it: not at or under a protected path; or the cache whose layer commands write. NULL if
+ * none. */
 const char *rd_view_writable_root(const struct rd_view_paths *v, const char *path);
 
 /* Whether a command could replace the directory entry path (absolute, its directory without
@@ -35,6 +42,11 @@ const char *rd_view_writable_root(const struct rd_view_paths *v, const char *pat
  * one of the directories the view binds on themselves on the way to a protected path (a mount
  * point cannot be renamed or removed). */
 bool rd_view_entry_replaceable(const struct rd_view_paths *v, const char *path);
+
+/* Is what path names (not followed) inert: an empty regular file, or a directory of at most
+ * 64 entries, 4 levels deep, each inert? Such is what Claude Code's sandbox leaves where it
+ * holds paths read-only (0-byte placeholders): it configures nothing. */
+bool rd_view_inert(const char *path);
 
 /* In a mount namespace of the caller's own (its mounts are changed): every mount private, so
  * that nothing mounted on the machine later reaches a sandbox, nor the other way; every mount
@@ -45,6 +57,16 @@ bool rd_view_entry_replaceable(const struct rd_view_paths *v, const char *path);
  * writable. A writable root that is itself protected is read-only. Returns 0, or -errno with
  * e->what naming the step. */
 int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths);
+
+/* How many of the session's layers rd_view_session could not make as overlays (overlayfs
+ * refused: a layer on an overlay file system, a path with ',' or ':'): those caches show the
+ * layer alone, the cache's own files out of sight. 0 until rd_view_session ran. */
+size_t rd_view_layers_alone(void);
+
+/* In a sandbox's own mount namespace, a copy of the session's view: each layer of paths taken
+ * off, the caches read-only as they are (for a command a rule grants a secret, which reads
+ * nothing other commands wrote there). Returns 0, or -errno with e->what naming the cache. */
+int rd_view_no_layers(struct rd_view_error *e, const struct rd_view_paths *paths);
 
 /* In a sandbox's own mount namespace, a copy of the session's view (session: its lists), before
  * any mask: a rule's own writable roots made so (except one that a protected path of the rule

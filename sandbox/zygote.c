@@ -23,6 +23,7 @@ static long view_msg(char ids, const struct rd_view_paths *paths, const struct r
 	struct zygote_view v = {.ids = (uint32_t)ids,
 	                        .n_write = paths ? (uint32_t)paths->n_write : 0,
 	                        .n_protect = paths ? (uint32_t)paths->n_protect : 0,
+	                        .n_layers = paths ? (uint32_t)paths->n_layers : 0,
 	                        .n_filters = confine ? (uint32_t)confine->n_filters : 0};
 	if (confine && confine->apparmor &&
 	    (size_t)snprintf(v.apparmor, sizeof(v.apparmor), "%s", confine->apparmor) >=
@@ -35,14 +36,19 @@ static long view_msg(char ids, const struct rd_view_paths *paths, const struct r
 		n += strlen(paths->write[i]) + 1;
 	for (size_t i = 0; i < v.n_protect; i++)
 		n += strlen(paths->protect[i]) + 1;
+	for (size_t i = 0; i < 2 * (size_t)v.n_layers; i++)
+		n += strlen(paths->layers[i]) + 1;
 	if (n > ZYGOTE_MAX_MSG)
 		return -EMSGSIZE;
 	char *buf = malloc(n), *p = buf + sizeof(v);
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, &v, sizeof(v));
-	for (size_t i = 0; i < v.n_write + v.n_protect; i++) {
-		const char *s = i < v.n_write ? paths->write[i] : paths->protect[i - v.n_write];
+	for (size_t i = 0; i < v.n_write + v.n_protect + 2 * (size_t)v.n_layers; i++) {
+		const char *s = i < v.n_write ? paths->write[i]
+		                : i < v.n_write + v.n_protect
+		                    ? paths->protect[i - v.n_write]
+		                    : paths->layers[i - v.n_write - v.n_protect];
 		memcpy(p, s, strlen(s) + 1);
 		p += strlen(s) + 1;
 	}
@@ -101,6 +107,13 @@ static int zygote_setup(struct rd_zygote *z, bool full_ids, const struct rd_view
 	if (m.err)
 		return rd_error_set(err, m.err, "runnerd-zygote: making the commands' view: %s: %s",
 		                    m.what, strerror(m.err));
+	if (m.what[0])
+		fprintf(
+		    stderr,
+		    "runnerd: %s of the caches could not be layered (overlayfs refused: the "
+		    "layer on an overlay file system?): commands see a cache of their own there, "
+		    "empty at the start, and the user's stays unwritten\n",
+		    m.what);
 	return 0;
 }
 

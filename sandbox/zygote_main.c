@@ -127,15 +127,14 @@ static unsigned session_setup(int sock, bool host)
 		_exit(1);
 	memcpy(&v, buf, sizeof(v));
 	char ids = (char)v.ids;
-	char **list = v.n_write + (size_t)v.n_protect <= ZYGOTE_MAX_MSG
-	                  ? split(buf + sizeof(v), buf + n, (size_t)v.n_write + v.n_protect)
-	                  : NULL;
+	size_t n_paths = (size_t)v.n_write + v.n_protect + 2 * (size_t)v.n_layers;
+	char **list = n_paths <= ZYGOTE_MAX_MSG ? split(buf + sizeof(v), buf + n, n_paths) : NULL;
 	if (!list || (ids != ZYGOTE_ROOT_IDS && ids != ZYGOTE_OWN_IDS))
 		_exit(1);
 	struct sock_fprog *filters = NULL;
 	if (v.n_filters) {
 		/* After the last path's NUL. */
-		char *p = v.n_write + v.n_protect ? list[v.n_write + v.n_protect - 1] : NULL;
+		char *p = n_paths ? list[n_paths - 1] : NULL;
 		p = p ? p + strlen(p) + 1 : buf + sizeof(v);
 		if (v.n_filters > 64 || !take_filters(p, buf + n, v.n_filters, &filters))
 			_exit(1);
@@ -148,7 +147,9 @@ static unsigned session_setup(int sock, bool host)
 	session_paths = (struct rd_view_paths){.write = list,
 	                                       .n_write = v.n_write,
 	                                       .protect = list + v.n_write,
-	                                       .n_protect = v.n_protect};
+	                                       .n_protect = v.n_protect,
+	                                       .layers = list + v.n_write + v.n_protect,
+	                                       .n_layers = v.n_layers};
 	/* Not dumpable: no other process of the user reads or traces it. */
 	struct setup_msg m = {.stage = STAGE_SETUP};
 	struct rd_view_error e;
@@ -161,6 +162,9 @@ static unsigned session_setup(int sock, bool host)
 	if (r < 0) {
 		m.err = -r;
 		snprintf(m.what, sizeof(m.what), "%s", what);
+	} else if (rd_view_layers_alone()) {
+		/* Ready, with a note for runnerd to pass on. */
+		snprintf(m.what, sizeof(m.what), "%zu", rd_view_layers_alone());
 	}
 	if (send(sock, &m, sizeof(m), MSG_NOSIGNAL) != sizeof(m) || r < 0)
 		_exit(1);

@@ -399,7 +399,7 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 	for (size_t i = 0; u->s->missing && i < u->s->missing->n; i++) {
 		struct stat st;
 		const char *p = u->s->missing->v[i];
-		if (lstat(p, &st) < 0)
+		if (lstat(p, &st) < 0 || rd_view_inert(p))
 			continue;
 		snprintf(why, n,
 		         "commands.rules[%zu] grants a secret to %s, and %s was made during this "

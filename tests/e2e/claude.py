@@ -142,9 +142,10 @@ def test_claude_background(tmp):
 def test_claude_project_settings(tmp):
     """A command of one session writes the project's .claude/settings.json with
     env.ANTHROPIC_BASE_URL at a listener of its own; the next session in that project would send
-    its key there (the build before: it did, x-api-key and all). runnerd makes the missing
-    .claude at the session's start and keeps it read-only to commands: the write fails, and the
-    next session talks to its own endpoint only."""
+    its key there (the build before: it did, x-api-key and all). The claude profile makes the
+    missing .claude/settings.json an empty placeholder at the session's start (as Claude Code's
+    own sandbox does) and keeps it read-only to commands: the write fails, and the next session
+    talks to its own endpoint only."""
     claude = agentrun.npm_bin("claude", PACKAGE, "claude")
     home = agentrun.session_home(tmp)
     ws = os.path.join(tmp, "workspace")
@@ -167,10 +168,11 @@ def test_claude_project_settings(tmp):
         api.stop()
         evil.stop()
     settings = os.path.join(ws, ".claude", "settings.json")
+    size = os.path.getsize(settings) if os.path.exists(settings) else None
     check("project settings: the command's write of .claude/settings.json failed",
-          not os.path.exists(settings) and any("planted=" in t and "planted=0" not in t
-                                               for t in runs[0][3]),
-          "exists=%s results=%r" % (os.path.exists(settings), runs[0][3][-1:]))
+          size in (None, 0) and any("planted=" in t and "planted=0" not in t
+                                    for t in runs[0][3]),
+          "size=%s results=%r" % (size, runs[0][3][-1:]))
     check("project settings: the next session sent nothing to the command's listener",
           not evil.requests, agentrun.describe_requests(evil.requests))
     keys = {r["headers"].get("x-api-key") for r in runs[1][2]}

@@ -15,6 +15,7 @@ Run as root and, by unprivileged.sh, as an unprivileged user (where the kernel's
 already refuse a part of it). Environment: RUNNERD, RUNNERD_CONFIG, HELPERS, RUNNERD_MUST_WORK.
 """
 import ctypes
+import hashlib
 import json
 import os
 import pwd
@@ -361,8 +362,8 @@ def wheel(path):
 def test_writes(tmp):
     """Writes are confined: the home (~/.bashrc, ~/.claude/settings.json, where a command
     would plant code or point the agent at its own listener), the system, the project's
-    .git/hooks and the agents' project configuration (.claude, .codex, .gemini, .vscode, missing
-    in the project: the build before let a command make them) are read-only (EROFS); the project, /tmp and the caches are not, so that git
+    .git/hooks and the agents' project configuration (.codex, .gemini, .vscode, missing in the
+    project: the build before let a command make them) are read-only (EROFS); the project, /tmp and the caches are not, so that git
     commit, npm install of a local package, pip install of a local wheel into a venv in the
     project, and cargo build (if present) work. The agent (bash) is started in the project."""
     os.chmod(tmp, 0o755)
@@ -394,9 +395,9 @@ def test_writes(tmp):
     with open(probe, "w") as f:
         f.write(text)
     os.chmod(probe, 0o644)
-    # The project's agent configuration (missing: runnerd makes the directories, empty).
-    project = [os.path.join(ws, d, f) for d, f in ((".claude", "settings.json"),
-                                                   (".codex", "config.toml"),
+    # The project's agent configuration (missing: runnerd makes the directories, empty; the
+    # claude profile's .claude/settings.json placeholder is e2e/claude.py's).
+    project = [os.path.join(ws, d, f) for d, f in ((".codex", "config.toml"),
                                                    (".gemini", "settings.json"),
                                                    (".vscode", "settings.json"))]
     targets = [os.path.join(home, ".bashrc"), os.path.join(home, ".claude", "settings.json"),
@@ -438,7 +439,7 @@ def test_writes(tmp):
     status = subprocess.run(["git", "-C", ws, "status", "--porcelain", "--untracked-files=all"],
                             capture_output=True, text=True).stdout
     check("writes: the directories runnerd made show in no git status",
-          not any(d in status for d in (".claude", ".codex", ".gemini", ".vscode")), status)
+          not any(d in status for d in (".codex", ".gemini", ".vscode")), status)
     for t in targets[-2:]:
         check("writes: %s is writable" % t.replace(ws, "$PROJECT").replace(tmp, "$TMP"),
               got.get(t) == "written", repr(got.get(t)))
@@ -525,7 +526,7 @@ def test_workspace_option(tmp):
         with open(config, "w") as f:
             json.dump(cfg, f)
         probe = ("sh -c 'touch %s/made-$0' $0 2>/dev/null; echo file=$?; "
-                 "sh -c 'touch %s/.claude/x' 2>/dev/null; echo claude=$?" % (ws, ws))
+                 "sh -c 'touch %s/.codex/x' 2>/dev/null; echo codex=$?" % (ws, ws))
         runs = {
             "--workspace": runnerd_cmd("generic", ["sh", "-c", probe, "a"],
                                        options=["--workspace", ws]),
@@ -542,9 +543,9 @@ def test_workspace_option(tmp):
             res, err = got[name]
             check("workspace: with %s, a command writes in it" % name,
                   res.get("file") == "0", repr(res) + err)
-            check("workspace: with %s, its .claude is made and read-only" % name,
-                  res.get("claude") not in (None, "0")
-                  and os.path.isdir(os.path.join(ws, ".claude")), repr(res) + err)
+            check("workspace: with %s, its .codex is made and read-only" % name,
+                  res.get("codex") not in (None, "0")
+                  and os.path.isdir(os.path.join(ws, ".codex")), repr(res) + err)
         res, err = got["none"]
         check("workspace: without either, a directory elsewhere stays read-only",
               res.get("file") not in (None, "0"), repr(res) + err)
@@ -557,6 +558,62 @@ def test_workspace_option(tmp):
               and "missing" in out.stderr, out.stderr)
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_cache_layers(tmp):
+    """The caches (~/.cache and the like) are written through a layer of the session's: a
+    command sees the user's files there and what earlier commands of the session wrote; the
+    user's cache itself is never written (a command could plant code in a crate's source or a
+    build cache that a build outside runs later: the build before wrote it), and the layer
+    goes with the session. A command a rule grants a secret sees the cache as the user has it,
+    without what commands wrote."""
+    os.chmod(tmp, 0o755)
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    os.makedirs(os.path.join(home, ".cache"), exist_ok=True)
+    probe = tempfile.mkdtemp(prefix="rd-cache-", dir=os.path.join(home, ".cache"))
+    try:
+        with open(os.path.join(probe, "seen"), "w") as f:
+            f.write("users\n")
+        own = os.path.join(tmp, "own")
+        os.makedirs(own)
+        os.chmod(own, 0o755)
+        cat = os.path.join(own, "rdcat")
+        shutil.copy(os.path.realpath(shutil.which("cat")), cat)
+        pin = hashlib.sha256(open(cat, "rb").read()).hexdigest()
+        prof = os.path.join(tmp, "layers.json")
+        with open(prof, "w") as f:
+            json.dump({"version": 1, "name": "layers", "agent": {"env_allow": ["GH_TOKEN"]},
+                       "commands": {"default": "allow", "env_allow": [], "protect": [own],
+                                    "rules": [{"match": {"path": cat}, "action": "allow",
+                                               "env_allow": ["GH_TOKEN"], "sha256": pin}]}},
+                      f)
+        new = os.path.join(probe, "new")
+        script = "; ".join([
+            "sh -c 'cat %s/seen && echo planted > %s && echo wrote=$?'" % (probe, new),
+            "sh -c 'echo later=$(cat %s)'" % new,
+            "echo granted=$(%s %s 2>/dev/null || echo none)" % (cat, new),
+            "echo granted_seen=$(%s %s/seen)" % (cat, probe),
+        ])
+        env = common.base_env()
+        env["GH_TOKEN"] = "ghp_layers_canary"
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=tmp,
+                             capture_output=True, text=True, timeout=60)
+        got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+        check("cache layers: a command reads the user's cache and writes over it",
+              "users" in out.stdout and got.get("wrote") == "0", out.stdout + out.stderr[-400:])
+        check("cache layers: a later command of the session sees what it wrote",
+              got.get("later") == "planted", repr(got))
+        check("cache layers: the user's cache was not written",
+              not os.path.exists(new), "%s exists" % new)
+        check("cache layers: a granted command sees the user's cache, not the layer",
+              got.get("granted") == "none" and got.get("granted_seen") == "users", repr(got))
+        layers = os.path.join(home, ".local", "state", "runnerd", "layers")
+        left = os.listdir(layers) if os.path.isdir(layers) else []
+        # Another session's (a test running beside this one) has a live runnerd.
+        mine = [n for n in left if not os.path.exists("/proc/" + n.split("-")[0])]
+        check("cache layers: the session's layer is gone when it ends", not mine, repr(mine))
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
 
 
 def test_rule_view(tmp):
@@ -726,7 +783,7 @@ def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
                              test_writes, test_protected_created, test_worktree_dotgit,
-                             test_workspace_option,
+                             test_workspace_option, test_cache_layers,
                              test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
 

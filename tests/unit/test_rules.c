@@ -367,14 +367,32 @@ static void test_view_lists(void **state)
 	                       "/tmp/ws/.claude/"),
 	                     6};
 	p.commands_box.list[RD_BOX_WRITE] = (struct rd_strv){V("~/.cache/x", "/srv"), 2};
-	struct rd_strv write, protect, dirs, notes;
-	assert_int_equal(
-	    rd_view_lists(&cfg, &p, "/home/dev", 1000, &write, &protect, &dirs, &notes), 0);
+	cfg.box.list[RD_BOX_CACHE] = (struct rd_strv){
+	    V("~/.cache/pip", "~/.cargo/registry", "~/.cargo/registry/src", "/proc/x"), 4};
+	p.commands_box.list[RD_BOX_CACHE] =
+	    (struct rd_strv){V("~/go/pkg/mod", "~/.cargo/registry"), 2};
+	p.commands_box.list[RD_BOX_PLACEHOLDER] =
+	    (struct rd_strv){V("/tmp/ws/.claude/settings.json", "/etc/x.json"), 2};
+	struct rd_strv write, protect, dirs, files, caches, notes;
+	assert_int_equal(rd_view_lists(&cfg, &p, "/home/dev", 1000, &write, &protect, &dirs, &files,
+	                               &caches, &notes),
+	                 0);
+	/* A placeholder inside a root: a file to make, protected; outside: nothing. */
+	assert_int_equal(files.n, 1);
+	assert_string_equal(files.v[0], "/tmp/ws/.claude/settings.json");
+	rd_strv_free(&files);
+	/* In a writable root already, inside another cache, the kernel's: none; each once. */
+	const char *want_c[] = {"/home/dev/.cargo/registry", "/home/dev/go/pkg/mod"};
+	assert_int_equal(caches.n, ARRAY_SIZE(want_c));
+	for (size_t i = 0; i < ARRAY_SIZE(want_c); i++)
+		assert_string_equal(caches.v[i], want_c[i]);
+	rd_strv_free(&caches);
 	const char *want_w[] = {"/tmp", "/home/dev/.cache", "/run/1000", "/srv"};
 	assert_int_equal(write.n, ARRAY_SIZE(want_w));
 	for (size_t i = 0; i < ARRAY_SIZE(want_w); i++)
 		assert_string_equal(write.v[i], want_w[i]);
-	const char *want_p[] = {"/tmp/ws/.git/hooks", "/home/dev/.cache", "/tmp/ws/.claude"};
+	const char *want_p[] = {"/tmp/ws/.git/hooks", "/home/dev/.cache", "/tmp/ws/.claude",
+	                        "/tmp/ws/.claude/settings.json"};
 	assert_int_equal(protect.n, ARRAY_SIZE(want_p));
 	for (size_t i = 0; i < ARRAY_SIZE(want_p); i++)
 		assert_string_equal(protect.v[i], want_p[i]);
