@@ -278,6 +278,7 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
  * make it. One with a symlink on the way stays read-only, and runnerd says so. */
 static int make_layers(const struct rd_strv *caches, const struct rd_strv *write,
                        const char *session, struct rd_strv *layers, char **layers_dir);
+static int remove_tree(int at, const char *name);
 
 /* The empty file path, and its directory if that is missing where the one above it is there;
  * no symlink on the way, nothing replaced. */
@@ -377,15 +378,35 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		    errno == ENOENT && make_root(home, p))
 			(void)mkdir_p(p, 0700);
 	}
+	/* Without layers (a read-only home, as a --read-only container's) the caches stay
+	 * read-only: commands that write them fail, and runnerd says why. */
 	int lr = make_layers(&caches, write, session, layers, layers_dir);
-	if (lr < 0) {
+	if (lr < 0 && *layers_dir) {
+		char *slash = strrchr(*layers_dir, '/');
+		*slash = '\0';
+		int tfd = open(*layers_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		*slash = '/';
+		if (tfd >= 0) {
+			(void)remove_tree(tfd, slash + 1);
+			close(tfd);
+		}
+		free(*layers_dir);
+		*layers_dir = NULL;
+	}
+	if (lr == -ENOMEM) {
 		if (who.served) {
 			setfsuid(geteuid());
 			setfsgid(getegid());
 		}
-		return rd_error_set(err, -lr,
-		                    "making the caches' layers under %s/.local/state/runnerd: %s",
-		                    home, strerror(-lr));
+		return rd_error_set(err, ENOMEM, "out of memory");
+	}
+	if (lr < 0) {
+		fprintf(stderr,
+		        "runnerd: the caches' layers cannot be made under %s/.local/state/runnerd "
+		        "(%s): the caches stay read-only to commands\n",
+		        home, strerror(-lr));
+		rd_strv_free(layers);
+		*layers = (struct rd_strv){0};
 	}
 	/* A protected directory (written with a "/" at its end) that is missing is made, empty,
 	 * where the directory above it is there: git's hooks where .git is a directory, an

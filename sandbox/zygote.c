@@ -111,8 +111,9 @@ static int zygote_setup(struct rd_zygote *z, bool full_ids, const struct rd_view
 		fprintf(
 		    stderr,
 		    "runnerd: %s of the caches could not be layered (overlayfs refused: the "
-		    "layer on an overlay file system?): commands see a cache of their own there, "
-		    "empty at the start, and the user's stays unwritten\n",
+		    "layers' directory on an overlay file system, or on a tmpfs of a kernel "
+		    "before 6.6?): commands see a cache of their own there, empty at the start, "
+		    "and the user's stays unwritten\n",
 		    m.what);
 	return 0;
 }
