@@ -20,9 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <termios.h>
+#include <unistd.h>
 
 enum outcome {
 	GO_ON,  /* to the next phase */
@@ -92,6 +96,66 @@ static bool same_view(struct sup *u, pid_t tid)
 
 /* Phase 1: what the caller asks for, copied out of its memory; then the notification is
  * checked to be still valid, and only the copy is used from then on. */
+/* runnerd's file system credentials while it resolves a path as the caller would. */
+struct as_caller {
+	bool on;
+	gid_t groups[NGROUPS_MAX];
+	int n_groups;
+	cap_t caps;
+};
+
+/* Where runnerd is not the caller's user (runnerd serve, root of the machine, for a
+ * container's process), look as the caller: its effective uid and gid for the file system,
+ * its supplementary groups, and, for a caller that is uid 0, no capability that overrides
+ * file permissions (a container's root does not have the machine's). The kernel walks the path
+ * again with the caller's credentials only for a script: a binary runs from runnerd's fd, so
+ * a directory the caller cannot search must stop it here. Per thread. 0, or -errno (runnerd as
+ * it was). */
+static int look_as_caller(struct sup *u, const struct rd_task *t, struct as_caller *a)
+{
+	a->on = false;
+	if (!u->s->remote.on && t->inh.uid[1] == geteuid() && t->inh.gid[1] == getegid())
+		return 0;
+	if (t->n_groups > NGROUPS_MAX)
+		return -EINVAL;
+	a->n_groups = getgroups(NGROUPS_MAX, a->groups);
+	if (a->n_groups < 0)
+		return -errno;
+	a->caps = cap_get_proc();
+	if (!a->caps)
+		return -errno;
+	cap_t less = cap_dup(a->caps);
+	static const cap_value_t dac[] = {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH};
+	int r = less && cap_set_flag(less, CAP_EFFECTIVE, 2, dac, CAP_CLEAR) == 0 &&
+	                cap_set_proc(less) == 0
+	            ? 0
+	            : -errno;
+	cap_free(less);
+	if (r == 0 && syscall(SYS_setgroups, t->n_groups, t->groups) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)cap_set_proc(a->caps);
+		cap_free(a->caps);
+		return r;
+	}
+	setfsgid(t->inh.gid[1]);
+	setfsuid(t->inh.uid[1]);
+	a->on = true;
+	return 0;
+}
+
+static void look_as_runnerd(struct as_caller *a)
+{
+	if (!a->on)
+		return;
+	setfsuid(geteuid());
+	setfsgid(getegid());
+	(void)syscall(SYS_setgroups, a->n_groups, a->groups);
+	(void)cap_set_proc(a->caps);
+	cap_free(a->caps);
+	a->on = false;
+}
+
 static enum outcome phase_read(struct sup *u, struct exec *x)
 {
 	const struct seccomp_data *d = &x->n->data;
@@ -112,7 +176,14 @@ static enum outcome phase_read(struct sup *u, struct exec *x)
 		return answer(x, ANSWER, r == -ESRCH ? ENOENT : -r);
 	if (rd_task_open(x->tid, &q->t, &err) < 0)
 		return refuse(x, EPERM, "%s", err.msg);
-	switch (rd_resolve(&q->t, x->dirfd, q->path, x->flags, &q->tg, &r, &err)) {
+	struct as_caller as;
+	if ((r = look_as_caller(u, &q->t, &as)) < 0)
+		return refuse(x, EPERM, "cannot take the caller's credentials to look at %s: %s",
+		              q->path, strerror(-r));
+	enum rd_resolve_outcome o =
+	    rd_resolve(&q->t, x->dirfd, q->path, x->flags, &q->tg, &r, &err);
+	look_as_runnerd(&as);
+	switch (o) {
 	case RD_RESOLVED:
 		break;
 	case RD_RESOLVE_MISS:

@@ -474,6 +474,15 @@ def test_daemon_podman():
     check("daemon: a cache directory made for the client is the client's, and its commands "
           "write there", r.stdout.split() == [str(UID), "cache-written"],
           "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    # A program in a directory the client cannot search: the daemon, root of the machine,
+    # opened it, and the sandbox ran it from that fd (before: it ran, status 0).
+    r = podman_run(daemon_opts(),
+                   ["sh", "-c", "mkdir -m 700 /opt/hidden && cp /bin/true /opt/hidden/prog && "
+                    "exec setpriv --reuid %d --regid %d --clear-groups runnerd-intercept -- "
+                    "sh -c '/opt/hidden/prog; echo rc=$?; /bin/true; echo true=$?'" % (UID, UID)])
+    check("daemon: a program in a directory the client cannot search does not run (126)",
+          r.stdout.split() == ["rc=126", "true=0"],
+          "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
     # A container that could trace the supervisor (root of the machine among its processes):
     # refused, also when the client alone drops the capability (before, only the client's
     # bounding set was read, and a process beside it attached to the supervisor).
