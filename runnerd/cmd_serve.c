@@ -708,17 +708,19 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 
 /* Connections that have not joined their container yet are the daemon's to bear: a process
  * of root's each, in the daemon's cgroup, waiting up to 10 s for a request and 5 s for the
- * client's stop. At most MAX_WAITING at once, and MAX_WAITING_UID of one uid: beyond the first,
- * further connections wait in the listen queue; beyond the second, the connection is refused at
- * once, saying so, so that one user cannot hold the daemon from everyone else. Each session's
- * process holds the write end of a pipe until it has joined the container's cgroups (or ends):
- * its EOF frees the place. */
+ * client's stop. At most MAX_WAITING at once, and MAX_WAITING_UID of one uid or of one pid
+ * namespace (a container's root connects as any uid it likes): beyond the first, further
+ * connections wait in the listen queue; beyond the second, the connection is refused at once,
+ * saying so, so that one user or one container cannot hold the daemon from everyone else. Each
+ * session's process holds the write end of a pipe until it has joined the container's cgroups (or
+ * ends): its EOF frees the place. */
 #define MAX_WAITING     32
 #define MAX_WAITING_UID 8
 
 struct waiting {
 	int fd; /* the pipe's read end; -1: a free place */
 	uid_t uid;
+	ino_t pidns; /* the peer's pid namespace (0: it could not be read: all such count as one) */
 };
 
 static int serve_loop(struct serve *sv, int lfd)
@@ -771,13 +773,28 @@ static int serve_loop(struct serve *sv, int lfd)
 			close(fd);
 			continue;
 		}
-		for (size_t i = 0; i < MAX_WAITING; i++)
+		char ns_path[64];
+		struct stat ns;
+		snprintf(ns_path, sizeof(ns_path), "/proc/%d/ns/pid", (int)cr.pid);
+		ino_t pidns = stat(ns_path, &ns) == 0 ? ns.st_ino : 0;
+		size_t of_ns = 0;
+		for (size_t i = 0; i < MAX_WAITING; i++) {
 			of_uid += w[i].fd >= 0 && w[i].uid == cr.uid;
+			of_ns += w[i].fd >= 0 && w[i].pidns == pidns;
+		}
 		if (of_uid >= MAX_WAITING_UID) {
 			refuse(fd, EAGAIN,
 			       "uid %u has %zu connections waiting to start a session already: try "
 			       "again when one has started",
 			       (unsigned)cr.uid, of_uid);
+			close(fd);
+			continue;
+		}
+		if (of_ns >= MAX_WAITING_UID) {
+			refuse(fd, EAGAIN,
+			       "the client's container (pid namespace %llu) has %zu connections "
+			       "waiting to start a session already: try again when one has started",
+			       (unsigned long long)pidns, of_ns);
 			close(fd);
 			continue;
 		}
@@ -801,7 +818,7 @@ static int serve_loop(struct serve *sv, int lfd)
 			refuse(fd, errno, "fork: %s", strerror(errno));
 			close(p[0]);
 		} else {
-			w[free_at] = (struct waiting){.fd = p[0], .uid = cr.uid};
+			w[free_at] = (struct waiting){.fd = p[0], .uid = cr.uid, .pidns = pidns};
 		}
 		close(fd);
 	}

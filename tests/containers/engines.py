@@ -558,6 +558,24 @@ def test_daemon_waiting():
     check("daemon: meanwhile another uid's session starts",
           r.returncode == 0 and r.stdout.strip() == "started",
           "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    # A container's root connects as eight uids, then as a ninth: one container holds 8 at
+    # most, whatever uids it takes (before, each uid counted alone).
+    hold_ns = ("import os, socket, sys, time\n"
+               "def conn(uid):\n"
+               "    os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)\n"
+               "    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+               "    c.connect(sys.argv[1]); return c\n"
+               "for i in range(8):\n"
+               "    if os.fork() == 0:\n"
+               "        c = conn(5000 + i); time.sleep(4); os._exit(0)\n"
+               "time.sleep(1)\n"
+               "c = conn(5100); c.settimeout(5)\n"
+               "a = c.recv(4096)\n"
+               "print(a[20:].split(b'\\0')[0].decode(), flush=True)\n")
+    r = podman_run(daemon_opts(), ["python3", "-c", hold_ns, "/run/runnerd.sock"])
+    check("daemon: a ninth connection of one container, as another uid, is refused, saying why",
+          "container (pid namespace" in r.stdout and "has 8 connections waiting" in r.stdout,
+          "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
 
 
 def test_daemon_rootless():
