@@ -517,7 +517,7 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 	                                        "audit",   "sandbox",      NULL};
 	static const char *const env_keys[] = {"base_allow", "deny",      "hard_deny", "extra_env",
 	                                       "max_keys",   "max_bytes", NULL};
-	static const char *const audit_keys[] = {"path", NULL};
+	static const char *const audit_keys[] = {"path", "max_session_bytes", NULL};
 
 	struct rd_error local = {0};
 	memset(out, 0, sizeof(*out));
@@ -582,6 +582,8 @@ int rd_config_parse(const char *file, const char *text, size_t len, struct rd_co
 				else
 					out->audit_path = resolve_relative(dir, apath);
 			}
+			(void)get_size(&c, audit, ap, "max_session_bytes", 1,
+			               &out->audit_max_session_bytes);
 		}
 		if (err->n == before && (!out->path || !out->profiles_dir))
 			rd_error_set(err, ENOMEM, "out of memory");

@@ -76,10 +76,11 @@ struct rd_profile {
 };
 
 struct rd_config {
-	char *path;         /* the file read */
-	char sha256[65];    /* hex, of the very bytes parsed */
-	char *profiles_dir; /* absolute, or relative to the working directory */
-	char *audit_path;   /* NULL = no audit file */
+	char *path;                     /* the file read */
+	char sha256[65];                /* hex, of the very bytes parsed */
+	char *profiles_dir;             /* absolute, or relative to the working directory */
+	char *audit_path;               /* NULL = no audit file */
+	size_t audit_max_session_bytes; /* 0: not set (the default bound) */
 	/* sandbox.workspace: the project, as written (absolute or "~/..."); NULL = the
 	 * directory runnerd starts in */
 	char *workspace;

@@ -835,6 +835,8 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	/* Before the scrub: --audit's value lives in the argument block it zeroes. */
 	if (rd_audit_open(&audit, cli->audit ? cli->audit : cfg.audit_path, &err) < 0)
 		goto fail;
+	audit.max =
+	    cfg.audit_max_session_bytes ? cfg.audit_max_session_bytes : RD_AUDIT_MAX_SESSION_BYTES;
 	if ((s.stub_fd = open_stub(&err)) < 0)
 		goto fail;
 	if ((s.zygote_fd = open_zygote(&err)) < 0 && ss)

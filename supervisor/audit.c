@@ -10,6 +10,8 @@
 int rd_audit_open(struct rd_audit *a, const char *path, struct rd_error *err)
 {
 	a->fd = -1;
+	a->written = 0;
+	a->over = false;
 	if (!path)
 		return 0;
 	a->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
@@ -123,6 +125,11 @@ int rd_audit(struct rd_audit *a, const char *event, json_t *fields)
 		json_decref(fields);
 		return 0;
 	}
+	bool bounded = strcmp(event, "exec") == 0 || strcmp(event, "refused") == 0;
+	if (bounded && a->over) {
+		json_decref(fields);
+		return -ENOSPC;
+	}
 	json_t *o = json_object();
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -140,9 +147,19 @@ int rd_audit(struct rd_audit *a, const char *event, json_t *fields)
 	if (!line)
 		return -ENOMEM;
 	size_t len = strlen(line);
+	if (bounded && a->max && a->written + len + 1 > a->max) {
+		free(line);
+		a->over = true;
+		(void)rd_audit(a, "audit_limit",
+		               json_pack("{s:I, s:I}", "max_session_bytes", (json_int_t)a->max,
+		                         "written", (json_int_t)a->written));
+		return -ENOSPC;
+	}
 	line[len] = '\n'; /* json_dumps leaves the NUL: replace it, write len + 1 */
 	ssize_t w = write(a->fd, line, len + 1);
 	free(line);
+	if (w > 0)
+		a->written += (size_t)w;
 	return w == (ssize_t)(len + 1) ? 0 : (w < 0 ? -errno : -EIO);
 }
 

@@ -12,7 +12,16 @@
 
 struct rd_audit {
 	int fd; /* -1: no audit file */
+	/* audit.max_session_bytes: what this session may write (0: no bound), and has written.
+	 * An "exec" event past it is not written (-ENOSPC: the exec is refused), nor any
+	 * "refused" after; the first such writes an "audit_limit" event. Other events, which
+	 * follow an exec admitted before, are written. */
+	size_t max, written;
+	bool over;
 };
+
+/* The bound for a session that starts with no audit.max_session_bytes. */
+#define RD_AUDIT_MAX_SESSION_BYTES ((size_t)256 << 20)
 
 int rd_audit_open(struct rd_audit *a, const char *path, struct rd_error *err) _wur_;
 

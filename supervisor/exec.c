@@ -422,6 +422,21 @@ static bool rate_allows(struct sup *u)
 	return true;
 }
 
+/* The exec event could not be written: no exec goes unrecorded. */
+static enum outcome audit_failed(struct sup *u, struct exec *x)
+{
+	if (!u->s->audit->over)
+		return refuse(x, EPERM, "the audit log cannot be written");
+	refuse(x, EPERM,
+	       "this session's audit log reached audit.max_session_bytes (%zu bytes): commands "
+	       "are refused until the session ends",
+	       u->s->audit->max);
+	if (!u->warned_audit)
+		fprintf(stderr, "runnerd: %s\n", x->why);
+	u->warned_audit = true;
+	return REFUSE;
+}
+
 static enum outcome phase_decide(struct sup *u, struct exec *x)
 {
 	if (agent_program(u, x->q, x->dirfd)) {
@@ -435,7 +450,7 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 		                       rd_json_bytes(q->tg.resolved), "argv",
 		                       rd_json_strv(q->strs.argv, q->strs.argc), "action",
 		                       "agent")) < 0)
-			return refuse(x, EPERM, "the audit log cannot be written");
+			return audit_failed(u, x);
 		return AGENT;
 	}
 	struct req *q = x->q;
@@ -499,7 +514,7 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	                       rd_json_strv(q->strs.argv, q->strs.argc), "env", json_env(&q->env),
 	                       "rule", rule_json(rule), "action", rd_action_str(x->action),
 	                       "caller_is_agent", is_agent)) < 0)
-		return refuse(x, EPERM, "the audit log cannot be written");
+		return audit_failed(u, x);
 	x->audited = rd_audit_on(u->s->audit);
 	if (x->action == RD_ACTION_DENY) {
 		rd_audit(u->s->audit, "decision",

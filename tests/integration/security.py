@@ -616,6 +616,37 @@ def test_audit_log(tmp):
                                                                     for e in execs]))
 
 
+def test_audit_bound(tmp):
+    """What one session writes to the audit log is bounded (audit.max_session_bytes): past it,
+    no exec goes unrecorded: it is refused, an audit_limit event says so once, runnerd says it
+    once, and the session ends with its session_end. Before, the log grew without end (a
+    container's agent could fill the host's disk through runnerd serve)."""
+    cfg = common.shipped_config()
+    cfg.setdefault("audit", {})["max_session_bytes"] = 8192
+    config = os.path.join(tmp, "runner.json")
+    with open(config, "w") as f:
+        json.dump(cfg, f)
+    log = os.path.join(tmp, "audit.jsonl")
+    script = "for i in $(seq 60); do /bin/true || echo refused=$i; done; echo done"
+    out = subprocess.run(runnerd_cmd("generic", ["bash", "-c", script], config=config,
+                                     audit=log),
+                         env=base_env(), capture_output=True, text=True, timeout=120)
+    events = [json.loads(l) for l in open(log)] if os.path.exists(log) else []
+    kinds = [e.get("event") for e in events]
+    refused = [l for l in out.stdout.splitlines() if l.startswith("refused=")]
+    execs = kinds.count("exec")
+    check("audit bound: execs run until the bound, then are refused",
+          # seq is one exec too
+          "done" in out.stdout and 1 < execs < 60 and len(refused) == 61 - execs,
+          "%d execs, %d refused: %s" % (execs, len(refused), out.stderr[-300:]))
+    check("audit bound: the log stays near the bound, and ends with session_end",
+          os.path.getsize(log) < 8192 + 2048 and kinds[-1:] == ["session_end"]
+          and kinds.count("audit_limit") == 1, "%d bytes, %r" % (os.path.getsize(log),
+                                                                 kinds[-5:]))
+    check("audit bound: runnerd says why, once",
+          out.stderr.count("audit.max_session_bytes") == 1, out.stderr[-600:])
+
+
 def test_rules(tmp):
     agent = common.agent("rules_agent.py")
     log = os.path.join(tmp, "audit.jsonl")
@@ -1406,7 +1437,7 @@ def main():
     # A crash of a test is a failure, never a pass.
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos,
              test_agent_programs,
-             test_agent_files_in_rule_roots, test_audit_log, test_rules, test_masks, test_seccomp, test_tiocsti,
+             test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks,
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
