@@ -453,10 +453,11 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		    rd_strv_add(protect, real) < 0)
 			return rd_error_set(err, ENOMEM, "out of memory");
 	}
-	/* A protected path that is missing, in a directory that is there, cannot be held
-	 * read-only: a command may create it (a .mcp.json, a ~/.bash_profile). runnerd looks
-	 * again when the session ends (report_created). Said at the start too when the home is
-	 * writable (a workspace at or above it), where those are many and the fix is plain. */
+	/* A protected path that is missing cannot be held read-only: a command may create it (a
+	 * .mcp.json, a ~/.bash_profile, the .git/hooks of a repository it makes). runnerd looks
+	 * again before each grant and when the session ends (report_created). Said at the start
+	 * too, where the directory above it is there, when the home is writable (a workspace at
+	 * or above it), where those are many and the fix is plain. */
 	_cleanup_free_ char *listed = NULL;
 	size_t mlen = 0;
 	bool home_writable = rd_strv_within(write, home) != NULL;
@@ -465,15 +466,13 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		const char *p = protect->v[i];
 		if (!rd_strv_within(write, p) || lstat(p, &st) == 0 || errno != ENOENT)
 			continue;
+		if (rd_strv_add(missing, p) < 0)
+			return rd_error_set(err, ENOMEM, "out of memory");
 		_cleanup_free_ char *dir = strdup(p);
 		if (!dir)
 			return rd_error_set(err, ENOMEM, "out of memory");
 		*strrchr(dir, '/') = '\0';
-		if (stat(*dir ? dir : "/", &st) < 0)
-			continue;
-		if (rd_strv_add(missing, p) < 0)
-			return rd_error_set(err, ENOMEM, "out of memory");
-		if (!home_writable)
+		if (!home_writable || stat(*dir ? dir : "/", &st) < 0)
 			continue;
 		char *more = realloc(listed, mlen + strlen(p) + 3);
 		if (!more)
@@ -624,13 +623,25 @@ static void report_created(const struct rd_strv *missing, struct rd_audit *audit
 			continue;
 		_cleanup_free_ char *aside = NULL;
 		bool in_git = strstr(p, "/.git/") != NULL;
-		if (in_git && (asprintf(&aside, "%s.runnerd-%s", p, session) < 0 ||
-		               renameat2(AT_FDCWD, p, AT_FDCWD, aside, RENAME_NOREPLACE) < 0)) {
+		/* A name of its own: a command could have made the first one taken. */
+		bool moved = false;
+		errno = 0;
+		for (int k = 0; in_git && !moved && k < 100; k++) {
+			free(aside);
+			aside = NULL;
+			if ((k ? asprintf(&aside, "%s.runnerd-%s-%d", p, session, k)
+			       : asprintf(&aside, "%s.runnerd-%s", p, session)) < 0)
+				break;
+			moved = renameat2(AT_FDCWD, p, AT_FDCWD, aside, RENAME_NOREPLACE) == 0;
+			if (!moved && errno != EEXIST)
+				break;
+		}
+		if (in_git && !moved) {
 			fprintf(
 			    stderr,
 			    "runnerd: %s was made during this session, where commands could write "
 			    "it, and cannot be moved aside (%s): remove it before git runs in that "
-			    "repository again; it names the repository git takes hooks from\n",
+			    "repository again; git takes hooks or configuration from it\n",
 			    p, strerror(errno));
 			free(aside);
 			aside = NULL;
@@ -638,9 +649,8 @@ static void report_created(const struct rd_strv *missing, struct rd_audit *audit
 			fprintf(
 			    stderr,
 			    "runnerd: %s was made during this session, where commands could write "
-			    "it; it names the repository git takes hooks from, so it is moved "
-			    "aside "
-			    "to %s\n",
+			    "it, and git takes hooks or configuration from it: moved aside to %s "
+			    "(check it, and move it back if it is yours)\n",
 			    p, aside);
 		} else {
 			fprintf(

@@ -451,7 +451,11 @@ int sup_grant_env(struct sup *u, struct req *q)
 			if (keep) {
 				memcpy(dir, e, len);
 				dir[len] = '\0';
-				keep = !rd_view_writable_root(any_view(u), dir);
+				/* By its real path too (a symlink on the way may lead into a writable
+				 * root); one that is not there, or cannot be followed, is left out. */
+				char real[PATH_MAX];
+				keep = realpath(dir, real) && !rd_view_writable_root(any_view(u), dir) &&
+				       !rd_view_writable_root(any_view(u), real);
 			}
 			if (keep) {
 				if (o[-1] != '=')

@@ -330,12 +330,17 @@ def test_grant_repos(tmp):
         "echo \"gpath=$(%s PATH)\"" % printenv,
         # The workspace's .git turned to a copy with a hook.
         "sh -c 'cp -a .git %s && printf \"%s\" > %s/hooks/pre-commit && "
-        "chmod 755 %s/hooks/pre-commit && echo %s > .git/commondir'"
+        "chmod 755 %s/hooks/pre-commit && echo %s > .git/commondir && "
+        "touch .git/commondir.runnerd-$RUNNERD_SESSION'"
         % (common_dir, hook, common_dir, common_dir, common_dir),
         "git commit -q --allow-empty -m c; echo commondir_rc=$?",
     ])
     env = base_env()
-    env["PATH"] = os.path.join(ws, "bin") + ":" + env["PATH"]
+    # The project's bin, and the same through a symlink (the workspace is its real path).
+    link = os.path.join(tmp, "link")
+    os.symlink(tmp, link)
+    env["PATH"] = (os.path.join(ws, "bin") + ":" + os.path.join(link, "ws", "bin") + ":" +
+                   env["PATH"])
     env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
                GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
     audit = os.path.join(tmp, "audit.jsonl")
@@ -351,19 +356,67 @@ def test_grant_repos(tmp):
           got.get("push_rc") not in (None, "0") and "not allowed" in text, repr(got))
     path = got.get("gpath") or ""
     check("grant repos: the granted program's PATH lacks the project's bin",
-          path and os.path.join(ws, "bin") not in path.split(":") and "/usr/bin" in path,
+          path and os.path.join(ws, "bin") not in path.split(":") and
+          os.path.join(link, "ws", "bin") not in path.split(":") and "/usr/bin" in path,
           repr(got.get("gpath")) + out.stderr[-300:])
     check("grant repos: git with a .git/commondir a command wrote is refused (126)",
           got.get("commondir_rc") == "126", repr(got))
     moved = [n for n in os.listdir(os.path.join(ws, ".git")) if n.startswith("commondir.")]
-    check("grant repos: the commondir is moved aside when the session ends",
-          not os.path.exists(os.path.join(ws, ".git", "commondir")) and len(moved) == 1
+    check("grant repos: the commondir is moved aside when the session ends, also when a "
+          "command took the name it would get",
+          not os.path.exists(os.path.join(ws, ".git", "commondir")) and len(moved) == 2
           and "moved aside" in out.stderr, repr(moved) + out.stderr[-400:])
     after = subprocess.run(["git"] + who + ["-C", ws, "commit", "--allow-empty", "-m", "d"],
                            capture_output=True, text=True, env=dict(env, GH_TOKEN="outside"))
     check("grant repos: the user's git, outside, runs no hook of the command's",
           after.returncode == 0 and "hook=" not in after.stdout + after.stderr,
           after.stdout + after.stderr)
+
+
+def test_grant_repo_made(tmp):
+    """A workspace that is no git repository at the start: a command makes one (git init)
+    with a hook of its own. Its .git/hooks was protected in name only (missing at the start,
+    nothing to hold read-only), and a granted git commit ran the hook with the token (the
+    build before). Now no grant runs while it is there, and it is moved aside when the session
+    ends."""
+    os.chmod(tmp, 0o755)
+    token = "ghp_made_" + os.urandom(6).hex()
+    git = shutil.which("git")
+    if not git:
+        common.skip_part("grant repo made: git is needed")
+        return
+    git = os.path.realpath(git)
+    ws = os.path.join(tmp, "ws")
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    pin = {"sha256": hashlib.sha256(open(git, "rb").read()).hexdigest()} \
+        if os.geteuid() == 0 else {}
+    prof = write_profile(tmp, "made", {
+        "default": "allow", "env_allow": [],
+        "rules": [dict({"action": "allow", "env_allow": ["GH_TOKEN"], "match": {"path": git}},
+                       **pin)]},
+        agent_env_allow=["GH_TOKEN"])
+    hook = "#!/bin/sh\\necho hook=[\\$GH_TOKEN]\\n"
+    script = "; ".join([
+        "sh -c 'git init -q . && printf \"%s\" > .git/hooks/pre-commit && "
+        "chmod 755 .git/hooks/pre-commit'" % hook,
+        "git commit -q --allow-empty -m m; echo commit_rc=$?",
+    ])
+    env = base_env()
+    env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=120)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("grant repo made: the token reaches no command's hook",
+          token not in out.stdout + out.stderr and "hook" not in got, repr(got))
+    check("grant repo made: the granted git is refused (126)", got.get("commit_rc") == "126",
+          repr(got) + out.stderr[-300:])
+    dotgit = os.listdir(os.path.join(ws, ".git")) if os.path.isdir(os.path.join(ws, ".git")) \
+        else []
+    check("grant repo made: its hooks are moved aside when the session ends",
+          "hooks" not in dotgit and any(n.startswith("hooks.runnerd-") for n in dotgit),
+          repr(dotgit) + out.stderr[-300:])
 
 
 def test_agent_programs(tmp):
@@ -1435,7 +1488,7 @@ def test_reused_sandbox(tmp):
 def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
-    tests = (test_canaries, test_secret_values, test_grants, test_grant_repos,
+    tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
@@ -1445,7 +1498,7 @@ def main():
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
              test_reused_sandbox, test_mask_agent_home, test_reuse_guards,
              test_reuse_signal_owner, test_reuse_after_grant)
-    return common.run_tests(tests, "rd-sec-")
+    return common.run_tests(tests, "rd-sec-", enter=True)
 
 
 if __name__ == "__main__":
