@@ -109,7 +109,11 @@ int main(int argc, char **argv)
 	                           .argc = (uint32_t)agent_argc,
 	                           .envc = (uint32_t)envc};
 	strcpy(h.profile, profile);
-	int r = rd_send_buf_fds(sock, &h, sizeof(h), &block, 1, 0);
+	/* With the client's stderr, where the session says what it has to say once the agent
+	 * runs (a refusal's reason). */
+	int fds[2] = {block, STDERR_FILENO};
+	int r =
+	    rd_send_buf_fds(sock, &h, sizeof(h), fds, fcntl(STDERR_FILENO, F_GETFD) < 0 ? 1 : 2, 0);
 	if (r < 0)
 		die("sending the request", -r);
 	close(block);

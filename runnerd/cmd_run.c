@@ -1013,6 +1013,14 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		ret = r == -ENOENT ? 127 : 126;
 		goto fail;
 	}
+	/* runnerd serve: from here on, what the session says is for the agent's user, on the
+	 * client's stderr (the daemon's log has the session's start). */
+	if (ss && ss->stderr_fd >= 0) {
+		fflush(stderr);
+		(void)dup2(ss->stderr_fd, STDERR_FILENO);
+		close(ss->stderr_fd);
+		ss->stderr_fd = -1;
+	}
 	ret = rd_supervise(&s);
 	report_created(&missing, &audit, session);
 	remove_layers(layers_dir);

@@ -607,13 +607,23 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 	struct timeval tv = {.tv_sec = 10};
 	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	struct rd_serve_hello h;
-	int block = -1;
+	int fds[2] = {-1, -1};
 	size_t n_fds = 0;
-	ssize_t n = rd_recv_buf_fds(sock, &h, sizeof(h), &block, 1, &n_fds, 0);
+	ssize_t n = rd_recv_buf_fds(sock, &h, sizeof(h), fds, 2, &n_fds, 0);
+	int block = fds[0];
+	/* The client's stderr, if it sent it: a file it may write, and nothing else. */
+	int client_stderr = -1;
+	if (n_fds == 2) {
+		int fl = fcntl(fds[1], F_GETFL);
+		if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && !(fl & O_PATH))
+			client_stderr = fds[1];
+		else
+			close(fds[1]);
+	}
 	struct stat st;
 	/* Sealed: the strings checked are the strings used. */
-	int seals = n_fds == 1 ? fcntl(block, F_GET_SEALS) : -1;
-	if (n != sizeof(h) || h.magic != RD_SERVE_MAGIC || n_fds != 1 || fstat(block, &st) < 0 ||
+	int seals = n_fds >= 1 ? fcntl(block, F_GET_SEALS) : -1;
+	if (n != sizeof(h) || h.magic != RD_SERVE_MAGIC || n_fds < 1 || fstat(block, &st) < 0 ||
 	    seals < 0 ||
 	    (seals & (F_SEAL_WRITE | F_SEAL_SHRINK)) != (F_SEAL_WRITE | F_SEAL_SHRINK) ||
 	    (uint64_t)st.st_size > RD_SERVE_MAX_BLOCK || h.argc == 0 || h.argc > 1u << 20 ||
@@ -699,6 +709,7 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 	    .pid = cr.pid,
 	    .kill_fd = -1,
 	    .waiting_fd = waiting_fd,
+	    .stderr_fd = client_stderr,
 	};
 	memcpy(ss.ns, ns, sizeof(ns));
 	ss.userns = userns;

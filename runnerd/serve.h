@@ -42,6 +42,9 @@ struct rd_serve_session {
 	/* Held until the session has joined the container's cgroups: its end tells the daemon
 	 * that the connection waits no more on the daemon's account (-1: none). */
 	int waiting_fd;
+	/* The client's stderr (-1: it sent none): where the session says what it has to say once
+	 * its agent runs, as runnerd's own stderr is the agent's terminal. */
+	int stderr_fd;
 };
 
 /* Join the container: its cgroup, then its namespaces; the process that returns (0) is the

@@ -474,6 +474,16 @@ def test_daemon_podman():
     check("daemon: a cache directory made for the client is the client's, and its commands "
           "write there", r.stdout.split() == [str(UID), "cache-written"],
           "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    # A limit's refusal says why on the agent's stderr, as runnerd's own does (before: only in
+    # the daemon's log): 130 background commands, of max_sandboxes 128.
+    spawn = ("import subprocess\nn = 0\nfor i in range(130):\n"
+             "    try:\n        subprocess.Popen(['/bin/sleep', '30']); n += 1\n"
+             "    except OSError as e:\n        print('refused', e.errno)\n"
+             "print('started', n)\n")
+    r = podman_run(daemon_opts(), ["runnerd-intercept", "--", "python3", "-c", spawn])
+    check("daemon: a limit's refusal says why on the agent's stderr",
+          "started 128" in r.stdout and "the most its max_sandboxes allows" in r.stderr,
+          "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr[-800:]))
     # A program in a directory the client cannot search: the daemon, root of the machine,
     # opened it, and the sandbox ran it from that fd (before: it ran, status 0).
     r = podman_run(daemon_opts(),
