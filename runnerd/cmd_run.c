@@ -461,6 +461,19 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	_cleanup_free_ char *listed = NULL;
 	size_t mlen = 0;
 	bool home_writable = rd_strv_within(write, home) != NULL;
+	/* A symlink where a path is held read-only cannot be held (a command may have planted it
+	 * to turn the path elsewhere): no sandbox could be made, so no session starts. */
+	for (size_t i = 0; i < protect->n; i++) {
+		struct stat st;
+		if (rd_strv_within(write, protect->v[i]) && lstat(protect->v[i], &st) == 0 &&
+		    S_ISLNK(st.st_mode))
+			return rd_error_set(
+			    err, ELOOP,
+			    "%s is a symlink, where runnerd holds a path read-only "
+			    "(sandbox.protect): a command may have planted it; remove "
+			    "it, or protect the path it leads to",
+			    protect->v[i]);
+	}
 	for (size_t i = 0; i < protect->n; i++) {
 		struct stat st;
 		const char *p = protect->v[i];

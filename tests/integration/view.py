@@ -482,6 +482,14 @@ def test_protected_created(tmp):
                          timeout=60)
     check("protected created: the next session's commands cannot write it",
           "again=" in out.stdout and "again=0" not in out.stdout, out.stdout + out.stderr)
+    # A symlink a command planted there: no sandbox could hold it, and the session does not
+    # start, saying why (before: every command failed with ELOOP).
+    os.unlink(mcp)
+    os.symlink("/etc/hostname", mcp)
+    out = subprocess.run(runnerd_cmd("generic", ["true"]), env=common.base_env(), cwd=ws,
+                         capture_output=True, text=True, timeout=60)
+    check("protected created: a symlink at a protected path stops the session, naming it",
+          out.returncode == 125 and "%s is a symlink" % mcp in out.stderr, out.stderr)
 
 
 def test_worktree_dotgit(tmp):
