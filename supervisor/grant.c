@@ -334,6 +334,21 @@ static const struct rd_view_paths *any_view(struct sup *u)
 
 /* The git repository git would take for a command in dir: the nearest .git at or above it.
  * Refused (why) when commands could have written what git runs or reads from there. */
+/* Does path hold a HEAD as git takes one: "ref: refs/..." or an object name? */
+static bool head_valid(const char *path)
+{
+	char buf[256];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (len <= 0)
+		return false;
+	buf[len] = '\0';
+	if (strncmp(buf, "ref: refs/", 10) == 0)
+		return true;
+	size_t hex = strspn(buf, "0123456789abcdef");
+	return (hex == 40 || hex == 64) && (buf[hex] == '\n' || buf[hex] == '\0');
+}
+
 static int check_repo(struct sup *u, const struct rd_rule *r, const char *dir, char *why, size_t n)
 {
 	char cur[PATH_MAX], git[PATH_MAX + 8];
@@ -341,10 +356,30 @@ static int check_repo(struct sup *u, const struct rd_rule *r, const char *dir, c
 		return 0;
 	for (;;) {
 		struct stat st;
-		snprintf(git, sizeof(git), "%s/.git", strcmp(cur, "/") ? cur : "");
+		char sub[PATH_MAX + 32];
+		/* A directory shaped as a bare repository (HEAD, objects, refs), which git takes
+		 * where no .git it would take is found first: one commands could have made. */
+		const char *top = strcmp(cur, "/") ? cur : "";
+		static const char *const bare[] = {"HEAD", "objects", "refs"};
+		size_t shaped = 0;
+		for (size_t i = 0; i < ARRAY_SIZE(bare); i++) {
+			snprintf(sub, sizeof(sub), "%s/%s", top, bare[i]);
+			shaped += lstat(sub, &st) == 0 && (i == 0) == S_ISREG(st.st_mode);
+		}
+		snprintf(sub, sizeof(sub), "%s/HEAD", top);
+		if (shaped == ARRAY_SIZE(bare) && rd_view_writable_root(any_view(u), sub)) {
+			snprintf(
+			    why, n,
+			    "commands.rules[%zu] grants a secret to a command run in %s, which "
+			    "is shaped as a bare git repository (HEAD, objects, refs) where "
+			    "commands can write: git may take it, with a configuration of a "
+			    "command's; run the command elsewhere",
+			    r->index, cur);
+			return EACCES;
+		}
+		snprintf(git, sizeof(git), "%s/.git", top);
 		if (lstat(git, &st) == 0) {
 			const char *what = NULL;
-			char sub[PATH_MAX + 32];
 			if (!S_ISDIR(st.st_mode)) {
 				if (rd_view_writable_root(any_view(u), git))
 					what = "is a file (or symlink) commands can write, which "
@@ -364,6 +399,13 @@ static int check_repo(struct sup *u, const struct rd_rule *r, const char *dir, c
 				if (!what && lstat(sub, &st) == 0)
 					what = "has a commondir, which names another repository's "
 					       "hooks and configuration";
+				/* A HEAD git would not take: it would look further up, at what
+				 * commands may have made (the workspace as a bare repository). */
+				snprintf(sub, sizeof(sub), "%s/HEAD", git);
+				if (!what && !head_valid(sub))
+					what =
+					    "has a HEAD git would not take, so that it would look "
+					    "further up";
 			}
 			if (!what)
 				return 0;
@@ -451,10 +493,12 @@ int sup_grant_env(struct sup *u, struct req *q)
 			if (keep) {
 				memcpy(dir, e, len);
 				dir[len] = '\0';
-				/* By its real path too (a symlink on the way may lead into a writable
-				 * root); one that is not there, or cannot be followed, is left out. */
+				/* By its real path too (a symlink on the way may lead into a
+				 * writable root); one that is not there, or cannot be followed, is
+				 * left out. */
 				char real[PATH_MAX];
-				keep = realpath(dir, real) && !rd_view_writable_root(any_view(u), dir) &&
+				keep = realpath(dir, real) &&
+				       !rd_view_writable_root(any_view(u), dir) &&
 				       !rd_view_writable_root(any_view(u), real);
 			}
 			if (keep) {
@@ -469,5 +513,16 @@ int sup_grant_env(struct sup *u, struct req *q)
 		if (rd_env_put(&q->env, out) < 0)
 			return -ENOMEM;
 	}
+	/* And git goes into no other repository of the workspace's (a submodule, a gitlink to
+	 * one a command made: its configuration's fsmonitor would run), runs no fsmonitor, and
+	 * takes hooks from the repository's own .git/hooks, whatever core.hooksPath says (one
+	 * that points into the workspace takes hooks commands can write). */
+	static const char params[] =
+	    "GIT_CONFIG_PARAMETERS='core.fsmonitor'='false' 'submodule.recurse'='false' "
+	    "'diff.ignoreSubmodules'='all' 'status.submoduleSummary'='false' "
+	    "'fetch.recurseSubmodules'='false' 'push.recurseSubmodules'='no' "
+	    "'core.hooksPath'='.git/hooks'";
+	if (rd_env_put(&q->env, params) < 0)
+		return -ENOMEM;
 	return rd_env_put(&q->env, "GIT_ALLOW_PROTOCOL=https:http:ssh:git");
 }

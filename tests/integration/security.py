@@ -419,6 +419,72 @@ def test_grant_repo_made(tmp):
           repr(dotgit) + out.stderr[-300:])
 
 
+def test_grant_git_config(tmp):
+    """git reads more than the workspace's protected .git/hooks and .git/config: a nested
+    repository a command made, entered as a gitlink in the writable .git/index, whose
+    core.fsmonitor a granted git status at the root ran with the token; a protected
+    core.hooksPath into the workspace (husky's), whose hooks a granted git commit ran; a
+    garbled .git/HEAD that makes git take the workspace as a bare repository of the command's.
+    (The build before leaked the token the first two ways and ran the third.)"""
+    os.chmod(tmp, 0o755)
+    token = "ghp_gitcfg_" + os.urandom(6).hex()
+    git = shutil.which("git")
+    if not git:
+        common.skip_part("grant git config: git is needed")
+        return
+    git = os.path.realpath(git)
+    ws = os.path.join(tmp, "ws")
+    os.makedirs(ws)
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x"}
+    genv = dict(os.environ, **who)
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", "a"], check=True,
+                   env=genv)
+    subprocess.run(["git", "-C", ws, "config", "core.hooksPath", ".husky"], check=True)
+    os.makedirs(os.path.join(ws, ".husky"))
+    for root, dirs, files in os.walk(tmp):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o666)
+    pin = {"sha256": hashlib.sha256(open(git, "rb").read()).hexdigest()} \
+        if os.geteuid() == 0 else {}
+    prof = write_profile(tmp, "gitcfg", {
+        "default": "allow", "env_allow": [],
+        "rules": [dict({"action": "allow", "env_allow": ["GH_TOKEN"], "match": {"path": git}},
+                       **pin)]},
+        agent_env_allow=["GH_TOKEN"])
+    leak = os.path.join(tmp, "leak")
+    script = "; ".join([
+        "sh -c 'git init -q sub && git -C sub commit -q --allow-empty -m s && "
+        "git -C sub config core.fsmonitor \"echo \\$GH_TOKEN >> %s; false\" && "
+        "git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub && "
+        "printf \"#!/bin/sh\\necho \\$GH_TOKEN >> %s\\n\" > .husky/pre-commit && "
+        "chmod 755 .husky/pre-commit && echo planted=1'" % (leak, leak),
+        "git status --short >/dev/null; echo status_rc=$?",
+        "git commit -q --allow-empty -m b; echo commit_rc=$?",
+        # The workspace as a bare repository of the command's, .git/HEAD garbled.
+        "sh -c 'echo garbage > .git/HEAD && mkdir -p objects refs && echo ref: refs/heads/m "
+        "> HEAD && echo bare=1'",
+        "git status >/dev/null 2>&1; echo bare_rc=$?",
+    ])
+    env = base_env()
+    env.update(GH_TOKEN=token, **who)
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=120)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    leaked = open(leak).read() if os.path.exists(leak) else ""
+    check("grant git config: the setup ran", got.get("planted") == "1" and got.get("bare") == "1",
+          repr(got) + out.stderr[-300:])
+    check("grant git config: no fsmonitor or hook of a command's ran with the token",
+          token not in leaked and token not in out.stdout + out.stderr, repr(leaked))
+    check("grant git config: the granted git still works at the root (status, commit)",
+          got.get("status_rc") == "0" and got.get("commit_rc") == "0", repr(got))
+    check("grant git config: in a workspace turned bare repository, the grant is refused (126)",
+          got.get("bare_rc") == "126", repr(got) + out.stderr[-300:])
+
+
 def test_agent_programs(tmp):
     """The agent is a program, not only its first process: an npm launcher (a "#!/usr/bin/env
     node" script) that starts the package's own binary, and that starts itself again in node
@@ -1489,6 +1555,7 @@ def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
+             test_grant_git_config,
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
