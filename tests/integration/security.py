@@ -373,29 +373,39 @@ def test_grant_repos(tmp):
           after.stdout + after.stderr)
 
 
+def git_grant(tmp, name):
+    """For a test of a rule that grants GH_TOKEN to git: (token, git, workspace, profile), the
+    workspace made (tmp/ws), or None if there is no git (skipped, said). As root, where every
+    file is the agent's to replace, the rule pins git by sha256."""
+    os.chmod(tmp, 0o755)
+    git = shutil.which("git")
+    if not git:
+        common.skip_part("%s: git is needed" % name)
+        return None
+    git = os.path.realpath(git)
+    ws = os.path.join(tmp, "ws")
+    os.makedirs(ws)
+    pin = {"sha256": hashlib.sha256(open(git, "rb").read()).hexdigest()} \
+        if os.geteuid() == 0 else {}
+    prof = write_profile(tmp, name, {
+        "default": "allow", "env_allow": [],
+        "rules": [dict({"action": "allow", "env_allow": ["GH_TOKEN"], "match": {"path": git}},
+                       **pin)]},
+        agent_env_allow=["GH_TOKEN"])
+    return "ghp_%s_%s" % (name, os.urandom(6).hex()), git, ws, prof
+
+
 def test_grant_repo_made(tmp):
     """A workspace that is no git repository at the start: a command makes one (git init)
     with a hook of its own. Its .git/hooks was protected in name only (missing at the start,
     nothing to hold read-only), and a granted git commit ran the hook with the token (the
     build before). Now no grant runs while it is there, and it is moved aside when the session
     ends."""
-    os.chmod(tmp, 0o755)
-    token = "ghp_made_" + os.urandom(6).hex()
-    git = shutil.which("git")
-    if not git:
-        common.skip_part("grant repo made: git is needed")
+    setup = git_grant(tmp, "made")
+    if not setup:
         return
-    git = os.path.realpath(git)
-    ws = os.path.join(tmp, "ws")
-    os.makedirs(ws)
+    token, git, ws, prof = setup
     os.chmod(ws, 0o777)
-    pin = {"sha256": hashlib.sha256(open(git, "rb").read()).hexdigest()} \
-        if os.geteuid() == 0 else {}
-    prof = write_profile(tmp, "made", {
-        "default": "allow", "env_allow": [],
-        "rules": [dict({"action": "allow", "env_allow": ["GH_TOKEN"], "match": {"path": git}},
-                       **pin)]},
-        agent_env_allow=["GH_TOKEN"])
     hook = "#!/bin/sh\\necho hook=[\\$GH_TOKEN]\\n"
     script = "; ".join([
         "sh -c 'git init -q . && printf \"%s\" > .git/hooks/pre-commit && "
@@ -426,15 +436,10 @@ def test_grant_git_config(tmp):
     core.hooksPath into the workspace (husky's), whose hooks a granted git commit ran; a
     garbled .git/HEAD that makes git take the workspace as a bare repository of the command's.
     (The build before leaked the token the first two ways and ran the third.)"""
-    os.chmod(tmp, 0o755)
-    token = "ghp_gitcfg_" + os.urandom(6).hex()
-    git = shutil.which("git")
-    if not git:
-        common.skip_part("grant git config: git is needed")
+    setup = git_grant(tmp, "gitcfg")
+    if not setup:
         return
-    git = os.path.realpath(git)
-    ws = os.path.join(tmp, "ws")
-    os.makedirs(ws)
+    token, git, ws, prof = setup
     who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@x"}
     genv = dict(os.environ, **who)
@@ -448,13 +453,6 @@ def test_grant_git_config(tmp):
             os.chmod(os.path.join(root, d), 0o777)
         for f in files:
             os.chmod(os.path.join(root, f), 0o666)
-    pin = {"sha256": hashlib.sha256(open(git, "rb").read()).hexdigest()} \
-        if os.geteuid() == 0 else {}
-    prof = write_profile(tmp, "gitcfg", {
-        "default": "allow", "env_allow": [],
-        "rules": [dict({"action": "allow", "env_allow": ["GH_TOKEN"], "match": {"path": git}},
-                       **pin)]},
-        agent_env_allow=["GH_TOKEN"])
     leak = os.path.join(tmp, "leak")
     script = "; ".join([
         "sh -c 'git init -q sub && git -C sub commit -q --allow-empty -m s && "
