@@ -652,6 +652,16 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 	char why[512];
 	if (take_namespaces(cr.pid, pidfd, ns, &userns, why, sizeof(why)) < 0)
 		return refuse(sock, EPERM, "%s", why);
+	/* A client on the host itself (the daemon's own pid and mount namespaces): there is no
+	 * container to join, and runnerd runs there without a daemon. */
+	_cleanup_close_ int own_pid = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int own_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (own_pid >= 0 && own_mnt >= 0 && ns[0] >= 0 && ns[1] >= 0 && same_file(ns[1], own_pid) &&
+	    same_file(ns[0], own_mnt))
+		return refuse(sock, EPERM,
+		              "the client runs on the host, not in a container: runnerd serve "
+		              "runs the agents of containers; on the host, start the agent with "
+		              "runnerd itself (runnerd --profile NAME -- AGENT)");
 	/* The supervisor runs in the container's pid namespace, as root of the machine or of the
 	 * container's user namespace: a process there that may trace any process, or mount over
 	 * /proc, could take it over. */

@@ -474,6 +474,14 @@ def test_daemon_podman():
     check("daemon: a cache directory made for the client is the client's, and its commands "
           "write there", r.stdout.split() == [str(UID), "cache-written"],
           "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    # A client on the host itself: no container to join; told to run runnerd there (before:
+    # refused for its full bounding set, with the containers' fix).
+    r = subprocess.run([os.path.join(WORK, "image", "usr/bin/runnerd-intercept"), "--socket",
+                        serve["sock"], "--", "true"], capture_output=True, text=True,
+                       timeout=60)
+    check("daemon: a client on the host is refused (125), told to run runnerd itself",
+          r.returncode == 125 and "runs on the host, not in a container" in r.stderr,
+          "rc=%d %s" % (r.returncode, r.stderr))
     # A limit's refusal says why on the agent's stderr, as runnerd's own does (before: only in
     # the daemon's log): 130 background commands, of max_sandboxes 128.
     spawn = ("import subprocess\nn = 0\nfor i in range(130):\n"
