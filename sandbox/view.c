@@ -386,7 +386,7 @@ static int protect(const struct rd_view_paths *v, const char *path, char **pinne
 	return 0;
 }
 
-static bool inert_at(int at, const char *name, int depth)
+static bool inert_at(int at, const char *name, int depth, size_t *budget)
 {
 	struct stat st;
 	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -403,17 +403,18 @@ static bool inert_at(int at, const char *name, int depth)
 		return false;
 	}
 	bool inert = true;
-	size_t n = 0;
 	for (struct dirent *de; inert && (de = readdir(d));)
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			inert = ++n <= 64 && inert_at(dirfd(d), de->d_name, depth + 1);
+			inert =
+			    (*budget)-- > 0 && inert_at(dirfd(d), de->d_name, depth + 1, budget);
 	closedir(d);
 	return inert;
 }
 
 bool rd_view_inert(const char *path)
 {
-	return inert_at(AT_FDCWD, path, 0);
+	size_t budget = 256;
+	return inert_at(AT_FDCWD, path, 0, &budget);
 }
 
 static size_t layers_alone;
