@@ -271,47 +271,49 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
 	return r;
 }
 
-/* Where commands may write (sandbox/view.h), for this session: the config's lists for this
- * user, and runnerd's own files read-only again if they lie in a writable root. A writable
- * root that is missing under the home is made when make_root says so, so that its tool finds
- * it writable; the workspace's .git/hooks too, when it is protected, so that no command can
- * make it. One with a symlink on the way stays read-only, and runnerd says so. */
 static int make_layers(const struct rd_strv *caches, const struct rd_strv *write,
                        const char *session, struct rd_strv *layers, char **layers_dir);
-static int remove_tree(int at, const char *name);
+static int remove_path(const char *path);
 
-/* The empty file path, and its directory if that is missing where the one above it is there;
- * no symlink on the way, nothing replaced. */
-static void make_placeholder(const char *path)
+/* A protected path that is missing, made: a directory (empty), or an empty file (a
+ * placeholder), whose own directory is made too if that is missing where the one above it is
+ * there. No symlink on the way, nothing replaced; what cannot be made stays missing. */
+static void make_missing(const char *path, bool dir)
 {
-	_cleanup_free_ char *dir = strdup(path);
-	char *slash = dir ? strrchr(dir, '/') : NULL;
-	if (!slash || slash == dir)
+	_cleanup_free_ char *up = strdup(path);
+	char *slash = up ? strrchr(up, '/') : NULL;
+	if (!slash || slash == up)
 		return;
 	*slash = '\0';
-	char *up = strrchr(dir, '/');
-	if (!up)
-		return;
 	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 	                       .resolve = RESOLVE_NO_SYMLINKS};
-	int fd = rd_openat2(AT_FDCWD, dir, &how);
-	if (fd < 0 && errno == ENOENT && up != dir) {
-		*up = '\0';
-		int ufd = rd_openat2(AT_FDCWD, dir, &how);
-		*up = '/';
-		if (ufd >= 0 && mkdirat(ufd, up + 1, 0755) == 0)
-			fd = openat(ufd, up + 1, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (ufd >= 0)
-			close(ufd);
+	int fd = rd_openat2(AT_FDCWD, up, &how);
+	char *above = strrchr(up, '/');
+	if (fd < 0 && errno == ENOENT && !dir && above && above != up) {
+		*above = '\0';
+		int afd = rd_openat2(AT_FDCWD, up, &how);
+		*above = '/';
+		if (afd >= 0 && mkdirat(afd, above + 1, 0755) == 0)
+			fd = openat(afd, above + 1, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (afd >= 0)
+			close(afd);
 	}
 	if (fd < 0)
 		return;
-	int f = openat(fd, slash + 1, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (f >= 0)
+	int f =
+	    dir ? mkdirat(fd, slash + 1, 0755)
+	        : openat(fd, slash + 1, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (!dir && f >= 0)
 		close(f);
 	close(fd);
 }
 
+/* Where commands may write (sandbox/view.h), for this session: the config's lists for this
+ * user, and runnerd's own files read-only again if they lie in a writable root. A writable
+ * root or cache that is missing under the home is made when make_root says so, so that its
+ * tool finds it; a missing protected directory or placeholder is made (make_missing), so that
+ * no command can make it; the caches get their layers (make_layers). One with a symlink on the
+ * way stays read-only, and runnerd says so. The protected paths still missing go to missing. */
 static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
                       const char *workspace, const char *session, struct rd_strv *write,
                       struct rd_strv *protect, struct rd_strv *missing, struct rd_strv *layers,
@@ -382,14 +384,7 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	 * read-only: commands that write them fail, and runnerd says why. */
 	int lr = make_layers(&caches, write, session, layers, layers_dir);
 	if (lr < 0 && *layers_dir) {
-		char *slash = strrchr(*layers_dir, '/');
-		*slash = '\0';
-		int tfd = open(*layers_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		*slash = '/';
-		if (tfd >= 0) {
-			(void)remove_tree(tfd, slash + 1);
-			close(tfd);
-		}
+		(void)remove_path(*layers_dir);
 		free(*layers_dir);
 		*layers_dir = NULL;
 	}
@@ -410,29 +405,13 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	}
 	/* A protected directory (written with a "/" at its end) that is missing is made, empty,
 	 * where the directory above it is there: git's hooks where .git is a directory, an
-	 * agent's project configuration (.claude, .codex, ...). No command can make it then, and
-	 * git shows no empty directory as a change. */
-	for (size_t i = 0; i < dirs.n; i++) {
-		const char *p = dirs.v[i];
-		_cleanup_free_ char *up = strdup(p);
-		struct stat st;
-		if (!up || !strrchr(up, '/') || strrchr(up, '/') == up)
-			continue;
-		*strrchr(up, '/') = '\0';
-		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-		                       .resolve = RESOLVE_NO_SYMLINKS};
-		int fd = rd_openat2(AT_FDCWD, up, &how);
-		if (fd < 0)
-			continue;
-		if (fstatat(fd, strrchr(p, '/') + 1, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
-		    errno == ENOENT)
-			(void)mkdirat(fd, strrchr(p, '/') + 1, 0755);
-		close(fd);
-	}
-	/* A placeholder that is missing is made empty (0 bytes: it sets nothing), as Claude
-	 * Code's own sandbox makes its own: its directory too, when the one above that is there. */
+	 * agent's project configuration (.codex, .gemini, ...); and a placeholder, empty (0 bytes:
+	 * it sets nothing), as Claude Code's own sandbox makes its own. No command can make them
+	 * then, and git shows no empty directory as a change. */
+	for (size_t i = 0; i < dirs.n; i++)
+		make_missing(dirs.v[i], true);
 	for (size_t i = 0; i < files.n; i++)
-		make_placeholder(files.v[i]);
+		make_missing(files.v[i], false);
 	if (who.served) {
 		setfsuid(geteuid());
 		setfsgid(getegid());
@@ -461,23 +440,23 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	_cleanup_free_ char *listed = NULL;
 	size_t mlen = 0;
 	bool home_writable = rd_strv_within(write, home) != NULL;
-	/* A symlink where a path is held read-only cannot be held (a command may have planted it
-	 * to turn the path elsewhere): no sandbox could be made, so no session starts. */
 	for (size_t i = 0; i < protect->n; i++) {
 		struct stat st;
-		if (rd_strv_within(write, protect->v[i]) && lstat(protect->v[i], &st) == 0 &&
-		    S_ISLNK(st.st_mode))
+		const char *p = protect->v[i];
+		if (!rd_strv_within(write, p))
+			continue;
+		/* A symlink where a path is held read-only cannot be held (a command may have
+		 * planted it to turn the path elsewhere): no sandbox could be made, so no session
+		 * starts. */
+		int l = lstat(p, &st);
+		if (l == 0 && S_ISLNK(st.st_mode))
 			return rd_error_set(
 			    err, ELOOP,
 			    "%s is a symlink, where runnerd holds a path read-only "
 			    "(sandbox.protect): a command may have planted it; remove "
 			    "it, or protect the path it leads to",
-			    protect->v[i]);
-	}
-	for (size_t i = 0; i < protect->n; i++) {
-		struct stat st;
-		const char *p = protect->v[i];
-		if (!rd_strv_within(write, p) || lstat(p, &st) == 0 || errno != ENOENT)
+			    p);
+		if (l == 0 || errno != ENOENT)
 			continue;
 		if (rd_strv_add(missing, p) < 0)
 			return rd_error_set(err, ENOMEM, "out of memory");
@@ -502,14 +481,14 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	return 0;
 }
 
+static int remove_tree(int at, const char *name);
+
 /* The caches' layers (sandbox/view.h): for each cache there (found without a symlink on the
  * way), a directory of this session's under ~/.local/state/runnerd/layers with "upper" and
  * "work" in it, into layers as the pair (cache, directory); *layers_dir the session's
  * directory, removed when the session ends (remove_layers). Layers of runnerd sessions that
  * are gone are removed first. A cache that holds the layers' directory gets none: it stays
  * read-only, and runnerd says so. Returns 0 or -errno. */
-static int remove_tree(int at, const char *name);
-
 static int make_layers(const struct rd_strv *caches, const struct rd_strv *write,
                        const char *session, struct rd_strv *layers, char **layers_dir)
 {
@@ -597,6 +576,18 @@ static int remove_tree(int at, const char *name)
 	return unlinkat(at, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
+/* path (absolute) and all under it (remove_tree). */
+static int remove_path(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *up = slash ? strndup(path, (size_t)(slash - path)) : NULL;
+	if (!up)
+		return -ENOMEM;
+	_cleanup_close_ int fd =
+	    open(*up ? up : "/", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : remove_tree(fd, slash + 1);
+}
+
 /* The session's layers, when it ends: what commands wrote to the caches goes with them. */
 static void remove_layers(const char *layers_dir)
 {
@@ -606,11 +597,7 @@ static void remove_layers(const char *layers_dir)
 		setfsgid(who.gid);
 		setfsuid(who.uid);
 	}
-	char *slash = strrchr(layers_dir, '/');
-	_cleanup_free_ char *top = strndup(layers_dir, (size_t)(slash - layers_dir));
-	_cleanup_close_ int fd =
-	    top ? open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-	int r = fd < 0 ? -errno : remove_tree(fd, slash + 1);
+	int r = remove_path(layers_dir);
 	if (r < 0)
 		fprintf(stderr, "runnerd: removing the caches' layers %s: %s\n", layers_dir,
 		        strerror(-r));

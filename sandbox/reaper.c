@@ -1261,7 +1261,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	 * a fresh /proc of the new pid namespace (no ancestor's environ to read); the sandbox's
 	 * part, whose devpts instance makes the command's terminal. */
 	struct rd_view_error view;
-	if (!(inherited & RD_INHERIT_VIEW) && (r = rd_view_session(&view, paths)) < 0)
+	if (!(inherited & RD_INHERIT_VIEW) && (r = rd_view_session(&view, paths, false)) < 0)
 		fail(err_fd, STAGE_SETUP, view.what, -r);
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		fail(err_fd, STAGE_SETUP, "mounting /proc", errno);

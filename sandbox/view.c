@@ -182,14 +182,12 @@ out:
 	return r;
 }
 
-/* The mount points of the mounts that were read-only before the view was made: a writable root
- * never makes one of them writable. In a user namespace of its own the kernel locks them so
- * (MNT_LOCK_READONLY on the copy); in the machine's, where runnerd serve's zygote makes the view,
- * nothing would, and an engine's ":ro" volume inside the workspace became writable to
- * commands. Taken by rd_view_session, before it makes everything read-only. */
-static struct rd_strv ro_mounts;
-/* Every mount point, in mountinfo's order, after 'r' (read-only) or 'w': what a writable root
- * lies on. */
+/* Every mount point, in mountinfo's order, after 'r' (read-only before the view was made) or
+ * 'w'. A writable root never makes a read-only one writable: in a user namespace of its own the
+ * kernel locks them so (MNT_LOCK_READONLY on the copy); in the machine's, where runnerd serve's
+ * zygote makes the view, nothing would, and an engine's ":ro" volume inside the workspace
+ * became writable to commands. Taken by rd_view_session, before it makes everything
+ * read-only. */
 static struct rd_strv all_mounts;
 
 /* Did the writable root path lie on a mount that was read-only before the view (the deepest
@@ -228,9 +226,8 @@ static void unescape(char *s)
 	*out = '\0';
 }
 
-static int take_ro_mounts(void)
+static int take_mounts(void)
 {
-	rd_strv_free(&ro_mounts);
 	rd_strv_free(&all_mounts);
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
@@ -256,8 +253,6 @@ static int take_ro_mounts(void)
 		}
 		r = rd_strv_add(&all_mounts, tagged);
 		free(tagged);
-		if (r == 0 && ro)
-			r = rd_strv_add(&ro_mounts, field[4]);
 	}
 	free(line);
 	fclose(f);
@@ -265,7 +260,7 @@ static int take_ro_mounts(void)
 }
 
 /* The writable root path, bound on itself and made writable again, with what is mounted under
- * it (each mount that was read-only stays so: ro_mounts). Found without
+ * it (each mount that was read-only stays so: all_mounts). Found without
  * a symlink on the way: a path a command could have changed into a symlink (in /tmp, say)
  * must not make another directory writable. A path that is not there, or has a symlink: left
  * as it is (read-only). */
@@ -293,9 +288,9 @@ static int writable_tree(const char *path)
 	close(fd);
 	/* Read-only again, each where it is: one shadowed by another mount since (EINVAL: not a
 	 * mount's root any more) or gone is out of reach already. */
-	for (size_t i = 0; r == 0 && i < ro_mounts.n; i++)
-		if (rd_path_within(ro_mounts.v[i], path)) {
-			int e = set_readonly(ro_mounts.v[i], AT_SYMLINK_NOFOLLOW);
+	for (size_t i = 0; r == 0 && i < all_mounts.n; i++)
+		if (all_mounts.v[i][0] == 'r' && rd_path_within(all_mounts.v[i] + 1, path)) {
+			int e = set_readonly(all_mounts.v[i] + 1, AT_SYMLINK_NOFOLLOW);
 			if (e < 0 && e != -EINVAL && !absent(e))
 				r = e;
 		}
@@ -424,10 +419,11 @@ size_t rd_view_layers_alone(void)
 	return layers_alone;
 }
 
-/* The cache at path, shown with the layer in dir over it: an overlay, or where overlayfs
- * refuses one, the layer's upper directory alone (writable), counted in layers_alone. A cache
- * that is not there, or has a symlink on the way, stays read-only. */
-static int layer(const char *path, const char *dir)
+/* The cache at path, shown with the layer in dir over it: an overlay (with overlays), or, where
+ * overlayfs refuses one or there is to be none, the layer's upper directory alone (writable),
+ * counted in layers_alone. A cache that is not there, or has a symlink on the way, stays
+ * read-only. */
+static int layer(const char *path, const char *dir, bool overlays)
 {
 	char upper[PATH_MAX], work[PATH_MAX], opts[3 * PATH_MAX + 64];
 	if ((size_t)snprintf(upper, sizeof(upper), "%s/upper", dir) >= sizeof(upper) ||
@@ -438,7 +434,7 @@ static int layer(const char *path, const char *dir)
 		return absent(fd) || fd == -ELOOP || fd == -EACCES ? 0 : fd;
 	/* The options separate paths by ',' and layers by ':': a path with either (or an escape)
 	 * gets no overlay. */
-	bool plain = !strpbrk(path, ",:\\") && !strpbrk(dir, ",:\\");
+	bool plain = overlays && !strpbrk(path, ",:\\") && !strpbrk(dir, ",:\\");
 	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", path, upper,
 	         work);
 	/* overlayfs writes its upper and work directories through mounts of its own, cloned from
@@ -486,7 +482,7 @@ int rd_view_no_layers(struct rd_view_error *e, const struct rd_view_paths *paths
 	return 0;
 }
 
-int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
+int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, bool overlays)
 {
 	*e = (struct rd_view_error){0};
 	e->what = "making every mount private";
@@ -497,7 +493,7 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 	if (!paths)
 		paths = &none;
 	e->what = "reading /proc/self/mountinfo";
-	int r = take_ro_mounts();
+	int r = take_mounts();
 	if (r < 0)
 		return r;
 	e->what = "making every mount read-only";
@@ -514,7 +510,7 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths)
 		free(pinned[k]);
 	layers_alone = 0;
 	for (size_t i = 0; r == 0 && i < paths->n_layers; i++)
-		if ((r = layer(paths->layers[2 * i], paths->layers[2 * i + 1])) < 0)
+		if ((r = layer(paths->layers[2 * i], paths->layers[2 * i + 1], overlays)) < 0)
 			e->what = paths->layers[2 * i];
 	if (r < 0)
 		return r;

@@ -54,9 +54,11 @@ bool rd_view_inert(const char *path);
  * symlink on the way: one that has a symlink is left read-only) and in them the protected paths
  * read-only again; /sys read-only; a /dev of a few device nodes, read-only, a tmpfs of the
  * session's own on /dev/shm, and /dev/pts empty for each sandbox's own. paths NULL: nowhere
- * writable. A writable root that is itself protected is read-only. Returns 0, or -errno with
- * e->what naming the step. */
-int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths);
+ * writable. A writable root that is itself protected is read-only. The caches through their
+ * layers: overlays where this view is the one every sandbox copies (overlays: the zygote's),
+ * else each layer's upper directory alone, which sandboxes may share (two overlays on one upper
+ * directory at once are undefined). Returns 0, or -errno with e->what naming the step. */
+int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, bool overlays);
 
 /* How many of the session's layers rd_view_session could not make as overlays (overlayfs
  * refused: a layer on an overlay file system, a path with ',' or ':'): those caches show the

@@ -157,7 +157,7 @@ static unsigned session_setup(int sock, bool host)
 	int r = 0;
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		r = -errno, what = "making it non-dumpable";
-	else if ((r = rd_view_session(&e, &session_paths)) < 0)
+	else if ((r = rd_view_session(&e, &session_paths, true)) < 0)
 		what = e.what;
 	if (r < 0) {
 		m.err = -r;

@@ -321,6 +321,9 @@ struct sup {
 	/* Sandboxes map every id to itself (runnerd has CAP_SETUID and CAP_SETGID), else
 	 * runnerd's uid and gid alone (sandbox/launch.h). */
 	bool full_ids;
+	/* runnerd's effective ids: a caller of others is looked at as itself (exec.c). */
+	uid_t euid;
+	gid_t egid;
 	struct stat root_st;
 	ino_t mntns;
 	bool warned_ptrace, warned_full, warned_audit;

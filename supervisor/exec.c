@@ -94,8 +94,6 @@ static bool same_view(struct sup *u, pid_t tid)
 	return stat(p, &st) == 0 && st.st_ino == u->mntns;
 }
 
-/* Phase 1: what the caller asks for, copied out of its memory; then the notification is
- * checked to be still valid, and only the copy is used from then on. */
 /* runnerd's file system credentials while it resolves a path as the caller would. */
 struct as_caller {
 	bool on;
@@ -106,15 +104,15 @@ struct as_caller {
 
 /* Where runnerd is not the caller's user (runnerd serve, root of the machine, for a
  * container's process), look as the caller: its effective uid and gid for the file system,
- * its supplementary groups, and, for a caller that is uid 0, no capability that overrides
- * file permissions (a container's root does not have the machine's). The kernel walks the path
- * again with the caller's credentials only for a script: a binary runs from runnerd's fd, so
- * a directory the caller cannot search must stop it here. Per thread. 0, or -errno (runnerd as
- * it was). */
+ * its supplementary groups, and no capability that overrides file permissions (a container's
+ * root does not have the machine's; for a uid other than 0 the kernel drops them anyway). The
+ * kernel walks the path again with the caller's credentials only for a script: a binary runs
+ * from runnerd's fd, so a directory the caller cannot search must stop it here. Per thread. 0,
+ * or -errno (runnerd as it was). */
 static int look_as_caller(struct sup *u, const struct rd_task *t, struct as_caller *a)
 {
 	a->on = false;
-	if (!u->s->remote.on && t->inh.uid[1] == geteuid() && t->inh.gid[1] == getegid())
+	if (!u->s->remote.on && t->inh.uid[1] == u->euid && t->inh.gid[1] == u->egid)
 		return 0;
 	if (t->n_groups > NGROUPS_MAX)
 		return -EINVAL;
@@ -156,6 +154,8 @@ static void look_as_runnerd(struct as_caller *a)
 	a->on = false;
 }
 
+/* Phase 1: what the caller asks for, copied out of its memory; then the notification is
+ * checked to be still valid, and only the copy is used from then on. */
 static enum outcome phase_read(struct sup *u, struct exec *x)
 {
 	const struct seccomp_data *d = &x->n->data;

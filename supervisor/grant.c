@@ -332,8 +332,6 @@ static const struct rd_view_paths *any_view(struct sup *u)
 	return &u->s->any_rule;
 }
 
-/* The git repository git would take for a command in dir: the nearest .git at or above it.
- * Refused (why) when commands could have written what git runs or reads from there. */
 /* Does path hold a HEAD as git takes one: "ref: refs/..." or an object name? */
 static bool head_valid(const char *path)
 {
@@ -349,6 +347,9 @@ static bool head_valid(const char *path)
 	return (hex == 40 || hex == 64) && (buf[hex] == '\n' || buf[hex] == '\0');
 }
 
+/* The git repository git would take for a command in dir: the nearest .git at or above it
+ * (or a directory shaped as a bare repository on the way). Refused (why) when commands could
+ * have written what git runs or reads from there. */
 static int check_repo(struct sup *u, const struct rd_rule *r, const char *dir, char *why, size_t n)
 {
 	char cur[PATH_MAX], git[PATH_MAX + 8];

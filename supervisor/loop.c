@@ -175,6 +175,8 @@ static int setup(struct sup *u, struct rd_session *s)
 		u->pin.f[i].memfd = -1;
 	sync_wakeups(u);
 	u->full_ids = rd_sandbox_can_map_all_ids();
+	u->euid = geteuid();
+	u->egid = getegid();
 	struct stat st;
 	if (stat("/", &u->root_st) < 0 || stat("/proc/self/ns/mnt", &st) < 0)
 		return -errno;
