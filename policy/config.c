@@ -706,6 +706,69 @@ static int parse_rule(struct ctx *c, json_t *rj, const char *rp, size_t index, s
 	return 0;
 }
 
+/* Why an agent.env_files entry is none: a relative path ("a/.env"), or one under "~/",
+ * "${NAME}/" or "${NAME:-~}/"; no empty, "." or ".." component. NULL if it is one. */
+static const char *env_file_why(const char *s)
+{
+	const char *p = s;
+	if (strncmp(p, "~/", 2) == 0) {
+		p += 2;
+	} else if (strncmp(p, "${", 2) == 0) {
+		size_t n = strspn(
+		    p + 2, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+		const char *close = p + 2 + n;
+		if (!n || (strncmp(close, "}/", 2) != 0 && strncmp(close, ":-~}/", 5) != 0))
+			return "must start with a variable's name in \"${NAME}/\" or "
+			       "\"${NAME:-~}/\"";
+		p = close + (close[0] == '}' ? 2 : 5);
+	} else if (p[0] == '/') {
+		return "must be relative (looked for in the agent's working directory and each "
+		       "one above it), or start with \"~/\", \"${NAME}/\" or \"${NAME:-~}/\"";
+	}
+	for (;;) {
+		size_t len = strcspn(p, "/");
+		if (len == 0)
+			return p[0] || p == s ? "has an empty component" : "ends with \"/\"";
+		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+			return "must not contain \".\" or \"..\" components";
+		if (!p[len])
+			return NULL;
+		p += len + 1;
+	}
+}
+
+/* agent.env_files and agent.env_guard (struct rd_profile). */
+static void get_env_files(struct ctx *c, json_t *agent, const char *agp, struct rd_profile *out)
+{
+	char vp[512], ep[512], name[512];
+	if (get_strv(c, agent, agp, "env_files", false, RD_GLOB_ARG, &out->agent_env_files) == 0)
+		for (size_t i = 0; i < out->agent_env_files.n; i++) {
+			const char *why = env_file_why(out->agent_env_files.v[i]);
+			if (!why)
+				continue;
+			sub(vp, sizeof(vp), agp, "env_files");
+			sub_index(ep, sizeof(ep), vp, i);
+			ctx_err(c, ep, false, "\"%s\" entry \"%s\" %s",
+			        show(vp, name, sizeof(name)), out->agent_env_files.v[i], why);
+		}
+	if (get_strv(c, agent, agp, "env_guard", false, RD_GLOB_ENV_NAME, &out->agent_env_guard) ==
+	    0)
+		for (size_t i = 0; i < out->agent_env_guard.n; i++) {
+			if (!rd_glob_is_pattern(out->agent_env_guard.v[i]))
+				continue;
+			sub(vp, sizeof(vp), agp, "env_guard");
+			sub_index(ep, sizeof(ep), vp, i);
+			ctx_err(c, ep, false,
+			        "\"%s\" entry \"%s\" is a pattern: guarded names are exact",
+			        show(vp, name, sizeof(name)), out->agent_env_guard.v[i]);
+		}
+	if (out->agent_env_guard.n && !out->agent_env_files.n) {
+		sub(vp, sizeof(vp), agp, "env_guard");
+		ctx_err(c, vp, true, "\"%s\" needs \"env_files\": the files it guards names in",
+		        show(vp, name, sizeof(name)));
+	}
+}
+
 static bool valid_profile_name(const char *s)
 {
 	if (!*s || *s == '.' || strlen(s) > 64)
@@ -720,7 +783,8 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 	static const char *const root_keys[] = {"version", "name",     "description",
 	                                        "agent",   "commands", NULL};
 	static const char *const agent_keys[] = {"env_allow",           "extra_env", "programs",
-	                                         "interpreter_options", "self_exec", NULL};
+	                                         "interpreter_options", "self_exec", "env_files",
+	                                         "env_guard",           NULL};
 	static const char *const cmd_keys[] = {"default", "env_allow", "env_deny", "rules", NULL};
 
 	struct rd_error local = {0};
@@ -777,6 +841,7 @@ int rd_profile_parse(const char *file, const char *expect_name, const char *text
 			               &out->agent_interp_opts);
 			(void)get_strv(&c, agent, agp, "self_exec", false, RD_GLOB_ARG,
 			               &out->agent_self_exec);
+			get_env_files(&c, agent, agp, out);
 		}
 		json_t *cmds = get_object(&c, root, "", "commands", true, cp, sizeof(cp));
 		if (cmds) {

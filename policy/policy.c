@@ -22,6 +22,8 @@ void rd_profile_free(struct rd_profile *p)
 	free(p->description);
 	rd_strv_free(&p->agent_env_allow);
 	rd_strv_free(&p->agent_extra_env);
+	rd_strv_free(&p->agent_env_files);
+	rd_strv_free(&p->agent_env_guard);
 	rd_strv_free(&p->agent_programs);
 	rd_strv_free(&p->agent_interp_opts);
 	rd_strv_free(&p->agent_self_exec);

@@ -67,6 +67,12 @@ struct rd_profile {
 	struct rd_strv agent_programs;
 	struct rd_strv agent_interp_opts;
 	struct rd_strv agent_self_exec;
+	/* The files the agent loads variables from at its start, in its order ("agent.env_files":
+	 * a relative name looked for in its working directory and each one above, then "~/..."
+	 * and "${NAME}/..." or "${NAME:-~}/..." ones), and the names it must not take from one
+	 * that commands can write ("agent.env_guard": runnerd/agent_env.h). */
+	struct rd_strv agent_env_files;
+	struct rd_strv agent_env_guard;
 	enum rd_action commands_default;
 	struct rd_strv commands_env_allow;
 	struct rd_strv commands_env_deny;

@@ -6,6 +6,7 @@
 #include "lib/syscalls.h"
 #include "policy/envpolicy.h"
 #include "policy/rules.h"
+#include "runnerd/agent_env.h"
 #include "runnerd/agent_path.h"
 #include "runnerd/cli.h"
 #include "runnerd/preflight.h"
@@ -924,6 +925,19 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	rd_strv_free(&notes);
 	if (!(env = agent_env(&cfg, &prof, session, &secrets, &err)))
 		goto fail;
+	/* What the agent would take from a file commands can write (runnerd/agent_env.h). */
+	{
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+		if (rd_agent_env_guard(&prof, &s.any_rule, cwd, ss != NULL, who.uid, &env, &notes) <
+		    0) {
+			rd_strv_free(&notes);
+			rd_error_set(&err, ENOMEM, "out of memory reading the agent's env files");
+			goto fail;
+		}
+		for (size_t i = 0; i < notes.n; i++)
+			fprintf(stderr, "runnerd: %s\n", notes.v[i]);
+		rd_strv_free(&notes);
+	}
 	s.secrets = (struct rd_env_secrets){(const char *const *)secrets.v, secrets.n};
 	s.agent_env = env;
 	/* Approvals, before the scrub (XDG_RUNTIME_DIR) and before the agent: a profile that

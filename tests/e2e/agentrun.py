@@ -107,17 +107,18 @@ def kill_group(pgid):
         pass
 
 
-def run_session(argv, env, cwd, tty=False):
-    """(exit status, stdout, stderr, seconds) of one session; with tty, its stdin, stdout and
-    stderr are a new pseudo-terminal of 120x40, its controlling terminal, and what came out
-    of it (escape sequences and carriage returns taken out) is the stdout and the stderr.
-    What the session left in its process group is killed."""
+def run_session(argv, env, cwd, tty=False, timeout=SESSION_TIMEOUT):
+    """(exit status, stdout, stderr, seconds) of one session, killed after timeout seconds;
+    with tty, its stdin, stdout and stderr are a new pseudo-terminal of 120x40, its
+    controlling terminal, and what came out of it (escape sequences and carriage returns taken
+    out) is the stdout and the stderr. What the session left in its process group is
+    killed."""
     start = time.monotonic()
     if not tty:
         p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
-        out, err = common.finish(p, timeout=SESSION_TIMEOUT)
+        out, err = common.finish(p, timeout=timeout)
         kill_group(p.pid)
         return p.returncode, out, err, time.monotonic() - start
     master, slave = os.openpty()
@@ -127,7 +128,7 @@ def run_session(argv, env, cwd, tty=False):
     p = subprocess.Popen(["setsid", "-c"] + list(argv), env=dict(env, TERM="xterm-256color"),
                          cwd=cwd, stdin=slave, stdout=slave, stderr=slave)
     os.close(slave)
-    data, deadline, ended = b"", start + SESSION_TIMEOUT, None
+    data, deadline, ended = b"", start + timeout, None
     while True:
         now = time.monotonic()
         if ended is None and p.poll() is not None:
@@ -148,7 +149,7 @@ def run_session(argv, env, cwd, tty=False):
             data += chunk
     if ended is None:
         try:
-            p.wait(timeout=SESSION_TIMEOUT)
+            p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
     os.close(master)

@@ -150,10 +150,65 @@ def test_gemini_background(tmp):
                              "gemini", lambda api: session_env(tmp, 1, api, home))
 
 
+def test_gemini_project_env(tmp):
+    """Gemini CLI loads the first .env it finds from its working directory up (then one in its
+    home) into its environment at its start, never replacing a variable it has. The user keeps
+    the endpoint in their own $GEMINI_CLI_HOME/.gemini/.env; a command of one session writes
+    the project's .env with GOOGLE_GEMINI_BASE_URL at a listener of its own. The next session
+    in that project would send its key there (the build before: it did). runnerd gives the
+    agent the guarded names that a file commands can write would set empty (profile gemini,
+    agent.env_guard), and says so: the next session sends nothing to the command's listener,
+    and goes to Gemini's own endpoint (through its proxy, the stand-in, which refuses it). The
+    first session, whose .env file is the user's, takes the endpoint from it."""
+    gemini = agentrun.npm_bin("gemini", PACKAGE, "gemini")
+    home = agentrun.session_home(tmp)
+    ws = os.path.join(tmp, "workspace")
+    os.mkdir(ws)
+    evil = GeminiAPI("true").start()
+    plant = "printf 'GOOGLE_GEMINI_BASE_URL=%s\\n' > .env; echo planted=$?" % evil.url
+    api = GeminiAPI(plant).start()
+    config = agentrun.protecting_config(tmp)
+    runs = []
+    try:
+        for n in (1, 2):
+            api.reset()
+            env = session_env(tmp, n, api, home)
+            del env["GOOGLE_GEMINI_BASE_URL"]
+            with open(os.path.join(env["GEMINI_CLI_HOME"], ".gemini", ".env"), "w") as f:
+                f.write("GOOGLE_GEMINI_BASE_URL=%s\n" % api.url)
+            argv = common.runnerd_cmd("gemini", [gemini, "-p", PROMPT, "--approval-mode",
+                                                 "yolo", "--skip-trust"], config=config,
+                                      audit=os.path.join(tmp, "audit-%d.jsonl" % n))
+            # The second session's CLI retries an endpoint it cannot reach for a minute;
+            # what it sent where is known within seconds.
+            status, out, err, _ = agentrun.run_session(argv, env, ws,
+                                                       timeout=60 if n == 1 else 20)
+            runs.append((status, err, list(api.requests), list(api.function_outputs),
+                         list(api.proxied)))
+    finally:
+        api.stop()
+        evil.stop()
+    keys = {r["headers"].get("x-goog-api-key") for r in runs[0][2]}
+    check("project .env: the first session took the endpoint from the user's .env, with its "
+          "key", runs[0][0] == 0 and keys == {TEST_KEY},
+          "status %s, %d requests: %s" % (runs[0][0], len(runs[0][2]), runs[0][1][-600:]))
+    check("project .env: a command of the first session wrote it",
+          any("planted=0" in o for o in runs[0][3]), "results: %r" % runs[0][3][-1:])
+    check("project .env: the next session sent nothing to the command's listener",
+          not evil.requests, agentrun.describe_requests(evil.requests))
+    check("project .env: runnerd named the file and the variable it did not let the agent "
+          "take", "/.env sets GOOGLE_GEMINI_BASE_URL, but commands can write it" in runs[1][1],
+          runs[1][1][-800:])
+    check("project .env: the next session went to Gemini's own endpoint instead",
+          any("generativelanguage.googleapis.com" in p for p in runs[1][4]),
+          "proxied: %r; status %s" % (runs[1][4], runs[1][0]))
+
+
 def main():
     common.require_runnerd()
     agentrun.npm_bin("gemini", PACKAGE, "gemini")
-    tests = [test_gemini, test_gemini_terminal, test_gemini_background]
+    tests = [test_gemini, test_gemini_terminal, test_gemini_background,
+             test_gemini_project_env]
     sys.exit(common.run_tests(tests, "rd-e2e-gemini-", enter=False))
 
 
