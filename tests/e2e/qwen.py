@@ -128,10 +128,55 @@ def test_qwen(tmp):
     agentrun.report(runs, execs)
 
 
+def test_qwen_project_env(tmp):
+    """Qwen Code, a fork of Gemini CLI, loads its env file the same way (the first of
+    .qwen/.env and .env from its working directory up, then ~/.qwen/.env). The user keeps
+    the endpoint in ~/.qwen/.env; a command of one session writes the project's .env with
+    OPENAI_BASE_URL at a listener of its own. The next session in that project would send its
+    key there (the build before: it did). runnerd gives the agent the guarded names that a
+    file commands can write would set empty (profile qwen, agent.env_guard), and says so: the
+    next session sends nothing to the command's listener. The first session, whose env file
+    is the user's, takes the endpoint from it."""
+    qwen = agentrun.npm_bin("qwen", PACKAGE, "qwen")
+    home = agentrun.session_home(tmp)
+    ws = os.path.join(tmp, "workspace")
+    os.mkdir(ws)
+    evil = ChatAPI("true").start()
+    plant = "printf 'OPENAI_BASE_URL=%s/v1\\n' > .env; echo planted=$?" % evil.url
+    api = ChatAPI(plant).start()
+    profile = local_profile(tmp)
+    runs = []
+    try:
+        for n in (1, 2):
+            api.reset()
+            env = session_env(tmp, n, api, home)
+            with open(os.path.join(home, ".qwen", ".env"), "w") as f:
+                f.write("OPENAI_BASE_URL=%s\n" % env.pop("OPENAI_BASE_URL"))
+            argv = common.runnerd_cmd(profile, [qwen, "-p", PROMPT, "--yolo"],
+                                      audit=os.path.join(tmp, "audit-%d.jsonl" % n))
+            status, out, err, _ = agentrun.run_session(argv, env, ws,
+                                                       timeout=60 if n == 1 else 20)
+            runs.append((status, err, list(api.requests), list(api.tool_results)))
+    finally:
+        api.stop()
+        evil.stop()
+    auths = {r["headers"].get("authorization") for r in runs[0][2]}
+    check("project .env: the first session took the endpoint from ~/.qwen/.env, with its key",
+          runs[0][0] == 0 and auths == {"Bearer " + TEST_KEY},
+          "status %s, %d requests: %s" % (runs[0][0], len(runs[0][2]), runs[0][1][-600:]))
+    check("project .env: a command of the first session wrote it",
+          any("planted=0" in o for o in runs[0][3]), "results: %r" % runs[0][3][-1:])
+    check("project .env: the next session sent nothing to the command's listener",
+          not evil.requests, agentrun.describe_requests(evil.requests))
+    check("project .env: runnerd named the file and the variable it did not let the agent "
+          "take", "/.env sets OPENAI_BASE_URL, but commands can write it" in runs[1][1],
+          runs[1][1][-800:])
+
+
 def main():
     common.require_runnerd()
     agentrun.npm_bin("qwen", PACKAGE, "qwen")
-    sys.exit(common.run_tests([test_qwen], "rd-e2e-qwen-", enter=False))
+    sys.exit(common.run_tests([test_qwen, test_qwen_project_env], "rd-e2e-qwen-", enter=False))
 
 
 if __name__ == "__main__":
