@@ -362,8 +362,9 @@ def wheel(path):
 def test_writes(tmp):
     """Writes are confined: the home (~/.bashrc, ~/.claude/settings.json, where a command
     would plant code or point the agent at its own listener), the system, the project's
-    .git/hooks and the agents' project configuration (.codex, .gemini, .vscode, missing in the
-    project: the build before let a command make them) are read-only (EROFS); the project, /tmp and the caches are not, so that git
+    .git/hooks and the agents' project configuration (.codex, .gemini, .claude, .vscode,
+    missing in the project: the build before let a command make them) are read-only (EROFS);
+    the project, /tmp and the caches are not, so that git
     commit, npm install of a local package, pip install of a local wheel into a venv in the
     project, and cargo build (if present) work. The agent (bash) is started in the project."""
     os.chmod(tmp, 0o755)
@@ -395,10 +396,14 @@ def test_writes(tmp):
     with open(probe, "w") as f:
         f.write(text)
     os.chmod(probe, 0o644)
-    # The project's agent configuration (missing: runnerd makes the directories, empty; the
-    # claude profile's .claude/settings.json placeholder is e2e/claude.py's).
+    # The project's agent configuration (missing: runnerd makes the directories, empty; every
+    # profile but claude's holds the whole .claude; the claude profile's .claude/settings.json
+    # placeholder is e2e/claude.py's). The build before let a command of another agent's
+    # session write .claude/settings.json, which the next Claude Code session reads.
     project = [os.path.join(ws, d, f) for d, f in ((".codex", "config.toml"),
                                                    (".gemini", "settings.json"),
+                                                   (".claude", "settings.json"),
+                                                   (".claude", "settings.local.json"),
                                                    (".vscode", "settings.json"))]
     targets = [os.path.join(home, ".bashrc"), os.path.join(home, ".claude", "settings.json"),
                os.path.join(ws, ".git", "hooks", "pre-push"), "/etc/runnerd-probe"] + project + \
@@ -439,7 +444,7 @@ def test_writes(tmp):
     status = subprocess.run(["git", "-C", ws, "status", "--porcelain", "--untracked-files=all"],
                             capture_output=True, text=True).stdout
     check("writes: the directories runnerd made show in no git status",
-          not any(d in status for d in (".codex", ".gemini", ".vscode")), status)
+          not any(d in status for d in (".codex", ".gemini", ".claude", ".vscode")), status)
     for t in targets[-2:]:
         check("writes: %s is writable" % t.replace(ws, "$PROJECT").replace(tmp, "$TMP"),
               got.get(t) == "written", repr(got.get(t)))
