@@ -10,6 +10,7 @@
 #include "runnerd/agent_path.h"
 #include "runnerd/cli.h"
 #include "runnerd/preflight.h"
+#include "runnerd/repo.h"
 #include "runnerd/serve.h"
 #include "supervisor/audit.h"
 #include "supervisor/supervisor.h"
@@ -350,6 +351,23 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		        "runnerd: %s sets no sandbox.write (nor the profile commands.write): "
 		        "commands can write nowhere\n",
 		        cfg->path);
+	/* Where the user's git takes the workspace repository's hooks, when that lies where
+	 * commands can write and is not protected (husky's core.hooksPath, .husky/_, which it
+	 * keeps out of git status): commands write it through a layer of the session's, as they
+	 * write the caches, so that nothing they put there runs in the user's git outside, and
+	 * husky's own install still works. Made, empty, when missing. (runnerd serve: the
+	 * container's git is not the host's to run.) */
+	_cleanup_free_ char *hooks = who.served ? NULL : rd_repo_hooks_dir(workspace);
+	if (hooks && (!rd_strv_within(write, hooks) || rd_strv_within(protect, hooks) ||
+	              rd_strv_within(&caches, hooks))) {
+		free(hooks);
+		hooks = NULL;
+	}
+	if (hooks) {
+		make_missing(hooks, true);
+		if (rd_strv_add(&caches, hooks) < 0)
+			return rd_error_set(err, ENOMEM, "out of memory");
+	}
 	/* runnerd serve is root of the machine: the directories it makes for a client are made
 	 * with the client's own rights, and are the client's (a symlink the client planted on
 	 * the way takes them nowhere it could not write itself). */
@@ -403,6 +421,18 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		        home, strerror(-lr));
 		rd_strv_free(layers);
 		*layers = (struct rd_strv){0};
+	}
+	/* Hooks that got no layer (no layers at all, a symlink on the way) are read-only. */
+	bool layered = false;
+	for (size_t i = 0; hooks && i < layers->n; i += 2)
+		layered = layered || strcmp(layers->v[i], hooks) == 0;
+	if (hooks && !layered) {
+		fprintf(stderr,
+		        "runnerd: git takes the workspace's hooks from %s, where commands could "
+		        "write: it is read-only to them this session\n",
+		        hooks);
+		if (rd_strv_add(protect, hooks) < 0)
+			return rd_error_set(err, ENOMEM, "out of memory");
 	}
 	/* A protected directory (written with a "/" at its end) that is missing is made, empty,
 	 * where the directory above it is there: git's hooks where .git is a directory, an
@@ -759,6 +789,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	struct rd_error err = {0};
 	struct rd_audit audit = {.fd = -1};
 	struct rd_bpf filter = {0};
+	struct rd_repo_start repo_start = {0};
 	struct rd_session s = {.cfg = &cfg,
 	                       .prof = &prof,
 	                       .audit = &audit,
@@ -885,6 +916,9 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	if (view_lists(&cfg, &prof, workspace, session, &write, &protect, &missing, &layers,
 	               &layers_dir, &err) < 0)
 		goto fail;
+	/* (runnerd serve: the container's repository is left as it is.) */
+	if (!ss)
+		rd_repo_start(workspace, &repo_start);
 	s.view =
 	    (struct rd_view_paths){write.v, write.n, protect.v, protect.n, layers.v, layers.n / 2};
 	s.missing = &missing;
@@ -1037,6 +1071,8 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	}
 	ret = rd_supervise(&s);
 	report_created(&missing, &audit, session);
+	if (!ss)
+		rd_repo_end(workspace, &repo_start, &audit, session);
 	remove_layers(layers_dir);
 	goto out;
 fail:

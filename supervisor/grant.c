@@ -5,6 +5,7 @@
  * it), or the rule pins its contents by SHA-256. A pinned program runs from a sealed copy of
  * the bytes that were hashed, so that the file cannot change between the check and the exec. */
 #include "supervisor/grant.h"
+#include "lib/git.h"
 #include "lib/sha256.h"
 
 #include <errno.h>
@@ -332,21 +333,6 @@ static const struct rd_view_paths *any_view(struct sup *u)
 	return &u->s->any_rule;
 }
 
-/* Does path hold a HEAD as git takes one: "ref: refs/..." or an object name? */
-static bool head_valid(const char *path)
-{
-	char buf[256];
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (len <= 0)
-		return false;
-	buf[len] = '\0';
-	if (strncmp(buf, "ref: refs/", 10) == 0)
-		return true;
-	size_t hex = strspn(buf, "0123456789abcdef");
-	return (hex == 40 || hex == 64) && (buf[hex] == '\n' || buf[hex] == '\0');
-}
-
 /* The git repository git would take for a command in dir: the nearest .git at or above it
  * (or a directory shaped as a bare repository on the way). Refused (why) when commands could
  * have written what git runs or reads from there. */
@@ -361,14 +347,8 @@ static int check_repo(struct sup *u, const struct rd_rule *r, const char *dir, c
 		/* A directory shaped as a bare repository (HEAD, objects, refs), which git takes
 		 * where no .git it would take is found first: one commands could have made. */
 		const char *top = strcmp(cur, "/") ? cur : "";
-		static const char *const bare[] = {"HEAD", "objects", "refs"};
-		size_t shaped = 0;
-		for (size_t i = 0; i < ARRAY_SIZE(bare); i++) {
-			snprintf(sub, sizeof(sub), "%s/%s", top, bare[i]);
-			shaped += lstat(sub, &st) == 0 && (i == 0) == S_ISREG(st.st_mode);
-		}
 		snprintf(sub, sizeof(sub), "%s/HEAD", top);
-		if (shaped == ARRAY_SIZE(bare) && rd_view_writable_root(any_view(u), sub)) {
+		if (rd_git_bare_shaped(cur) && rd_view_writable_root(any_view(u), sub)) {
 			snprintf(
 			    why, n,
 			    "commands.rules[%zu] grants a secret to a command run in %s, which "
@@ -403,7 +383,7 @@ static int check_repo(struct sup *u, const struct rd_rule *r, const char *dir, c
 				/* A HEAD git would not take: it would look further up, at what
 				 * commands may have made (the workspace as a bare repository). */
 				snprintf(sub, sizeof(sub), "%s/HEAD", git);
-				if (!what && !head_valid(sub))
+				if (!what && !rd_git_head_valid(AT_FDCWD, sub, NULL, 0))
 					what =
 					    "has a HEAD git would not take, so that it would look "
 					    "further up";

@@ -524,6 +524,98 @@ def test_worktree_dotgit(tmp):
     check("worktree: the worktree stays writable", "ok=yes" in out.stdout, out.stdout)
 
 
+def test_hooks_path(tmp):
+    """A repository whose hooks git takes from the workspace (husky's core.hooksPath,
+    .husky/_, which husky keeps out of git status with a .gitignore of "*"): a command that
+    rewrote a hook there, or added one, had the user's own git run it, outside any sandbox (the
+    build before). Commands now write that directory through a layer of the session's: they
+    see what they wrote (their own git commit runs it, in the sandbox), the user's files stay
+    as they were. Where the directory is missing (hooksPath set, husky not run yet), runnerd
+    makes it empty, and the same holds."""
+    os.chmod(tmp, 0o755)
+    who = ["-c", "user.name=t", "-c", "user.email=t@x"]
+    plant = ("sh -c 'mkdir -p .husky/_ && echo \"echo planted-hook\" > .husky/_/pre-commit; chmod +x "
+             ".husky/_/pre-commit; echo x > .husky/_/post-checkout' 2>/dev/null; echo rc=$?; "
+             "sh -c 'git %s commit -q --allow-empty -m m'" % " ".join(who))
+    for case in ("present", "missing"):
+        ws = os.path.join(tmp, case)
+        subprocess.run(["git", "init", "-q", ws], check=True)
+        subprocess.run(["git", "-C", ws, "config", "core.hooksPath", ".husky/_"], check=True)
+        hooks = os.path.join(ws, ".husky", "_")
+        os.makedirs(hooks if case == "present" else os.path.dirname(hooks))
+        if case == "present":
+            with open(os.path.join(hooks, "pre-commit"), "w") as f:
+                f.write("#!/bin/sh\necho user-hook\n")
+            os.chmod(os.path.join(hooks, "pre-commit"), 0o777)
+        for root, dirs, files in os.walk(ws):
+            for d in dirs:
+                os.chmod(os.path.join(root, d), 0o777)
+            for f in files:
+                os.chmod(os.path.join(root, f), 0o777)
+        before = {f: open(os.path.join(hooks, f)).read() for f in os.listdir(hooks)} \
+            if os.path.isdir(hooks) else {}
+        out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", plant]), env=common.base_env(),
+                             cwd=ws, capture_output=True, text=True, timeout=60)
+        after = {f: open(os.path.join(hooks, f)).read() for f in os.listdir(hooks)} \
+            if os.path.isdir(hooks) else {}
+        check("hooks path (%s): the command wrote the hooks, and its own git commit ran "
+              "its hook" % case, "rc=0" in out.stdout and "planted-hook" in out.stdout + out.stderr,
+              out.stdout + out.stderr[-300:])
+        check("hooks path (%s): the user's hooks are as they were" % case, after == before,
+              "before %r, after %r" % (before, after))
+        user = subprocess.run(["git", "-C", ws] + who + ["commit", "-q", "--allow-empty",
+                                                         "-m", "u"],
+                              capture_output=True, text=True)
+        check("hooks path (%s): the user's git commit runs no hook of the command's" % case,
+              "planted-hook" not in user.stdout + user.stderr, user.stdout + user.stderr)
+
+
+def test_git_head(tmp):
+    """A command garbles .git/HEAD and shapes the workspace as a bare repository (HEAD,
+    objects, refs, and a config with an origin and a core.sshCommand of its own): the user's
+    next git fetch there, outside runnerd, took the workspace as the repository and ran the
+    command's sshCommand (the build before). runnerd writes HEAD again as it was at the start when the
+    session ends, moves the garbled one aside, and names both on stderr and in the audit log;
+    the user's git fetch runs nothing of the command's."""
+    os.chmod(tmp, 0o755)
+    ws = os.path.join(tmp, "project")
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    subprocess.run(["git", "-C", ws, "-c", "user.name=t", "-c", "user.email=t@x", "commit",
+                    "-q", "--allow-empty", "-m", "m"], check=True)
+    for root, dirs, files in os.walk(ws):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o666)
+    os.chmod(ws, 0o777)
+    start = open(os.path.join(ws, ".git", "HEAD")).read()
+    mark = os.path.join(tmp, "fsmonitor-ran")
+    plant = ("sh -c 'echo garbage > .git/HEAD && mkdir -p objects refs && "
+             "echo ref: refs/heads/x > HEAD && printf \"[core]\\n\\tsshCommand = touch %s; "
+             "false\\n[remote \\\"origin\\\"]\\n\\turl = ssh://h/r\\n\" > config' && "
+             "echo planted=yes" % mark)
+    audit = os.path.join(tmp, "audit.jsonl")
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", plant], audit=audit),
+                         env=common.base_env(), cwd=ws, capture_output=True, text=True,
+                         timeout=60)
+    check("git head: the command garbled .git/HEAD and shaped the workspace",
+          "planted=yes" in out.stdout, out.stdout + out.stderr[-300:])
+    events = [json.loads(l) for l in open(audit) if l.strip()] if os.path.exists(audit) else []
+    restored = [e for e in events if e.get("event") == "git_head_restored"]
+    check("git head: HEAD is as it was at the start, the garbled one moved aside",
+          open(os.path.join(ws, ".git", "HEAD")).read() == start and len(restored) == 1
+          and restored[0].get("restored") is True and restored[0].get("moved_to")
+          and open(restored[0]["moved_to"]).read() == "garbage\n", json.dumps(restored))
+    check("git head: said on stderr, with the workspace's bare shape",
+          "HEAD was left in a form git does not take" in out.stderr
+          and "was made a bare git repository's shape" in out.stderr
+          and any(e.get("event") == "bare_repository_made" for e in events),
+          out.stderr[-800:])
+    subprocess.run(["git", "-C", ws, "fetch"], capture_output=True, text=True)
+    check("git head: the user's git fetch ran nothing of the command's",
+          not os.path.exists(mark), "the command's core.sshCommand ran")
+
+
 def test_workspace_option(tmp):
     """The project need not be where runnerd starts: --workspace DIR, or sandbox.workspace in
     runner.json ("~/..." allowed), makes DIR the writable workspace (its agent configuration
@@ -796,7 +888,7 @@ def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
                              test_writes, test_protected_created, test_worktree_dotgit,
-                             test_workspace_option, test_cache_layers,
+                             test_hooks_path, test_git_head, test_workspace_option, test_cache_layers,
                              test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
 

@@ -1,0 +1,17 @@
+/* What git takes from a repository's files, read as git reads them. */
+#ifndef RD_GIT_H
+#define RD_GIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Does the file path name (not followed), relative to dirfd (or AT_FDCWD), hold a HEAD as
+ * git takes one: "ref: refs/..." or an object name (40 or 64 hex digits)? Its text, when
+ * text is not NULL, goes there (NUL-terminated, at most size - 1 bytes). */
+bool rd_git_head_valid(int dirfd, const char *path, char *text, size_t size);
+
+/* Is dir shaped as a bare repository, which git takes where it finds no .git first: a HEAD
+ * (a file or a symlink), objects and refs (anything but files: a symlink counts)? */
+bool rd_git_bare_shaped(const char *dir);
+
+#endif

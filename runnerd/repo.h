@@ -1,0 +1,32 @@
+/* The workspace's repository as the user's git sees it, outside any sandbox. */
+#ifndef RD_REPO_H
+#define RD_REPO_H
+
+#include <stdbool.h>
+
+#include "supervisor/audit.h"
+
+/* Where the user's git takes the hooks of the repository at workspace (core.hooksPath from
+ * any of git's configuration files, or .git/hooks): an absolute path, malloc'd; NULL when
+ * workspace is in no repository, git is not there, or out of memory. Asks git itself
+ * ("git rev-parse --git-path hooks", which reads configuration and runs nothing of the
+ * repository's), with runnerd's environment, as the user. */
+char *rd_repo_hooks_dir(const char *workspace);
+
+/* The workspace's repository at the session's start, for rd_repo_end. */
+struct rd_repo_start {
+	char head[256];   /* .git/HEAD's text, when .git is a directory and git takes it */
+	bool bare_shaped; /* the workspace itself shaped as a bare repository */
+};
+
+void rd_repo_start(const char *workspace, struct rd_repo_start *start);
+
+/* At the session's end: a .git/HEAD that git no longer takes (a command garbled it, so that
+ * the user's git would look further up: at the workspace as a bare repository of the
+ * command's) is moved aside under a free name and HEAD written again as it was at the start;
+ * a workspace shaped as a bare repository since the start is named. Each on stderr and in
+ * the audit log ("git_head_restored", "bare_repository_made"). */
+void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struct rd_audit *audit,
+                 const char *session);
+
+#endif
