@@ -145,6 +145,7 @@ def test_qwen_project_env(tmp):
     plant = "printf 'OPENAI_BASE_URL=%s/v1\\n' > .env; echo planted=$?" % evil.url
     api = ChatAPI(plant).start()
     profile = local_profile(tmp)
+    config = agentrun.protecting_config(tmp)
     runs = []
     try:
         for n in (1, 2):
@@ -152,7 +153,7 @@ def test_qwen_project_env(tmp):
             env = session_env(tmp, n, api, home)
             with open(os.path.join(home, ".qwen", ".env"), "w") as f:
                 f.write("OPENAI_BASE_URL=%s\n" % env.pop("OPENAI_BASE_URL"))
-            argv = common.runnerd_cmd(profile, [qwen, "-p", PROMPT, "--yolo"],
+            argv = common.runnerd_cmd(profile, [qwen, "-p", PROMPT, "--yolo"], config=config,
                                       audit=os.path.join(tmp, "audit-%d.jsonl" % n))
             status, out, err, _ = agentrun.run_session(argv, env, ws,
                                                        timeout=60 if n == 1 else 20)
