@@ -83,6 +83,7 @@ void sup_req_free(struct req *q)
 	rd_task_free(&q->t);
 	free(q->map);
 	free(q->path);
+	free(q->git_top);
 	free(q);
 }
 

@@ -62,6 +62,9 @@ struct req {
 	const struct rd_rule *rule;
 	struct rd_box_opts box;
 	struct rd_launch_plan plan;
+	/* A command a rule grants a secret: the directory whose .git its check took, the top of
+	 * the repository its git is to take (sup_grant_reads); NULL if none. */
+	char *git_top;
 };
 
 struct req *sup_req_new(void);

@@ -336,8 +336,9 @@ static const struct rd_view_paths *any_view(struct sup *u)
 /* The git repository git would take for a command in dir: the nearest .git at or above it
  * (or a directory shaped as a bare repository on the way). Refused (why) when commands could
  * have written what git runs or reads from there. */
-static int check_repo(struct sup *u, const struct rd_rule *r, const char *dir, char *why, size_t n)
+static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, size_t n)
 {
+	const struct rd_rule *r = q->rule;
 	char cur[PATH_MAX], git[PATH_MAX + 8];
 	if (snprintf(cur, sizeof(cur), "%s", dir) >= (int)sizeof(cur))
 		return 0;
@@ -387,6 +388,11 @@ static int check_repo(struct sup *u, const struct rd_rule *r, const char *dir, c
 					what =
 					    "has a HEAD git would not take, so that it would look "
 					    "further up";
+			}
+			if (!what && !(q->git_top = strdup(cur))) {
+				snprintf(why, n,
+				         "out of memory checking a granted command's repository");
+				return ENOMEM;
 			}
 			if (!what)
 				return 0;
@@ -450,7 +456,7 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 		return EACCES;
 	}
 	cwd[len] = '\0';
-	return check_repo(u, r, cwd, why, n);
+	return check_repo(u, q, cwd, why, n);
 }
 
 int sup_grant_env(struct sup *u, struct req *q)
@@ -495,15 +501,27 @@ int sup_grant_env(struct sup *u, struct req *q)
 			return -ENOMEM;
 	}
 	/* And git goes into no other repository of the workspace's (a submodule, a gitlink to
-	 * one a command made: its configuration's fsmonitor would run), runs no fsmonitor, and
+	 * one a command made: its configuration's fsmonitor would run), runs no fsmonitor,
 	 * takes hooks from the repository's own .git/hooks, whatever core.hooksPath says (one
-	 * that points into the workspace takes hooks commands can write). */
+	 * that points into the workspace takes hooks commands can write), and takes no bare
+	 * repository it is not told of (a command that garbles .git/HEAD after the check would
+	 * have it take the workspace as one of the command's). */
 	static const char params[] =
 	    "GIT_CONFIG_PARAMETERS='core.fsmonitor'='false' 'submodule.recurse'='false' "
 	    "'diff.ignoreSubmodules'='all' 'status.submoduleSummary'='false' "
 	    "'fetch.recurseSubmodules'='false' 'push.recurseSubmodules'='no' "
-	    "'core.hooksPath'='.git/hooks'";
+	    "'core.hooksPath'='.git/hooks' 'safe.bareRepository'='explicit'";
 	if (rd_env_put(&q->env, params) < 0)
 		return -ENOMEM;
+	/* Nor a repository above the one its check took, where a command could have made one
+	 * since (with HEAD garbled in between, git would look further up). */
+	char *slash = q->git_top ? strrchr(q->git_top, '/') : NULL;
+	if (slash && slash != q->git_top) {
+		_cleanup_free_ char *ceiling = NULL;
+		if (asprintf(&ceiling, "GIT_CEILING_DIRECTORIES=%.*s", (int)(slash - q->git_top),
+		             q->git_top) < 0 ||
+		    rd_env_put(&q->env, ceiling) < 0)
+			return -ENOMEM;
+	}
 	return rd_env_put(&q->env, "GIT_ALLOW_PROTOCOL=https:http:ssh:git");
 }

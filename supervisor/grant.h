@@ -16,7 +16,7 @@ int sup_grant_target(struct sup *u, struct req *q, char *why, size_t n);
  * have written. Refused (the errno, and why, naming the path and the fix) while a protected
  * path missing at the session's start is there (rd_session.missing), or when the caller's
  * cwd is in a git repository whose hooks or configuration commands can write (one a command
- * made; a .git file; a .git/commondir). */
+ * made; a .git file; a .git/commondir). The repository's top goes to q->git_top. */
 int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n);
 
 /* For q's rule, when it grants a secret, q->env made the program's own: PATH without its

@@ -462,6 +462,9 @@ def test_grant_git_config(tmp):
         "chmod 755 .husky/pre-commit && echo planted=1'" % (leak, leak),
         "git status --short >/dev/null; echo status_rc=$?",
         "git commit -q --allow-empty -m b; echo commit_rc=$?",
+        # What keeps a bare repository (or one above) that a command makes after the check,
+        # HEAD garbled in between, from being taken: not raced here, the settings read back.
+        "echo bare_setting=$(git config --get safe.bareRepository)",
         # The workspace as a bare repository of the command's, .git/HEAD garbled.
         "sh -c 'echo garbage > .git/HEAD && mkdir -p objects refs && echo ref: refs/heads/m "
         "> HEAD && echo bare=1'",
@@ -479,8 +482,57 @@ def test_grant_git_config(tmp):
           token not in leaked and token not in out.stdout + out.stderr, repr(leaked))
     check("grant git config: the granted git still works at the root (status, commit)",
           got.get("status_rc") == "0" and got.get("commit_rc") == "0", repr(got))
+    check("grant git config: the granted git takes no bare repository it is not told of",
+          got.get("bare_setting") == "explicit", repr(got))
     check("grant git config: in a workspace turned bare repository, the grant is refused (126)",
           got.get("bare_rc") == "126", repr(got) + out.stderr[-300:])
+
+
+def test_grant_git_race(tmp):
+    """The grant's repository check runs before the granted git does: a command in the
+    background that garbles .git/HEAD, and puts it back, over and over, had some granted git
+    runs pass the check with HEAD sound and then look further up, at a repository the command
+    made above the workspace, whose pre-commit hook a granted git commit ran with the token
+    (the build before). The granted git now looks no higher than
+    the repository its check took (GIT_CEILING_DIRECTORIES), and takes no bare repository it is
+    not told of."""
+    setup = git_grant(tmp, "race")
+    if not setup:
+        return
+    token, git, ws, prof = setup
+    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@x")
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", "a"], check=True,
+                   env=genv)
+    for root, dirs, files in os.walk(tmp):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o666)
+    os.chmod(tmp, 0o777)
+    head = open(os.path.join(ws, ".git", "HEAD")).read().strip()
+    leak = os.path.join(tmp, "leak")
+    script = "\n".join([
+        "sh -c 'git init -q .. && printf \"#!/bin/sh\\necho \\$GH_TOKEN >> %s\\n\" > "
+        "../.git/hooks/pre-commit && chmod 755 ../.git/hooks/pre-commit && echo above=1'"
+        % leak,
+        "sh -c 'while :; do echo garbage > .git/H1 && mv .git/H1 .git/HEAD && "
+        "echo \"%s\" > .git/H2 && mv .git/H2 .git/HEAD; done' >/dev/null 2>&1 &" % head,
+        "for i in $(seq 40); do git commit -q --allow-empty -m r >/dev/null 2>&1; done; "
+        "echo runs=done",
+    ])
+    env = base_env()
+    env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=180)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    leaked = open(leak).read() if os.path.exists(leak) else ""
+    check("grant git race: the setup ran", got.get("above") == "1" and got.get("runs") == "done",
+          repr(got) + out.stderr[-300:])
+    check("grant git race: no hook of a command's ran with the token",
+          token not in leaked, "%d leaks" % leaked.count(token))
 
 
 def test_agent_programs(tmp):
@@ -1553,7 +1605,7 @@ def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
-             test_grant_git_config,
+             test_grant_git_config, test_grant_git_race,
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
