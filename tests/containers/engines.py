@@ -658,6 +658,24 @@ def test_daemon_claude():
     socket and the CLI mounted), through runnerd-intercept and runnerd serve with the claude
     profile, against a stand-in of its API in the same container (claude_agent.py): its Bash
     call runs as a command of the daemon, and no canary of the container reaches it."""
+    cli = claude_cli()
+    for label, opts in (("root", []), ("--user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
+        if cli:
+            claude_session(label, opts, cli, podman_run)
+
+
+def test_daemon_claude_docker():
+    """The same under docker's defaults (its seccomp profile, its AppArmor-less default here,
+    no network)."""
+    cli = claude_cli()
+    for label, opts in (("docker root", []),
+                        ("docker --user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
+        if cli:
+            claude_session(label, opts, cli, docker_run)
+
+
+def claude_cli():
+    """The directory of the pinned Claude Code, or None (skipped, said)."""
     d = os.path.abspath(os.environ.get("NPM_AGENTS", os.path.join(WORK, "..", "npm-agents")))
     cli = os.path.join(d, "claude")
     try:
@@ -667,15 +685,14 @@ def test_daemon_claude():
     if installed != CLAUDE_PACKAGE:
         common.skip_part("daemon, Claude Code: %s is not installed in %s (tests/e2e/"
                          "npm-agents.sh installs it)" % (CLAUDE_PACKAGE, cli))
-        return
-    for label, opts in (("root", []), ("--user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
-        claude_session(label, opts, cli)
+        return None
+    return cli
 
 
-def claude_session(label, opts, cli):
+def claude_session(label, opts, cli, run):
     canary = "canary-daemon-%d" % os.getpid()
     e2e = os.path.join(HERE, "..", "e2e")
-    r = podman_run(daemon_opts() + opts + ["-v", "%s:/opt/claude:ro" % cli,
+    r = run(daemon_opts() + opts + ["-v", "%s:/opt/claude:ro" % cli,
                                            "-v", "%s:/t/e2e:ro" % os.path.abspath(e2e),
                                            "-v", "%s:/t/agent.py:ro" % os.path.join(
                                                HERE, "claude_agent.py")],
@@ -875,8 +892,8 @@ def main():
         tests += [test_daemon_podman, test_daemon_claude, test_daemon_gone] \
             if done.get(start_serve) else []
         tests += [test_docker] if done.get(start_dockerd) else []
-        tests += [test_daemon_docker] if done.get(start_dockerd) and done.get(start_serve) \
-            else []
+        tests += [test_daemon_docker, test_daemon_claude_docker] \
+            if done.get(start_dockerd) and done.get(start_serve) else []
         for t in tests if done[make_image] else ():
             try:
                 t()
