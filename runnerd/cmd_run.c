@@ -1046,10 +1046,17 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		s.remote.on = true;
 		s.remote.kill_fd = ss->kill_fd;
 		s.remote.rootless = ss->rootless;
+		struct stat nst;
+		if (fstat(ss->ns[RD_SERVE_NS_MNT], &nst) == 0)
+			s.remote.mntns = nst.st_ino;
+		if (fstat(ss->ns[RD_SERVE_NS_PID], &nst) == 0)
+			s.remote.pidns = nst.st_ino;
 		s.confine = (struct rd_confine){.host_userns = true,
 		                                .filters = ss->filters,
 		                                .n_filters = ss->n_filters,
-		                                .apparmor = ss->apparmor};
+		                                .apparmor = ss->apparmor,
+		                                .enter_mntns = !ss->rootless,
+		                                .mntns = ss->ns[RD_SERVE_NS_MNT]};
 		started = true;
 		r = rd_agent_start_remote(ss->sock, ss->pid, agent, agent_argv, env, &filter,
 		                          &s.agent, &err);

@@ -6,13 +6,17 @@
  *   runnerd serve ── fork ──> session (host namespaces): the peer's credentials, pidfd and
  *   request; the host's part of the session (config, profile, audit, helpers, filters); the
  *   container's seccomp filters; its cgroups; then setns into its namespaces (not its user
- *   namespace) ── fork ──> supervisor, in the container's pid namespace: the agent's part of
- *   the session and the loop, as runnerd -- AGENT runs them.
+ *   namespace, nor a rootful engine's pid namespace) ── fork ──> supervisor: the agent's part
+ *   of the session and the loop, as runnerd -- AGENT runs them. For a rootful engine's
+ *   container it stays outside the container's pid namespace, in a copy of its mount namespace
+ *   with the machine's /proc, and so do its zygote and sandboxes: no process of the container
+ *   can trace or signal a process of runnerd's, root of the machine. For a rootless one's it
+ *   enters the container's pid and user namespaces, as the container's root.
  *
- * The session process stays outside the container's pid namespace, waiting for the supervisor,
- * so that runnerd kill can SIGKILL an agent that is the container's pid 1 (from inside, the
- * kernel ignores it). Both die with the daemon (PDEATHSIG): the agent's execs then fail with
- * ENOSYS, as when runnerd dies. */
+ * The session process waits for the supervisor, and signals the agent for runnerd kill (an
+ * agent that is the container's pid 1 ignores signals from inside its pid namespace). Both die
+ * with the daemon (PDEATHSIG): the agent's execs then fail with ENOSYS, as when runnerd
+ * dies. */
 #include "intercept/launcher.h"
 #include "lib/fdpass.h"
 #include "lib/serve_proto.h"
@@ -37,6 +41,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -516,9 +521,14 @@ int rd_serve_enter(struct rd_serve_session *ss)
 		ss->waiting_fd = -1;
 	}
 	/* The namespaces checked when the session began (ss->ns), not the client's now: it may
-	 * have made others since. */
+	 * have made others since. A rootful engine's container: all but its pid namespace.
+	 * Every process of runnerd's there is root of the machine, and stays outside it, where
+	 * no process of the container can trace or signal it, whatever capabilities an engine's
+	 * exec gives one (the sandboxes' pid namespaces are made under the machine's). A rootless
+	 * engine's: its pid namespace too, which the supervisor enters as the container's root
+	 * (no privilege on the machine). */
 	for (size_t i = 0; i < RD_SERVE_NS; i++)
-		if (setns(ss->ns[i], 0) < 0)
+		if ((i != RD_SERVE_NS_PID || ss->userns >= 0) && setns(ss->ns[i], 0) < 0)
 			return refuse(ss->sock, errno, "joining the agent's %s namespace: %s",
 			              ns_names[i], strerror(errno)),
 			       -1;
@@ -534,6 +544,18 @@ int rd_serve_enter(struct rd_serve_session *ss)
 			_exit(125);
 		if (ss->userns >= 0 && become_container_root(ss) < 0)
 			_exit(125);
+		/* Outside the container's pid namespace, with its files: a mount namespace of
+		 * its own, a copy of the container's, with a /proc of the machine's pid namespace
+		 * (the pids runnerd sees, in notifications and from fork) over the container's. */
+		if (ss->userns < 0 &&
+		    (unshare(CLONE_NEWNS) < 0 ||
+		     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)) {
+			refuse(ss->sock, errno,
+			       "a /proc of the machine's in the container's view: %s",
+			       strerror(errno));
+			_exit(125);
+		}
 		ss->kill_fd = kp[1];
 		struct ucred cr = {0};
 		socklen_t len = sizeof(cr);
@@ -543,8 +565,9 @@ int rd_serve_enter(struct rd_serve_session *ss)
 			       "runs in");
 			_exit(125);
 		}
-		/* Its pid, uid and gid as the container sees them (its user namespace's, for a
-		 * rootless engine's). */
+		/* Its pid, uid and gid as the supervisor sees them: the machine's pid and ids for
+		 * a rootful engine's container; the container's for a rootless one's (its user
+		 * namespace's ids). */
 		ss->pid = cr.pid;
 		ss->uid = cr.uid;
 		ss->gid = cr.gid;
@@ -662,9 +685,10 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 		              "the client runs on the host, not in a container: runnerd serve "
 		              "runs the agents of containers; on the host, start the agent with "
 		              "runnerd itself (runnerd --profile NAME -- AGENT)");
-	/* The supervisor runs in the container's pid namespace, as root of the machine or of the
-	 * container's user namespace: a process there that may trace any process, or mount over
-	 * /proc, could take it over. */
+	/* A rootless engine's supervisor runs in the container's pid namespace, as its root; a
+	 * rootful one's processes stay outside it, but read the container's files and the agent's
+	 * memory: a process of the container that may trace any process, or mount, is refused
+	 * all the same. */
 	int can_trace = container_has(ns[1], cr.pid, CAP_SYS_PTRACE);
 	int can_admin = can_trace ? 0 : container_has(ns[1], cr.pid, CAP_SYS_ADMIN);
 	if (can_trace != 0 || can_admin != 0)

@@ -11,6 +11,9 @@
 #include <sys/types.h>
 
 #define RD_SERVE_NS 6
+/* Where the mount and pid namespaces are in struct rd_serve_session's ns. */
+#define RD_SERVE_NS_MNT 0
+#define RD_SERVE_NS_PID 1
 
 struct rd_serve_session {
 	int sock;  /* the connection to runnerd-intercept */
@@ -48,11 +51,12 @@ struct rd_serve_session {
 };
 
 /* Join the container: its cgroup, then its namespaces; the process that returns (0) is the
- * session's supervisor, in the container's pid namespace, in the client's cwd and with its
- * environment as environ; in a rootless engine's container, in its user namespace too, as the
- * container's root (no privilege on the machine), with ss->uid and gid the client's ids
- * there. The one that called never returns. -1: said on stderr and to the
- * client. Called by rd_cmd_run_served once the host's part is done. */
+ * session's supervisor, in the client's cwd and with its environment as environ. For a rootful
+ * engine's container, outside its pid namespace, in a copy of its mount namespace with a /proc
+ * of the machine's (ss->pid the machine's pid of the client); in a rootless engine's, in its
+ * pid and user namespaces, as the container's root (no privilege on the machine), with
+ * ss->uid and gid the client's ids there. The one that called never returns. -1: said on stderr and
+ * to the client. Called by rd_cmd_run_served once the host's part is done. */
 int rd_serve_enter(struct rd_serve_session *ss);
 
 /* One session for runnerd serve: cli->profile is the profile, decided already. Returns the

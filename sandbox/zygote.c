@@ -3,6 +3,7 @@
 #include "sandbox/launch_internal.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,8 @@ int rd_zygote_start(struct rd_zygote *z, int exe_fd, bool full_ids,
 		/* Kept across the exec (not set-id): the zygote dies with runnerd. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(0); /* runnerd died before PDEATHSIG was armed */
+		if (confine && confine->enter_mntns && setns(confine->mntns, CLONE_NEWNS) < 0)
+			_exit(127);
 		/* The socket at fd 3; everything else of runnerd's closed by the exec. */
 		int exe = fcntl(exe_fd, F_DUPFD_CLOEXEC, 4);
 		if (exe < 0)

@@ -45,6 +45,11 @@ struct rd_confine {
 	const struct rd_bpf *filters;
 	size_t n_filters;
 	const char *apparmor; /* the AppArmor profile each command execs under; NULL or "": none */
+	/* A rootful engine's container: its mount namespace (mntns, an fd), which the zygote
+	 * enters before anything else; runnerd itself lives in a copy of it, with a /proc of the
+	 * machine's pid namespace, where the zygote and its reapers live too. */
+	bool enter_mntns;
+	int mntns;
 };
 
 #define RD_ZYGOTE_NONE ((struct rd_zygote){.pid = -1, .fd = -1})

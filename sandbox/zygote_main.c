@@ -15,9 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #define ZYGOTE_FD 3
 
@@ -155,10 +157,20 @@ static unsigned session_setup(int sock, bool host)
 	struct rd_view_error e;
 	const char *what = NULL;
 	int r = 0;
+	/* A rootful engine's container: runnerd keeps the zygote outside the container's pid
+	 * namespace, whose /proc has no "self" for it; one of its own for the while (the view
+	 * reads its mounts there), then the container's again, which every reaper covers with
+	 * its own. */
+	bool own_proc = host && access("/proc/self", F_OK) < 0;
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		r = -errno, what = "making it non-dumpable";
+	else if (own_proc &&
+	         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		r = -errno, what = "mounting a /proc of its own";
 	else if ((r = rd_view_session(&e, &session_paths, true)) < 0)
 		what = e.what;
+	else if (own_proc && umount2("/proc", MNT_DETACH) < 0)
+		r = -errno, what = "taking its own /proc off";
 	if (r < 0) {
 		m.err = -r;
 		snprintf(m.what, sizeof(m.what), "%s", what);

@@ -13,11 +13,14 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -164,6 +167,29 @@ static bool other_namespaces(pid_t pid)
 	return false;
 }
 
+/* runnerd serve: does pid live in the agent's container, its pid namespace or one under it?
+ * (runnerd, outside it, sees every pid of the machine.) A peer that cannot be looked at
+ * does. */
+static bool in_container(struct sup *u, pid_t pid)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/ns/pid", pid);
+	int ns = open(p, O_RDONLY | O_CLOEXEC);
+	for (int depth = 0; ns >= 0 && depth < 64; depth++) {
+		struct stat st;
+		if (fstat(ns, &st) < 0 || st.st_ino == u->s->remote.pidns)
+			break;
+		int parent = ioctl(ns, NS_GET_PARENT);
+		close(ns);
+		ns = parent;
+		if (ns < 0 && errno == EPERM)
+			return false; /* past the machine's own: not under the container's */
+	}
+	if (ns >= 0)
+		close(ns);
+	return true;
+}
+
 /* Is pid runnerd itself or one of its descendants (the agent, its processes, a sandbox)? */
 static bool ours(pid_t pid)
 {
@@ -308,10 +334,13 @@ void sup_control_accept(struct sup *u)
 		else if (cr.uid != geteuid() && cr.uid != 0 &&
 		         !(u->s->remote.rootless && cr.uid == overflow_uid()))
 			why = "it runs as another user";
-		else if (u->s->remote.on && cr.pid != 0)
-			why = "it runs in the agent's container: a request must come from the host";
+		else if (u->s->remote.on && cr.pid != 0 &&
+		         (u->s->remote.rootless || ours(cr.pid) || in_container(u, cr.pid)))
+			why = "it runs in the agent's container, or in a sandbox of the session: a "
+			      "request must come from the host";
 		else if (u->s->remote.on)
-			; /* pid 0: outside the container's pid namespace, so outside the session */
+			; /* outside the container and the session (pid 0 where runnerd is in the
+			   * container's pid namespace, a rootless engine's) */
 		else if (cr.pid <= 0 || ours(cr.pid))
 			why = "it is runnerd, the agent or something they started: a request must "
 			      "come from outside the session";

@@ -180,7 +180,7 @@ static int setup(struct sup *u, struct rd_session *s)
 	struct stat st;
 	if (stat("/", &u->root_st) < 0 || stat("/proc/self/ns/mnt", &st) < 0)
 		return -errno;
-	u->mntns = st.st_ino;
+	u->mntns = s->remote.on && s->remote.mntns ? s->remote.mntns : st.st_ino;
 	if (fstat(s->stub_fd, &st) < 0)
 		return -errno;
 	u->stub_dev = st.st_dev;

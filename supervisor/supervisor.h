@@ -78,13 +78,18 @@ struct rd_session {
 	 * its exit status unknown. kill_fd reaches the process of runnerd's outside the
 	 * container's pid namespace, which signals the agent on a byte, 's' SIGSTOP, 'k' SIGKILL
 	 * (from inside, a signal to the container's pid 1 is ignored). Control connections from
-	 * outside that pid namespace (pid 0 here) are from outside the session. */
+	 * outside that pid namespace are from outside the session. */
 	struct {
 		bool on;
 		int kill_fd;
 		/* runnerd is in the container's user namespace (a rootless engine's), where the
 		 * machine's root is not mapped: a control peer that is shows as the overflow uid */
 		bool rootless;
+		/* The container's mount and pid namespaces (their inode numbers): a caller must
+		 * live in that mount namespace (runnerd itself lives in a copy of it, for a
+		 * rootful engine's container); a control peer in that pid namespace, or one under
+		 * it, lives in the container. */
+		ino_t mntns, pidns;
 	} remote;
 	/* What commands keep of that container (sandbox/zygote.h). */
 	struct rd_confine confine;

@@ -348,7 +348,17 @@ PERSONALITY = ("import ctypes; l = ctypes.CDLL(None, use_errno=True); "
 # cgroups of the agent (read by its shell's builtins, no command) and of a command.
 DAEMON_AGENT = AGENT.replace("; true", "") + (
     "; python3 -c \"%s\"; while read l; do echo \"agent-cgroup $l\"; done < /proc/$$/cgroup; "
-    "sed 's/^/command-cgroup /' /proc/self/cgroup; true" % PERSONALITY)
+    "sed 's/^/command-cgroup /' /proc/self/cgroup; true" % PERSONALITY) + (
+    # The processes of the container's pid namespace that hold every capability root of the
+    # machine holds, counted by the agent itself (shell builtins only: nothing it runs is a
+    # command): runnerd's, if it kept any there.
+    "; n=0; for f in /proc/[0-9]*/status; do while read k v; do "
+    "[ \"$k\" = Name: ] && name=$v; "
+    "[ \"$k\" = CapEff: ] && echo \"process $name $v\" && [ \"$v\" = %s ] && n=$((n + 1)); "
+    "done < $f 2>/dev/null; done; echo \"privileged-visible $n\"" %
+    # (the capabilities of this test, root of the machine, as runnerd serve has them: every
+    # one, or as many as the machine gives its root)
+    [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff:")][0])
 
 
 def start_serve(activated=False):
@@ -402,6 +412,14 @@ def check_daemon_run(label, r, refused_errno):
           "personality -1 %d" % refused_errno in lines, "%r" % r.stdout)
     check("daemon, %s: a command is in the agent's cgroups" % label,
           agent_cg and agent_cg == cmd_cg, "agent %s, command %s" % (agent_cg, cmd_cg))
+    if "rootless" not in label:
+        # Root of the machine, with every capability: none of runnerd's processes is in the
+        # container's pid namespace, where one of the container's could trace or signal it
+        # (the build before: its supervisor and zygote were).
+        check("daemon, %s: no process in the container holds every capability (runnerd's "
+              "supervisor and zygote live outside its pid namespace)" % label,
+              "privileged-visible 0" in lines,
+              "%r" % [l for l in lines if l.startswith(("privileged-visible", "process "))])
 
 
 def check_daemon_kill(engine, run_bg):
