@@ -409,8 +409,10 @@ static void why_userns(struct rd_probe_result *r, enum engine eng)
 		    "(kernel.unprivileged_userns_clone = 0)");
 	else if (eng == DOCKER && seccomp_filtered())
 		set(r,
-		    "start the container with --security-opt seccomp=unconfined: runnerd's own "
-		    "filter still confines every command (docs/containers.md)",
+		    "start the container with --security-opt "
+		    "seccomp=/usr/share/runnerd/docker/seccomp.json, the profile runnerd's package "
+		    "installs on the host for docker (or seccomp=unconfined): runnerd's own filter "
+		    "still confines every command (docs/containers.md)",
 		    "docker's default seccomp profile refuses new namespaces (unshare, clone with "
 		    "CLONE_NEWUSER) to a container without CAP_SYS_ADMIN");
 	else if (eng != HOST && seccomp_filtered())
@@ -505,8 +507,10 @@ static void why_trace(struct rd_probe_result *r, const char *call, enum engine e
 	else if (eng == DOCKER && seccomp_filtered() && !has_cap(CAP_SYS_PTRACE) &&
 	         strcmp(call, "pidfd_getfd") == 0)
 		set(r,
-		    "start the container with --security-opt seccomp=unconfined: runnerd's own "
-		    "filter still confines every command (docs/containers.md)",
+		    "start the container with --security-opt "
+		    "seccomp=/usr/share/runnerd/docker/seccomp.json, the profile runnerd's package "
+		    "installs on the host for docker (or seccomp=unconfined): runnerd's own filter "
+		    "still confines every command (docs/containers.md)",
 		    "docker's default seccomp profile allows %s only to a container with "
 		    "CAP_SYS_PTRACE",
 		    call);

@@ -132,10 +132,11 @@ def make_image(deb):
              "usr/libexec/runnerd/runnerd-zygote", "etc/runnerd/runner.json",
              "etc/runnerd/profiles/claude.json", "usr/share/runnerd/apparmor/runnerd",
              "usr/share/man/man1/runnerd.1", "usr/bin/runnerd-intercept",
-             "usr/lib/systemd/system/runnerd.service", "usr/lib/systemd/system/runnerd.socket"]
+             "usr/lib/systemd/system/runnerd.service", "usr/lib/systemd/system/runnerd.socket",
+             "usr/share/runnerd/docker/seccomp.json"]
     missing = [f for f in files if not os.path.exists(os.path.join(root, f))]
-    check("package: binaries, config, profiles, AppArmor profiles, systemd units and man page "
-          "in place",
+    check("package: binaries, config, profiles, AppArmor profiles, systemd units, docker's "
+          "seccomp profile and man page in place",
           not missing, "missing: %s" % missing)
     # Debian 12's AppArmor cannot parse them: linked in only where the kernel mediates user
     # namespaces, which this one does not.
@@ -847,7 +848,9 @@ def test_docker():
           r.returncode == 125 and "agent-started" not in r.stdout and
           "cannot sandbox commands in a docker container: docker's default seccomp profile "
           "refuses new namespaces" in r.stderr and
-          "Fix: start the container with --security-opt seccomp=unconfined" in r.stderr,
+          "Fix: start the container with --security-opt "
+          "seccomp=/usr/share/runnerd/docker/seccomp.json, the profile runnerd's package "
+          "installs on the host for docker (or seccomp=unconfined)" in r.stderr,
           "rc=%d %s %s" % (r.returncode, r.stdout, r.stderr))
     r = docker_run([], ["runnerd", "check", "--system"])
     check("docker defaults: check --system names the namespaces, process_vm_readv and "
@@ -868,6 +871,32 @@ def test_docker():
               r.returncode == 0 and r.stdout.split() == ["agent-started", "a-command-ran",
                                                          "0", "0"],
               "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    # The recipe with the profile the package ships, in place of seccomp=unconfined: commands
+    # run, and the agent itself is still refused what the profile refuses (keyctl, which a
+    # process without capabilities may call, and process_vm_writev), as it is not unconfined.
+    profile = os.path.join(WORK, "image", "usr/share/runnerd/docker/seccomp.json")
+    shipped = ["--security-opt", "seccomp=" + profile, "--security-opt", "systempaths=unconfined"]
+    probe = ("import ctypes; l = ctypes.CDLL(None, use_errno=True); "
+             "r = l.syscall(250, 0, -3, 0); print('keyctl', r, ctypes.get_errno()); "
+             "r = l.syscall(311, __import__('os').getpid(), 0, 0, 0, 0, 0); "
+             "print('process_vm_writev', r, "
+             "ctypes.get_errno())")
+    agent_probe = ["runnerd", "--profile", "generic", "--", "python3", "-c", probe]
+    for label, opts in (("root", []), ("--user %d" % UID, ["--user", "%d:%d" % (UID, UID)])):
+        r = docker_run(shipped + opts, agent)
+        check("docker recipe, runnerd's seccomp profile, %s: commands run, with no canary in "
+              "any environment it can read" % label,
+              r.returncode == 0 and r.stdout.split() == ["agent-started", "a-command-ran",
+                                                         "0", "0"],
+              "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+        r = docker_run(shipped + opts, agent_probe)
+        u = docker_run(recipe + opts, agent_probe)
+        check("docker recipe, runnerd's seccomp profile, %s: the agent's keyctl and "
+              "process_vm_writev fail with EPERM (seccomp=unconfined: not)" % label,
+              "keyctl -1 1" in r.stdout and "process_vm_writev -1 1" in r.stdout
+              and "keyctl -1 1" not in u.stdout and "process_vm_writev -1 1" not in u.stdout,
+              "profile: rc=%d %r %s; unconfined: %r" % (r.returncode, r.stdout, r.stderr[-300:],
+                                                        u.stdout))
 
 
 def test_apparmor():

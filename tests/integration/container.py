@@ -124,7 +124,8 @@ def test_docker_defaults(tmp):
     check("docker defaults: new namespaces refused by docker's profile, and the fix",
           "FAILED  a user namespace: docker's default seccomp profile refuses new "
           "namespaces" in out and "Fix: start the container with --security-opt "
-          "seccomp=unconfined" in out and "tried in a docker container" in out, out)
+          "seccomp=/usr/share/runnerd/docker/seccomp.json" in out and "seccomp=unconfined"
+          in out and "tried in a docker container" in out, out)
     check("docker defaults: pidfd_getfd needs CAP_SYS_PTRACE under docker's profile",
           "FAILED  pidfd_getfd of a child" in out and "docker's default seccomp profile "
           "allows pidfd_getfd only to a container with CAP_SYS_PTRACE" in out, out)
@@ -135,7 +136,8 @@ def test_docker_defaults(tmp):
     r = in_mount_ns(setup, runnerd_cmd("generic", argv), tmp, like)
     check_refused("docker defaults", r, mark,
                   "docker's default seccomp profile refuses new namespaces",
-                  "start the container with --security-opt seccomp=unconfined")
+                  "start the container with --security-opt "
+                  "seccomp=/usr/share/runnerd/docker/seccomp.json")
 
 
 def test_rootless_root(tmp):
