@@ -443,6 +443,25 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		make_missing(dirs.v[i], true);
 	for (size_t i = 0; i < files.n; i++)
 		make_missing(files.v[i], false);
+	/* And a rule's own protected directories, which hold in its command's sandbox only: a
+	 * rule that keeps npm's install scripts out of {workspace}/.github/ must find it there,
+	 * else the command could make it. */
+	for (size_t i = 0; i < prof->n_rules; i++) {
+		const struct rd_strv *l = &prof->rules[i].box.list[RD_BOX_PROTECT];
+		for (size_t k = 0; k < l->n; k++) {
+			const char *e = l->v[k];
+			size_t n = strlen(e);
+			if (n < 2 || e[n - 1] != '/')
+				continue;
+			_cleanup_free_ char *d = NULL;
+			if ((strncmp(e, "~/", 2) == 0
+			         ? asprintf(&d, "%s/%.*s", home, (int)(n - 3), e + 2)
+			         : asprintf(&d, "%.*s", (int)(n - 1), e)) < 0)
+				continue;
+			if (d[0] == '/' && rd_strv_within(write, d))
+				make_missing(d, true);
+		}
+	}
 	if (who.served) {
 		setfsuid(geteuid());
 		setfsgid(getegid());

@@ -724,7 +724,9 @@ def test_cache_layers(tmp):
 def test_rule_view(tmp):
     """A rule's own "write" and "protect": tee may write a directory of the home that is
     read-only to every other command (touch), but not a path the profile protects in it; cp
-    may not write a directory of /tmp that every other command may."""
+    may not write a directory of /tmp that every other command may, nor make a protected
+    directory written with a "/" at its end that is missing at the start (runnerd makes it,
+    empty; the build before did not, and cp made it and wrote in it)."""
     os.chmod(tmp, 0o755)
     home = pwd.getpwuid(os.getuid()).pw_dir
     d = os.path.join(home, ".rdtest-rule-" + os.urandom(4).hex())
@@ -739,7 +741,8 @@ def test_rule_view(tmp):
     prof = common.write_profile(tmp, "ruleview", {
         "default": "allow", "protect": [locked, d2 + "/autostart"],
         "rules": [{"match": {"path": tee}, "action": "allow", "write": [d]},
-                  {"match": {"path": cp}, "action": "allow", "protect": [prot]},
+                  {"match": {"path": cp}, "action": "allow",
+                   "protect": [prot, os.path.join(tmp, "gh") + "/"]},
                   # A protected path missing in the rule's root: the command could make it.
                   {"match": {"path": dd}, "action": "allow", "write": [d2]}]})
     steps = [
@@ -747,6 +750,7 @@ def test_rule_view(tmp):
         "touch %s/g 2>/dev/null; echo \"touch_rc=$?\"" % d,
         "echo a | tee %s/f >/dev/null 2>&1; echo \"locked_rc=$?\"" % locked,
         "cp /etc/hostname %s/x 2>/dev/null; echo \"cp_rc=$?\"" % prot,
+        "cp -r %s %s 2>/dev/null; echo \"cpdir_rc=$?\"" % (prot, os.path.join(tmp, "gh")),
         "sh -c 'echo y > %s/y' && echo sh=written" % prot,
         "dd if=/dev/null of=%s/autostart 2>/dev/null; echo \"dd_rc=$?\"" % d2,
     ]
@@ -773,6 +777,9 @@ def test_rule_view(tmp):
           repr(got))
     check("rule view: other commands may still write there", got.get("sh") == "written",
           repr(got) + out.stderr[-300:])
+    check("rule view: a missing directory a rule protects is made, empty, and read-only to it",
+          got.get("cpdir_rc") not in (None, "0") and os.path.isdir(os.path.join(tmp, "gh"))
+          and not os.listdir(os.path.join(tmp, "gh")), repr(got))
     check("rule view: a rule whose root holds a missing protected path is refused (126)",
           got.get("dd_rc") == "126" and not made, repr(got))
 
