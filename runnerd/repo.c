@@ -9,51 +9,102 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
 
-char *rd_repo_hooks_dir(const char *workspace)
+/* git -C workspace ARGS..., as the user, stdin and stderr /dev/null: fn is called with each
+ * record of its output (ended by sep, which is replaced by a NUL; a record longer than
+ * PATH_MAX + 64 is dropped). Returns whether git ran and exited 0. */
+static bool run_git(const char *workspace, char *const args[], char sep,
+                    void (*fn)(char *rec, void *ctx), void *ctx)
 {
 	int out[2];
 	if (pipe2(out, O_CLOEXEC) < 0)
-		return NULL;
+		return false;
+	char *argv[16] = {"git", "-C", (char *)workspace};
+	size_t n_args = 3;
+	for (size_t i = 0; args[i] && n_args < 15; i++)
+		argv[n_args++] = args[i];
+	argv[n_args] = NULL;
 	posix_spawn_file_actions_t fa;
 	pid_t pid = -1;
-	char *argv[] = {
-	    "git",   "-C", (char *)workspace, "rev-parse", "--path-format=absolute", "--git-path",
-	    "hooks", NULL};
 	if (posix_spawn_file_actions_init(&fa) == 0) {
-		if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) == 0 &&
-		    posix_spawn_file_actions_adddup2(&fa, out[1], 1) == 0 &&
-		    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) == 0 &&
+		if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
+		    posix_spawn_file_actions_adddup2(&fa, out[1], 1) != 0 ||
+		    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0 ||
 		    posix_spawnp(&pid, "git", &fa, NULL, argv, environ) != 0)
 			pid = -1;
 		posix_spawn_file_actions_destroy(&fa);
 	}
 	close(out[1]);
-	char buf[PATH_MAX + 1];
+	char buf[PATH_MAX + 64];
 	size_t n = 0;
-	for (ssize_t r; pid > 0 && n < sizeof(buf) - 1 &&
-	                (r = read(out[0], buf + n, sizeof(buf) - 1 - n)) != 0;) {
+	bool dropping = false;
+	for (ssize_t r; pid > 0 && (r = read(out[0], buf + n, sizeof(buf) - n)) != 0;) {
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			break;
 		n += (size_t)r;
+		char *rec = buf, *end;
+		while ((end = memchr(rec, sep, (size_t)(buf + n - rec)))) {
+			*end = '\0';
+			if (!dropping)
+				fn(rec, ctx);
+			dropping = false;
+			rec = end + 1;
+		}
+		n = (size_t)(buf + n - rec);
+		memmove(buf, rec, n);
+		if (n == sizeof(buf)) {
+			n = 0;
+			dropping = true;
+		}
 	}
 	close(out[0]);
 	int status = 1;
 	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (pid <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || n == 0 ||
-	    n >= sizeof(buf) - 1 || buf[n - 1] != '\n' || buf[0] != '/')
+	return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void first_line(char *rec, void *ctx)
+{
+	char **out = ctx;
+	if (!*out && rec[0] == '/')
+		*out = strdup(rec);
+}
+
+char *rd_repo_hooks_dir(const char *workspace)
+{
+	char *args[] = {"rev-parse", "--path-format=absolute", "--git-path", "hooks", NULL};
+	char *dir = NULL;
+	if (!run_git(workspace, args, '\n', first_line, &dir)) {
+		free(dir);
 		return NULL;
-	buf[n - 1] = '\0';
-	if (memchr(buf, '\n', n - 1) || memchr(buf, '\0', n - 1))
-		return NULL;
-	return strdup(buf);
+	}
+	return dir;
+}
+
+/* A gitlink of the index ("160000 OBJECT STAGE\tPATH", git ls-files --stage -z): PATH. */
+static void take_gitlink(char *rec, void *ctx)
+{
+	char *tab = strchr(rec, '\t');
+	if (strncmp(rec, "160000 ", 7) == 0 && tab && tab[1])
+		(void)rd_strv_add(ctx, tab + 1);
+}
+
+/* The gitlinks of the workspace's index. No fsmonitor runs (the index is the commands' to
+ * write; the configuration is the user's, protected). */
+static void gitlinks(const char *workspace, struct rd_strv *out)
+{
+	char *args[] = {"-c", "core.fsmonitor=false", "ls-files", "--stage", "-z", NULL};
+	*out = (struct rd_strv){0};
+	if (!run_git(workspace, args, '\0', take_gitlink, out))
+		rd_strv_free(out);
 }
 
 void rd_repo_start(const char *workspace, struct rd_repo_start *start)
@@ -67,6 +118,72 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start)
 	if (dir >= 0 && !rd_git_head_valid(dir, "HEAD", start->head, sizeof(start->head)))
 		start->head[0] = '\0';
 	start->bare_shaped = rd_git_bare_shaped(workspace);
+	clock_gettime(CLOCK_REALTIME, &start->when);
+	if (dir >= 0)
+		gitlinks(workspace, &start->gitlinks);
+}
+
+/* The configuration file of the repository of the gitlink at path: path/.git/config, or the
+ * config of the directory a .git file names ("gitdir: DIR", relative to path). */
+static bool gitlink_config(const char *path, char *out, size_t n)
+{
+	char git[PATH_MAX + 8];
+	struct stat st;
+	snprintf(git, sizeof(git), "%s/.git", path);
+	if (lstat(git, &st) < 0)
+		return false;
+	if (S_ISDIR(st.st_mode))
+		return (size_t)snprintf(out, n, "%s/config", git) < n;
+	if (!S_ISREG(st.st_mode))
+		return false;
+	char buf[PATH_MAX + 16];
+	_cleanup_close_ int fd = open(git, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (len <= 8 || strncmp(buf, "gitdir: ", 8) != 0)
+		return false;
+	buf[len] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	const char *dir = buf + 8;
+	return (size_t)(dir[0] == '/' ? snprintf(out, n, "%s/config", dir)
+	                              : snprintf(out, n, "%s/%s/config", path, dir)) < n;
+}
+
+static bool after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+}
+
+/* Each gitlink whose repository's configuration is new, or changed (its ctime, which no
+ * command sets back) since the start. */
+static void check_gitlinks(const char *workspace, const struct rd_repo_start *start,
+                           struct rd_audit *audit)
+{
+	struct rd_strv now = {0};
+	gitlinks(workspace, &now);
+	for (size_t i = 0; i < now.n; i++) {
+		char path[PATH_MAX], config[PATH_MAX + 32];
+		struct stat st;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s",
+		                     strcmp(workspace, "/") ? workspace : "",
+		                     now.v[i]) >= sizeof(path) ||
+		    !gitlink_config(path, config, sizeof(config)) || lstat(config, &st) < 0)
+			continue;
+		bool known = false;
+		for (size_t k = 0; !known && k < start->gitlinks.n; k++)
+			known = strcmp(start->gitlinks.v[k], now.v[i]) == 0;
+		if (known && !after(&st.st_ctim, &start->when))
+			continue;
+		fprintf(stderr,
+		        "runnerd: %s is a repository entered in the workspace's index (a gitlink), "
+		        "whose configuration %s was %s during this session, where commands could "
+		        "write it: git status in the workspace reads it, and runs what its "
+		        "core.fsmonitor names; check it\n",
+		        path, config, known ? "changed" : "made");
+		(void)rd_audit(audit, "gitlink_config",
+		               json_pack("{s:o, s:o, s:b}", "path", rd_json_bytes(path), "config",
+		                         rd_json_bytes(config), "new", !known));
+	}
+	rd_strv_free(&now);
 }
 
 /* HEAD moved aside (a free name of its own: a command could have taken the first) and
@@ -98,7 +215,7 @@ static bool restore_head(int dir, const char *text, const char *session, char *a
 	return close(fd) == 0 && ok;
 }
 
-void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struct rd_audit *audit,
+void rd_repo_end(const char *workspace, struct rd_repo_start *start, struct rd_audit *audit,
                  const char *session)
 {
 	char git[PATH_MAX], aside[128];
@@ -133,6 +250,7 @@ void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struc
 		                         ok, "moved_to",
 		                         moved[0] ? rd_json_bytes(moved) : json_null()));
 	}
+	check_gitlinks(workspace, start, audit);
 	if (!start->bare_shaped && rd_git_bare_shaped(workspace)) {
 		fprintf(stderr,
 		        "runnerd: %s was made a bare git repository's shape during this session "
@@ -143,4 +261,5 @@ void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struc
 		(void)rd_audit(audit, "bare_repository_made",
 		               json_pack("{s:o}", "path", rd_json_bytes(workspace)));
 	}
+	rd_strv_free(&start->gitlinks);
 }

@@ -616,6 +616,50 @@ def test_git_head(tmp):
           not os.path.exists(mark), "the command's core.sshCommand ran")
 
 
+def test_gitlink_config(tmp):
+    """A repository entered in the workspace's index as a gitlink: the user's git status at
+    the root looks into it, and runs what its configuration's core.fsmonitor names. Commands
+    can make one (an embedded repository and its gitlink) or change the configuration of a
+    submodule (.git/modules/NAME/config), both where they may write. runnerd names each such
+    configuration made or changed during the session when it ends, on stderr and in the audit
+    log; an untouched submodule is not named (the build before named none)."""
+    os.chmod(tmp, 0o755)
+    ws = os.path.join(tmp, "project")
+    g = ["git", "-c", "user.name=t", "-c", "user.email=t@x", "-c", "protocol.file.allow=always"]
+    lib = os.path.join(tmp, "lib")
+    for repo in (ws, lib):
+        subprocess.run(["git", "init", "-q", repo], check=True)
+        subprocess.run(g + ["-C", repo, "commit", "-q", "--allow-empty", "-m", "m"], check=True)
+    for name in ("kept", "changed"):
+        subprocess.run(g + ["-C", ws, "submodule", "-q", "add", lib, name], check=True,
+                       capture_output=True)
+    subprocess.run(g + ["-C", ws, "commit", "-q", "-m", "subs"], check=True)
+    for root, dirs, files in os.walk(tmp):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o666)
+    plant = ("sh -c 'git init -q made && git -C made -c user.name=t -c user.email=t@x commit -q "
+             "--allow-empty -m s && git -C made config core.fsmonitor \"touch ran; false\" && "
+             "git update-index --add --cacheinfo 160000,$(git -C made rev-parse HEAD),made && "
+             "git -C changed config core.fsmonitor \"touch ran; false\" && echo planted=yes'")
+    audit = os.path.join(tmp, "audit.jsonl")
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", plant], audit=audit),
+                         env=common.base_env(), cwd=ws, capture_output=True, text=True,
+                         timeout=60)
+    check("gitlink config: the command made a gitlinked repository and changed a submodule's "
+          "configuration", "planted=yes" in out.stdout, out.stdout + out.stderr[-400:])
+    events = [json.loads(l) for l in open(audit) if l.strip()] if os.path.exists(audit) else []
+    named = {os.path.basename(e.get("path", "")): e.get("new") for e in events
+             if e.get("event") == "gitlink_config"}
+    check("gitlink config: both named in the audit log (made, changed), the untouched one not",
+          named == {"made": True, "changed": False}, repr(named))
+    check("gitlink config: and on stderr",
+          "%s/made is a repository entered in the workspace's index" % ws in out.stderr and
+          "%s/changed is a repository entered" % ws in out.stderr and
+          "%s/kept is" % ws not in out.stderr, out.stderr[-800:])
+
+
 def test_workspace_option(tmp):
     """The project need not be where runnerd starts: --workspace DIR, or sandbox.workspace in
     runner.json ("~/..." allowed), makes DIR the writable workspace (its agent configuration
@@ -895,7 +939,8 @@ def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
                              test_writes, test_protected_created, test_worktree_dotgit,
-                             test_hooks_path, test_git_head, test_workspace_option, test_cache_layers,
+                             test_hooks_path, test_git_head, test_gitlink_config,
+                             test_workspace_option, test_cache_layers,
                              test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
 
