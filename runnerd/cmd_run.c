@@ -1104,7 +1104,6 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 fail:
 	rd_cli_print_error(&err);
 out:
-	rd_strv_free(&repo_start.gitlinks);
 	if (ss && !started)
 		rd_agent_refuse_remote(
 		    ss->sock, err.err ? err.err : EPERM,

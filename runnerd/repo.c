@@ -1,5 +1,6 @@
 #include "runnerd/repo.h"
 #include "lib/git.h"
+#include "lib/strv.h"
 #include "lib/util.h"
 
 #include <errno.h>
@@ -119,8 +120,6 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start)
 		start->head[0] = '\0';
 	start->bare_shaped = rd_git_bare_shaped(workspace);
 	clock_gettime(CLOCK_REALTIME, &start->when);
-	if (dir >= 0)
-		gitlinks(workspace, &start->gitlinks);
 }
 
 /* The configuration file of the repository of the gitlink at path: path/.git/config, or the
@@ -153,8 +152,9 @@ static bool after(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
 }
 
-/* Each gitlink whose repository's configuration is new, or changed (its ctime, which no
- * command sets back) since the start. */
+/* Each gitlink whose repository's configuration was made or changed since the start (its
+ * ctime, which no command sets back). The index is listed once, at the end: a start in a
+ * large repository pays nothing. */
 static void check_gitlinks(const char *workspace, const struct rd_repo_start *start,
                            struct rd_audit *audit)
 {
@@ -168,11 +168,13 @@ static void check_gitlinks(const char *workspace, const struct rd_repo_start *st
 		                     now.v[i]) >= sizeof(path) ||
 		    !gitlink_config(path, config, sizeof(config)) || lstat(config, &st) < 0)
 			continue;
-		bool known = false;
-		for (size_t k = 0; !known && k < start->gitlinks.n; k++)
-			known = strcmp(start->gitlinks.v[k], now.v[i]) == 0;
-		if (known && !after(&st.st_ctim, &start->when))
+		if (!after(&st.st_ctim, &start->when))
 			continue;
+		/* Made, or changed: its .git made since the start, or not. */
+		char git[PATH_MAX + 8];
+		struct stat gst;
+		snprintf(git, sizeof(git), "%s/.git", path);
+		bool known = lstat(git, &gst) == 0 && !after(&gst.st_ctim, &start->when);
 		fprintf(stderr,
 		        "runnerd: %s is a repository entered in the workspace's index (a gitlink), "
 		        "whose configuration %s was %s during this session, where commands could "
@@ -215,7 +217,7 @@ static bool restore_head(int dir, const char *text, const char *session, char *a
 	return close(fd) == 0 && ok;
 }
 
-void rd_repo_end(const char *workspace, struct rd_repo_start *start, struct rd_audit *audit,
+void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struct rd_audit *audit,
                  const char *session)
 {
 	char git[PATH_MAX], aside[128];
@@ -261,5 +263,4 @@ void rd_repo_end(const char *workspace, struct rd_repo_start *start, struct rd_a
 		(void)rd_audit(audit, "bare_repository_made",
 		               json_pack("{s:o}", "path", rd_json_bytes(workspace)));
 	}
-	rd_strv_free(&start->gitlinks);
 }

@@ -5,7 +5,6 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "lib/strv.h"
 #include "supervisor/audit.h"
 
 /* Where the user's git takes the hooks of the repository at workspace (core.hooksPath from
@@ -17,9 +16,8 @@ char *rd_repo_hooks_dir(const char *workspace);
 
 /* The workspace's repository at the session's start, for rd_repo_end. */
 struct rd_repo_start {
-	char head[256];          /* .git/HEAD's text, when .git is a directory and git takes it */
-	bool bare_shaped;        /* the workspace itself shaped as a bare repository */
-	struct rd_strv gitlinks; /* the index's gitlinks (paths in the workspace) */
+	char head[256];   /* .git/HEAD's text, when .git is a directory and git takes it */
+	bool bare_shaped; /* the workspace itself shaped as a bare repository */
 	struct timespec when;
 };
 
@@ -32,8 +30,8 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start);
  * entered in the index as a gitlink (a submodule, or one a command made) whose configuration
  * was made or changed during the session, which the user's git status in the workspace reads
  * (and runs its core.fsmonitor). Each on stderr and in the audit log ("git_head_restored",
- * "bare_repository_made", "gitlink_config"). Frees start's lists. */
-void rd_repo_end(const char *workspace, struct rd_repo_start *start, struct rd_audit *audit,
+ * "bare_repository_made", "gitlink_config"). */
+void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struct rd_audit *audit,
                  const char *session);
 
 #endif
