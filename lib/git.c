@@ -26,16 +26,18 @@ bool rd_git_head_valid(int dirfd, const char *path, char *text, size_t size)
 
 bool rd_git_bare_shaped(const char *dir)
 {
-	static const char *const bare[] = {"HEAD", "objects", "refs"};
+	/* As git's is_git_directory() tests a directory: a HEAD, and objects and refs it may
+	 * search (access X_OK: an executable file passes too). HEAD's content is not read: one
+	 * git would not take today may be rewritten tomorrow. */
 	const char *top = strcmp(dir, "/") ? dir : "";
-	size_t shaped = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(bare); i++) {
-		char sub[4096];
-		struct stat st;
-		snprintf(sub, sizeof(sub), "%s/%s", top, bare[i]);
-		shaped +=
-		    lstat(sub, &st) == 0 &&
-		    (i == 0 ? S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) : !S_ISREG(st.st_mode));
-	}
-	return shaped == ARRAY_SIZE(bare);
+	char sub[4096];
+	struct stat st;
+	snprintf(sub, sizeof(sub), "%s/HEAD", top);
+	if (lstat(sub, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
+		return false;
+	snprintf(sub, sizeof(sub), "%s/objects", top);
+	if (access(sub, X_OK) < 0)
+		return false;
+	snprintf(sub, sizeof(sub), "%s/refs", top);
+	return access(sub, X_OK) == 0;
 }

@@ -11,7 +11,7 @@
 bool rd_git_head_valid(int dirfd, const char *path, char *text, size_t size);
 
 /* Is dir shaped as a bare repository, which git takes where it finds no .git first: a HEAD
- * (a file or a symlink), objects and refs (anything but files: a symlink counts)? */
+ * (a file or a symlink), and objects and refs that the caller may search, as git tests them? */
 bool rd_git_bare_shaped(const char *dir);
 
 #endif

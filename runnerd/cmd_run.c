@@ -351,6 +351,19 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		        "runnerd: %s sets no sandbox.write (nor the profile commands.write): "
 		        "commands can write nowhere\n",
 		        cfg->path);
+	/* The workspace's .git, and its objects and refs, each a writable root of its own,
+	 * bound on itself: a mount point cannot be renamed or removed, so no command can make git
+	 * skip .git (which it does without objects or refs) and take, further up, a repository of
+	 * the command's. Written in as before. */
+	static const char *const pinned[] = {"", "/objects", "/refs"};
+	for (size_t i = 0; dotgit && rd_strv_within(write, dotgit) && i < ARRAY_SIZE(pinned); i++) {
+		_cleanup_free_ char *d = NULL;
+		struct stat pst;
+		if (asprintf(&d, "%s%s", dotgit, pinned[i]) < 0)
+			return rd_error_set(err, ENOMEM, "out of memory");
+		if (lstat(d, &pst) == 0 && S_ISDIR(pst.st_mode) && rd_strv_add(write, d) < 0)
+			return rd_error_set(err, ENOMEM, "out of memory");
+	}
 	/* Where the user's git takes the workspace repository's hooks, when that lies where
 	 * commands can write and is not protected (husky's core.hooksPath, .husky/_, which it
 	 * keeps out of git status): commands write it through a layer of the session's, as they
@@ -367,6 +380,22 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 		make_missing(hooks, true);
 		if (rd_strv_add(&caches, hooks) < 0)
 			return rd_error_set(err, ENOMEM, "out of memory");
+		/* And each directory between its writable root and it bound on itself, so that
+		 * none can be renamed away with the layer and made anew (as for a protected
+		 * path). */
+		const char *root = rd_strv_within(write, hooks);
+		size_t rlen = root ? strlen(root) : 0;
+		for (char *s = hooks + rlen; root && (s = strchr(s + 1, '/'));) {
+			*s = '\0';
+			struct stat hst;
+			int r = lstat(hooks, &hst) == 0 && S_ISDIR(hst.st_mode) &&
+			                !rd_strv_within(protect, hooks)
+			            ? rd_strv_add(write, hooks)
+			            : 0;
+			*s = '/';
+			if (r < 0)
+				return rd_error_set(err, ENOMEM, "out of memory");
+		}
 	}
 	/* runnerd serve is root of the machine: the directories it makes for a client are made
 	 * with the client's own rights, and are the client's (a symlink the client planted on
@@ -661,31 +690,24 @@ static void remove_layers(const char *layers_dir)
  * now: a command may have made one (or the agent, which runnerd cannot tell apart), and what
  * runs later outside the sandbox reads it. Said on stderr and in the audit log, once, when the
  * session ends. One in a .git directory (a commondir, which turns git to another repository's
- * hooks) is moved aside as well, to NAME.runnerd-SESSION: only git writes there, and git
+ * hooks) is moved aside as well, to NAME.runnerd-RANDOM: only git writes there, and git
  * makes no such file in a repository's own .git. */
-static void report_created(const struct rd_strv *missing, struct rd_audit *audit,
-                           const char *session)
+static void report_created(const struct rd_strv *missing, struct rd_audit *audit)
 {
 	for (size_t i = 0; i < missing->n; i++) {
 		struct stat st;
 		const char *p = missing->v[i];
 		if (lstat(p, &st) < 0 || rd_view_inert(p))
 			continue;
-		_cleanup_free_ char *aside = NULL;
+		char aside_buf[PATH_MAX + 64];
+		const char *aside = NULL;
 		bool in_git = strstr(p, "/.git/") != NULL;
-		/* A name of its own: a command could have made the first one taken. */
-		bool moved = false;
-		errno = 0;
-		for (int k = 0; in_git && !moved && k < 100; k++) {
-			free(aside);
-			aside = NULL;
-			if ((k ? asprintf(&aside, "%s.runnerd-%s-%d", p, session, k)
-			       : asprintf(&aside, "%s.runnerd-%s", p, session)) < 0)
-				break;
-			moved = renameat2(AT_FDCWD, p, AT_FDCWD, aside, RENAME_NOREPLACE) == 0;
-			if (!moved && errno != EEXIST)
-				break;
-		}
+		/* A name of its own, that no command could take first. */
+		int mr = in_git ? rd_move_aside(p, aside_buf, sizeof(aside_buf)) : 0;
+		bool moved = in_git && mr == 0;
+		if (moved)
+			aside = aside_buf;
+		errno = -mr;
 		if (in_git && !moved) {
 			fprintf(
 			    stderr,
@@ -693,8 +715,6 @@ static void report_created(const struct rd_strv *missing, struct rd_audit *audit
 			    "it, and cannot be moved aside (%s): remove it before git runs in that "
 			    "repository again; git takes hooks or configuration from it\n",
 			    p, strerror(errno));
-			free(aside);
-			aside = NULL;
 		} else if (in_git) {
 			fprintf(
 			    stderr,
@@ -1096,9 +1116,9 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		ss->stderr_fd = -1;
 	}
 	ret = rd_supervise(&s);
-	report_created(&missing, &audit, session);
+	report_created(&missing, &audit);
 	if (!ss)
-		rd_repo_end(workspace, &repo_start, &audit, session);
+		rd_repo_end(workspace, &repo_start, &audit);
 	remove_layers(layers_dir);
 	goto out;
 fail:

@@ -7,9 +7,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -108,6 +110,9 @@ static void gitlinks(const char *workspace, struct rd_strv *out)
 		rd_strv_free(out);
 }
 
+/* What git needs of .git to take it, besides HEAD (struct rd_repo_start's modes). */
+static const char *const git_dirs[] = {"", "objects", "refs"};
+
 void rd_repo_start(const char *workspace, struct rd_repo_start *start)
 {
 	*start = (struct rd_repo_start){0};
@@ -120,6 +125,12 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start)
 		start->head[0] = '\0';
 	start->bare_shaped = rd_git_bare_shaped(workspace);
 	clock_gettime(CLOCK_REALTIME, &start->when);
+	for (size_t i = 0; dir >= 0 && i < ARRAY_SIZE(git_dirs); i++) {
+		struct stat st;
+		if (fstatat(dir, git_dirs[i], &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) == 0 &&
+		    S_ISDIR(st.st_mode))
+			start->modes[i] = st.st_mode & 07777;
+	}
 }
 
 /* The configuration file of the repository of the gitlink at path: path/.git/config, or the
@@ -188,28 +199,33 @@ static void check_gitlinks(const char *workspace, const struct rd_repo_start *st
 	rd_strv_free(&now);
 }
 
-/* HEAD moved aside (a free name of its own: a command could have taken the first) and
- * written again with text. The name it was moved to in aside; false if it could not be. */
-static bool restore_head(int dir, const char *text, const char *session, char *aside, size_t n)
+int rd_move_aside(const char *path, char *aside, size_t n)
 {
-	bool moved = false;
-	errno = 0;
-	for (int k = 0; !moved && k < 100; k++) {
-		if (k)
-			snprintf(aside, n, "HEAD.runnerd-%s-%d", session, k);
-		else
-			snprintf(aside, n, "HEAD.runnerd-%s", session);
-		moved = renameat2(dir, "HEAD", dir, aside, RENAME_NOREPLACE) == 0;
-		if (!moved && errno == ENOENT) {
-			aside[0] = '\0';
-			moved = true;
-		} else if (!moved && errno != EEXIST) {
-			return false;
-		}
+	int e = EEXIST;
+	for (int k = 0; k < 8 && e == EEXIST; k++) {
+		uint64_t r;
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			return -EIO;
+		if ((size_t)snprintf(aside, n, "%s.runnerd-%016llx", path, (unsigned long long)r) >=
+		    n)
+			return -ENAMETOOLONG;
+		e = renameat2(AT_FDCWD, path, AT_FDCWD, aside, RENAME_NOREPLACE) == 0 ? 0 : errno;
 	}
-	if (!moved)
-		return false;
-	int fd = openat(dir, "HEAD", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	return -e;
+}
+
+/* HEAD (in git, the repository's .git) moved aside, and written again with text: aside gets
+ * where what was there went ("" if nothing was). false, errno set, if it could not be. */
+static bool restore_head(const char *git, const char *text, char *aside, size_t n)
+{
+	char head[PATH_MAX + 8];
+	snprintf(head, sizeof(head), "%s/HEAD", git);
+	int r = rd_move_aside(head, aside, n);
+	if (r == -ENOENT)
+		aside[0] = '\0';
+	else if (r < 0)
+		return errno = -r, false;
+	int fd = open(head, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return false;
 	size_t len = strlen(text);
@@ -217,21 +233,16 @@ static bool restore_head(int dir, const char *text, const char *session, char *a
 	return close(fd) == 0 && ok;
 }
 
-void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struct rd_audit *audit,
-                 const char *session)
+void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struct rd_audit *audit)
 {
-	char git[PATH_MAX], aside[128];
+	char git[PATH_MAX];
 	if ((size_t)snprintf(git, sizeof(git), "%s/.git",
 	                     strcmp(workspace, "/") ? workspace : "") >= sizeof(git))
 		return;
 	_cleanup_close_ int dir = open(git, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (start->head[0] && dir >= 0 && !rd_git_head_valid(dir, "HEAD", NULL, 0)) {
-		_cleanup_close_ int wdir = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		bool ok =
-		    wdir >= 0 && restore_head(wdir, start->head, session, aside, sizeof(aside));
-		char moved[PATH_MAX + 160] = "";
-		if (ok && aside[0])
-			snprintf(moved, sizeof(moved), "%s/%s", git, aside);
+		char moved[PATH_MAX + 64] = "";
+		bool ok = restore_head(git, start->head, moved, sizeof(moved));
 		if (ok)
 			fprintf(
 			    stderr,
@@ -250,17 +261,41 @@ void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struc
 		(void)rd_audit(audit, "git_head_restored",
 		               json_pack("{s:o, s:b, s:o}", "path", rd_json_bytes(git), "restored",
 		                         ok, "moved_to",
-		                         moved[0] ? rd_json_bytes(moved) : json_null()));
+		                         ok && moved[0] ? rd_json_bytes(moved) : json_null()));
+	}
+	/* Modes a command changed (it may chmod what it owns): git skips a .git whose objects
+	 * or refs it cannot search. */
+	for (size_t i = 0; dir >= 0 && i < ARRAY_SIZE(git_dirs); i++) {
+		struct stat st;
+		if (!start->modes[i] ||
+		    fstatat(dir, git_dirs[i], &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0 ||
+		    !S_ISDIR(st.st_mode) || (st.st_mode & 07777) == start->modes[i])
+			continue;
+		bool ok = fchmodat(dir, i ? git_dirs[i] : ".", start->modes[i], 0) == 0;
+		fprintf(
+		    stderr,
+		    "runnerd: %s/%s had its mode changed during this session (%04o, was %04o)%s\n",
+		    git, git_dirs[i], (unsigned)(st.st_mode & 07777), (unsigned)start->modes[i],
+		    ok ? ": set back" : ": cannot be set back");
 	}
 	check_gitlinks(workspace, start, audit);
 	if (!start->bare_shaped && rd_git_bare_shaped(workspace)) {
-		fprintf(stderr,
-		        "runnerd: %s was made a bare git repository's shape during this session "
-		        "(HEAD, objects, refs), where commands could write: git takes it, with its "
-		        "configuration (%s/config), where it finds no .git first; check it, and "
-		        "remove them if they are not yours\n",
-		        workspace, strcmp(workspace, "/") ? workspace : "");
+		/* git takes it where it finds no .git it can use first: its HEAD moved aside (a
+		 * project's root holds none of its own), it is no repository for git. */
+		char head[PATH_MAX + 8], moved[PATH_MAX + 64];
+		snprintf(head, sizeof(head), "%s/HEAD", strcmp(workspace, "/") ? workspace : "");
+		int r = rd_move_aside(head, moved, sizeof(moved));
+		fprintf(
+		    stderr,
+		    "runnerd: %s was made a bare git repository's shape during this session "
+		    "(HEAD, objects, refs), where commands could write: git would take it, with "
+		    "its configuration (%s/config), where it finds no .git first; %s%s%s\n",
+		    workspace, strcmp(workspace, "/") ? workspace : "",
+		    r == 0 ? "its HEAD is moved aside, to " : "its HEAD cannot be moved aside: ",
+		    r == 0 ? moved : strerror(-r),
+		    r == 0 ? "" : "; remove it before git runs there");
 		(void)rd_audit(audit, "bare_repository_made",
-		               json_pack("{s:o}", "path", rd_json_bytes(workspace)));
+		               json_pack("{s:o, s:o}", "path", rd_json_bytes(workspace), "moved_to",
+		                         r == 0 ? rd_json_bytes(moved) : json_null()));
 	}
 }

@@ -3,6 +3,8 @@
 #define RD_REPO_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "supervisor/audit.h"
@@ -14,10 +16,17 @@
  * repository's), with runnerd's environment, as the user. */
 char *rd_repo_hooks_dir(const char *workspace);
 
+/* Move the file path (absolute) aside, in its directory, to a name of its own that no
+ * command can guess ahead (PATH.runnerd-RANDOM, never replacing anything): 0 with the new
+ * path in aside, or -errno (ENOENT: it is gone). */
+int rd_move_aside(const char *path, char *aside, size_t n);
+
 /* The workspace's repository at the session's start, for rd_repo_end. */
 struct rd_repo_start {
 	char head[256];   /* .git/HEAD's text, when .git is a directory and git takes it */
 	bool bare_shaped; /* the workspace itself shaped as a bare repository */
+	/* The modes of .git, .git/objects and .git/refs (0: not a directory there). */
+	mode_t modes[3];
 	struct timespec when;
 };
 
@@ -26,12 +35,13 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start);
 /* At the session's end: a .git/HEAD that git no longer takes (a command garbled it, so that
  * the user's git would look further up: at the workspace as a bare repository of the
  * command's) is moved aside under a free name and HEAD written again as it was at the start;
- * a workspace shaped as a bare repository since the start is named; so is each repository
+ * .git, .git/objects and .git/refs get their modes back (one git may not search is skipped
+ * as well); a workspace shaped as a bare repository since the start has its HEAD moved
+ * aside, so that git cannot take it; each repository
  * entered in the index as a gitlink (a submodule, or one a command made) whose configuration
  * was made or changed during the session, which the user's git status in the workspace reads
  * (and runs its core.fsmonitor). Each on stderr and in the audit log ("git_head_restored",
  * "bare_repository_made", "gitlink_config"). */
-void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struct rd_audit *audit,
-                 const char *session);
+void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struct rd_audit *audit);
 
 #endif

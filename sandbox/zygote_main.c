@@ -164,6 +164,10 @@ static unsigned session_setup(int sock, bool host)
 	bool own_proc = host && access("/proc/self", F_OK) < 0;
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		r = -errno, what = "making it non-dumpable";
+	else if (own_proc && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		/* First: a mount made while the container's mounts are shared would reach its
+		 * own namespace, and stay there. */
+		r = -errno, what = "making every mount private";
 	else if (own_proc &&
 	         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		r = -errno, what = "mounting a /proc of its own";

@@ -340,6 +340,42 @@ static bool walk_fixed(const struct rd_view_paths *v, const char *cwd, const cha
 	return true;
 }
 
+/* Does q's environment hold no variable of env.hard_deny (NODE_OPTIONS, LD_PRELOAD, ...) with
+ * a value the agent did not have at its start? Such a value may come from a file commands
+ * wrote, which the agent loaded (Qwen Code starts itself again after loading a project's
+ * .env): the program would run code of a command's with the agent's key. Said once. */
+static bool env_as_started(struct sup *u, const struct req *q)
+{
+	for (size_t i = 0; i < q->strs.envc; i++) {
+		const char *e = q->strs.envp[i], *eq = strchr(e, '=');
+		if (!eq || !eq[1])
+			continue;
+		char name[256];
+		if ((size_t)(eq - e) >= sizeof(name))
+			continue;
+		memcpy(name, e, (size_t)(eq - e));
+		name[eq - e] = '\0';
+		if (!rd_glob_match_any(&u->s->cfg->env.hard_deny, name))
+			continue;
+		bool had = false;
+		for (char *const *a = u->s->agent_env; !had && a && *a; a++)
+			had = strcmp(*a, e) == 0;
+		if (had)
+			continue;
+		if (!u->env_note_said) {
+			u->env_note_said = true;
+			fprintf(stderr,
+			        "runnerd: the agent started one of its own programs again with %s, "
+			        "which it did not have at its start (from a file a command could "
+			        "write, such as a project .env?): it runs as a command, without the "
+			        "agent's key\n",
+			        name);
+		}
+		return false;
+	}
+	return true;
+}
+
 /* One of the agent's own programs (supervisor.h, rd_agent_files), started by the agent:
  * - one of the files, by another program (codex.js starting Codex's binary), or by itself
  *   again with a first argument of the profile's agent.self_exec (Codex's own helpers): a
@@ -388,6 +424,8 @@ static bool agent_program(struct sup *u, struct req *q, int dirfd)
 		}
 	}
 	if (strcmp(q->path, "/proc/self/exe") != 0 && !walk_fixed(&u->s->any_rule, cwd, q->path))
+		return false;
+	if (!env_as_started(u, q))
 		return false;
 	if (file)
 		return true;

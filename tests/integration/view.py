@@ -614,6 +614,38 @@ def test_git_head(tmp):
     subprocess.run(["git", "-C", ws, "fetch"], capture_output=True, text=True)
     check("git head: the user's git fetch ran nothing of the command's",
           not os.path.exists(mark), "the command's core.sshCommand ran")
+    # git also skips a .git without objects or refs it may search: a command renames
+    # .git/refs away, or takes its mode, and shapes the workspace with a config that names
+    # the workspace as its work tree (objects and refs executable files, which git's test
+    # takes): the user's git status ran its fsmonitor (the build before).
+    ws2 = os.path.join(tmp, "project2")
+    subprocess.run(["git", "init", "-q", ws2], check=True)
+    subprocess.run(["git", "-C", ws2, "-c", "user.name=t", "-c", "user.email=t@x", "commit",
+                    "-q", "--allow-empty", "-m", "m"], check=True)
+    for root, dirs, files in os.walk(ws2):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o666)
+    os.chmod(ws2, 0o777)
+    mark2 = os.path.join(tmp, "fsmonitor-ran-2")
+    plant = ("mv .git/refs .git/refs.x 2>/dev/null; echo mv_rc=$?; chmod 000 .git/objects; "
+             "touch objects refs && chmod 755 objects refs && echo ref: refs/heads/x > HEAD && "
+             "printf \"[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = %s\\n\\tfsmonitor = touch %s\\n\" > "
+             "config && echo planted=yes" % (ws2, mark2))
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", "sh -c '%s'" % plant]),
+                         env=common.base_env(), cwd=ws2, capture_output=True, text=True,
+                         timeout=60)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("git head: .git/refs cannot be renamed away", got.get("mv_rc") not in (None, "0")
+          and got.get("planted") == "yes" and os.path.isdir(os.path.join(ws2, ".git", "refs")),
+          repr(got) + out.stderr[-300:])
+    check("git head: .git/objects has its mode back, the workspace's HEAD is moved aside",
+          (os.stat(os.path.join(ws2, ".git", "objects")).st_mode & 0o777) == 0o777
+          and not os.path.exists(os.path.join(ws2, "HEAD")), out.stderr[-600:])
+    subprocess.run(["git", "-C", ws2, "status"], capture_output=True, text=True)
+    check("git head: the user's git status ran nothing of the command's",
+          not os.path.exists(mark2), "the command's core.fsmonitor ran")
 
 
 def test_gitlink_config(tmp):
