@@ -174,10 +174,52 @@ def test_qwen_project_env(tmp):
           runs[1][1][-800:])
 
 
+def test_qwen_env_relaunch(tmp):
+    """Qwen Code loads a project's .env, then starts itself again (node
+    --max-old-space-size=N) with what it loaded: a command's NODE_OPTIONS=--require=FILE there
+    ran the command's code in the agent, which read the agent's key (the build before). The
+    shipped profile guards NODE_OPTIONS (agent.env_guard); a profile that does not still runs
+    that relaunch as a command, without the key, since its environment holds a variable of
+    env.hard_deny the agent did not have at its start. Both sessions are checked."""
+    qwen = agentrun.npm_bin("qwen", PACKAGE, "qwen")
+    home = agentrun.session_home(tmp)
+    ws = os.path.join(tmp, "workspace")
+    os.mkdir(ws)
+    leak = os.path.join(tmp, "leak")
+    payload = os.path.join(tmp, "payload.js")
+    with open(payload, "w") as f:
+        f.write("require('fs').appendFileSync(%r, String(process.env.OPENAI_API_KEY) + '\\n');\n"
+                % leak)
+    os.chmod(payload, 0o644)
+    with open(os.path.join(ws, ".env"), "w") as f:  # as a command of an earlier session left it
+        f.write("NODE_OPTIONS=--require=%s\n" % payload)
+    shipped = local_profile(tmp)
+    with open(shipped) as f:
+        prof = json.load(f)
+    prof["name"] = "qwen-noguard"
+    if "env_guard" in prof["agent"]:
+        prof["agent"]["env_guard"] = [n for n in prof["agent"]["env_guard"]
+                                      if n != "NODE_OPTIONS"]
+    unguarded = os.path.join(tmp, "profile", "qwen-noguard.json")
+    with open(unguarded, "w") as f:
+        json.dump(prof, f)
+    config = agentrun.protecting_config(tmp)
+    api = ChatAPI(COMMAND).start()
+    try:
+        for n, profile in ((1, shipped), (2, unguarded)):
+            argv = common.runnerd_cmd(profile, [qwen, "-p", PROMPT, "--yolo"], config=config)
+            agentrun.run_session(argv, session_env(tmp, n, api, home), ws, timeout=30)
+    finally:
+        api.stop()
+    leaked = open(leak).read() if os.path.exists(leak) else ""
+    check("env relaunch: the command's NODE_OPTIONS ran no code in the agent, with the key",
+          TEST_KEY not in leaked, "%d leaks" % leaked.count(TEST_KEY))
+
+
 def main():
     common.require_runnerd()
     agentrun.npm_bin("qwen", PACKAGE, "qwen")
-    sys.exit(common.run_tests([test_qwen, test_qwen_project_env], "rd-e2e-qwen-", enter=False))
+    sys.exit(common.run_tests([test_qwen, test_qwen_project_env, test_qwen_env_relaunch], "rd-e2e-qwen-", enter=False))
 
 
 if __name__ == "__main__":
