@@ -70,6 +70,17 @@ def itest_config(var="RUNNERD_CONFIG"):
     return os.path.abspath(os.environ.get(var) or ITEST_CONFIG)
 
 
+def open_to_all(top, files=0o666):
+    """Every directory under top (and top) 0777, every file files: a tree the test made as
+    root that the unprivileged run's agent, and its commands, must write too."""
+    for root, dirs, names in os.walk(top):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777)
+        for f in names:
+            os.chmod(os.path.join(root, f), files)
+    os.chmod(top, 0o777)
+
+
 def runnerd_cmd(profile, argv, config=None, audit=None, options=()):
     """runnerd's command line running argv (a list) under profile (a name or a file), with
     config (default: $RUNNERD_CONFIG, and without it none: runnerd's own default, the shipped

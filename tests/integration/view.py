@@ -378,11 +378,7 @@ def test_writes(tmp):
     with open(os.path.join(ws, "pkg", "index.js"), "w") as f:
         f.write("module.exports = 42;\n")
     wheel(os.path.join(ws, "rdprobe-1.0-py3-none-any.whl"))
-    for root, dirs, files in os.walk(tmp):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o777)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o666)
+    common.open_to_all(tmp)
     home = pwd.getpwuid(os.getuid()).pw_dir
     probe = os.path.join(tmp, "probe.py")
     text = ("import os, sys\n"
@@ -509,11 +505,7 @@ def test_worktree_dotgit(tmp):
     subprocess.run(["git"] + who + ["-C", main, "commit", "-q", "--allow-empty", "-m", "a"],
                    check=True)
     subprocess.run(["git", "-C", main, "worktree", "add", "-q", wt], check=True)
-    for root, dirs, files in os.walk(tmp):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o777)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o666)
+    common.open_to_all(tmp)
     before = open(os.path.join(wt, ".git")).read()
     plant = "sh -c 'echo gitdir: /tmp > .git' 2>/dev/null; echo rc=$?; touch ok && echo ok=yes"
     out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", plant]), env=common.base_env(),
@@ -547,11 +539,7 @@ def test_hooks_path(tmp):
             with open(os.path.join(hooks, "pre-commit"), "w") as f:
                 f.write("#!/bin/sh\necho user-hook\n")
             os.chmod(os.path.join(hooks, "pre-commit"), 0o777)
-        for root, dirs, files in os.walk(ws):
-            for d in dirs:
-                os.chmod(os.path.join(root, d), 0o777)
-            for f in files:
-                os.chmod(os.path.join(root, f), 0o777)
+        common.open_to_all(ws, files=0o777)
         before = {f: open(os.path.join(hooks, f)).read() for f in os.listdir(hooks)} \
             if os.path.isdir(hooks) else {}
         out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", plant]), env=common.base_env(),
@@ -582,12 +570,7 @@ def test_git_head(tmp):
     subprocess.run(["git", "init", "-q", ws], check=True)
     subprocess.run(["git", "-C", ws, "-c", "user.name=t", "-c", "user.email=t@x", "commit",
                     "-q", "--allow-empty", "-m", "m"], check=True)
-    for root, dirs, files in os.walk(ws):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o777)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o666)
-    os.chmod(ws, 0o777)
+    common.open_to_all(ws)
     start = open(os.path.join(ws, ".git", "HEAD")).read()
     mark = os.path.join(tmp, "fsmonitor-ran")
     plant = ("sh -c 'echo garbage > .git/HEAD && mkdir -p objects refs && "
@@ -622,12 +605,7 @@ def test_git_head(tmp):
     subprocess.run(["git", "init", "-q", ws2], check=True)
     subprocess.run(["git", "-C", ws2, "-c", "user.name=t", "-c", "user.email=t@x", "commit",
                     "-q", "--allow-empty", "-m", "m"], check=True)
-    for root, dirs, files in os.walk(ws2):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o777)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o666)
-    os.chmod(ws2, 0o777)
+    common.open_to_all(ws2)
     mark2 = os.path.join(tmp, "fsmonitor-ran-2")
     plant = ("mv .git/refs .git/refs.x 2>/dev/null; echo mv_rc=$?; chmod 000 .git/objects; "
              "touch objects refs && chmod 755 objects refs && echo ref: refs/heads/x > HEAD && "
@@ -666,11 +644,7 @@ def test_gitlink_config(tmp):
         subprocess.run(g + ["-C", ws, "submodule", "-q", "add", lib, name], check=True,
                        capture_output=True)
     subprocess.run(g + ["-C", ws, "commit", "-q", "-m", "subs"], check=True)
-    for root, dirs, files in os.walk(tmp):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o777)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o666)
+    common.open_to_all(tmp)
     plant = ("sh -c 'git init -q made && git -C made -c user.name=t -c user.email=t@x commit -q "
              "--allow-empty -m s && git -C made config core.fsmonitor \"touch ran; false\" && "
              "git update-index --add --cacheinfo 160000,$(git -C made rev-parse HEAD),made && "
@@ -690,6 +664,33 @@ def test_gitlink_config(tmp):
           "%s/made is a repository entered in the workspace's index" % ws in out.stderr and
           "%s/changed is a repository entered" % ws in out.stderr and
           "%s/kept is" % ws not in out.stderr, out.stderr[-800:])
+
+
+def test_aider_config(tmp):
+    """aider reads the project's .env, .aider.conf.yml and model settings at its start, and
+    lets them replace what its environment has (OPENAI_API_BASE: where its key goes), so
+    guarding names as for Gemini CLI does not hold. The aider profile protects them: an
+    existing .env is read-only to commands (the build before let a command rewrite it), and
+    one missing at the start that a command makes is named when the session ends."""
+    os.chmod(tmp, 0o755)
+    ws = os.path.join(tmp, "project")
+    os.makedirs(ws)
+    with open(os.path.join(ws, ".env"), "w") as f:
+        f.write("OPENAI_API_BASE=https://api.openai.com/v1\n")
+    common.open_to_all(ws)
+    plant = ("sh -c 'echo OPENAI_API_BASE=http://127.0.0.1:9/v1 > .env' 2>/dev/null; "
+             "echo env_rc=$?; sh -c 'echo openai-api-base: http://127.0.0.1:9/v1 > "
+             ".aider.conf.yml'; echo conf_rc=$?")
+    out = subprocess.run(runnerd_cmd("aider", ["sh", "-c", plant]), env=common.base_env(),
+                         cwd=ws, capture_output=True, text=True, timeout=60)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("aider config: the project's .env is read-only to commands",
+          got.get("env_rc") not in (None, "0")
+          and "127.0.0.1" not in open(os.path.join(ws, ".env")).read(),
+          repr(got) + out.stderr[-300:])
+    check("aider config: a .aider.conf.yml a command made is named when the session ends",
+          "%s/.aider.conf.yml was made during this session" % ws in out.stderr,
+          repr(got) + out.stderr[-500:])
 
 
 def test_workspace_option(tmp):
@@ -971,7 +972,7 @@ def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
                              test_writes, test_protected_created, test_worktree_dotgit,
-                             test_hooks_path, test_git_head, test_gitlink_config,
+                             test_hooks_path, test_git_head, test_gitlink_config, test_aider_config,
                              test_workspace_option, test_cache_layers,
                              test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
