@@ -43,9 +43,11 @@ const char *rd_view_writable_root(const struct rd_view_paths *v, const char *pat
  * point cannot be renamed or removed). */
 bool rd_view_entry_replaceable(const struct rd_view_paths *v, const char *path);
 
-/* Is what path names (not followed) inert: an empty regular file, or a directory whose
- * entries, at most 256 in all and 4 levels deep, are each inert? Such is what Claude Code's sandbox
- * leaves where it holds paths read-only (0-byte placeholders): it configures nothing. */
+/* Is what path names (not followed) inert: an empty regular file, a hook template of git's
+ * (NAME.sample), a config as git init writes it, or a directory whose entries, at most 256 in
+ * all and 4 levels deep, are each inert? Such is what Claude Code's sandbox leaves where it
+ * holds paths read-only (0-byte placeholders), and what a plain git init makes: it configures
+ * nothing. */
 bool rd_view_inert(const char *path);
 
 /* In a mount namespace of the caller's own (its mounts are changed): every mount private, so

@@ -428,7 +428,10 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 	for (size_t i = 0; u->s->missing && i < u->s->missing->n; i++) {
 		struct stat st;
 		const char *p = u->s->missing->v[i];
-		if (lstat(p, &st) < 0 || rd_view_inert(p))
+		/* An inert one configures nothing, as it is now; but a command can still write it
+		 * (it is held read-only from the next session on), and git would read hooks and
+		 * configuration there after this check: none counts as inert inside a .git. */
+		if (lstat(p, &st) < 0 || (!strstr(p, "/.git/") && rd_view_inert(p)))
 			continue;
 		snprintf(why, n,
 		         "commands.rules[%zu] grants a secret to %s, and %s was made during this "

@@ -296,11 +296,7 @@ def test_grant_repos(tmp):
     subprocess.run(["git", "init", "-q", ws], check=True)
     subprocess.run(["git"] + who + ["-C", ws, "commit", "-q", "--allow-empty", "-m", "a"],
                    check=True)
-    for root, dirs, files in os.walk(tmp):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o777)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o666)
+    common.open_to_all(tmp)
     own = os.path.join(tmp, "own")  # outside the writable roots: protected below
     os.makedirs(own)
     os.chmod(own, 0o755)
@@ -427,6 +423,25 @@ def test_grant_repo_made(tmp):
     check("grant repo made: its hooks are moved aside when the session ends",
           "hooks" not in dotgit and any(n.startswith("hooks.runnerd-") for n in dotgit),
           repr(dotgit) + out.stderr[-300:])
+    # A plain git init, as an agent makes a new project: its hook templates (*.sample, which
+    # git never runs) and its config as git init writes it configure nothing, and are not
+    # moved aside when the session ends (the build before moved the new repository's hooks
+    # and config away). A granted git is still refused while the session lasts: a command
+    # could write a hook there after the check.
+    ws2 = os.path.join(tmp, "ws2")
+    os.makedirs(ws2)
+    os.chmod(ws2, 0o777)
+    script = "sh -c 'git init -q .'; git commit -q --allow-empty -m m; echo commit_rc=$?"
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws2,
+                         capture_output=True, text=True, timeout=120)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    dotgit = os.listdir(os.path.join(ws2, ".git")) if os.path.isdir(os.path.join(ws2, ".git")) \
+        else []
+    check("grant repo made: after a plain git init the granted git is refused (126), and "
+          "nothing is moved aside at the end",
+          got.get("commit_rc") == "126" and "hooks" in dotgit and "config" in dotgit
+          and not any(".runnerd-" in n for n in dotgit), repr(got) + repr(dotgit) +
+          out.stderr[-400:])
 
 
 def test_grant_git_config(tmp):
@@ -448,11 +463,7 @@ def test_grant_git_config(tmp):
                    env=genv)
     subprocess.run(["git", "-C", ws, "config", "core.hooksPath", ".husky"], check=True)
     os.makedirs(os.path.join(ws, ".husky"))
-    for root, dirs, files in os.walk(tmp):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o777)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o666)
+    common.open_to_all(tmp)
     leak = os.path.join(tmp, "leak")
     script = "; ".join([
         "sh -c 'git init -q sub && git -C sub commit -q --allow-empty -m s && "
@@ -505,12 +516,7 @@ def test_grant_git_race(tmp):
     subprocess.run(["git", "init", "-q", ws], check=True)
     subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", "a"], check=True,
                    env=genv)
-    for root, dirs, files in os.walk(tmp):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o777)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o666)
-    os.chmod(tmp, 0o777)
+    common.open_to_all(tmp)
     head = open(os.path.join(ws, ".git", "HEAD")).read().strip()
     leak = os.path.join(tmp, "leak")
     script = "\n".join([
