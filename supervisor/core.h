@@ -330,7 +330,7 @@ struct sup {
 	struct stat root_st;
 	ino_t mntns;
 	bool warned_ptrace, warned_full, warned_audit;
-	bool env_note_said; /* an agent program run as a command for its env (exec.c) */
+	bool env_note_said;   /* an agent program run as a command for its env (exec.c) */
 	uint64_t said_errnos; /* runnerd's own failures said on stderr, by errno (bit e) */
 	size_t max_sandboxes; /* sandbox.max_sandboxes: live sandboxes at once */
 	/* sandbox.execs_per_second (0: no limit): a bucket of that many execs, refilled at that

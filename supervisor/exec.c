@@ -364,12 +364,13 @@ static bool env_as_started(struct sup *u, const struct req *q)
 			continue;
 		if (!u->env_note_said) {
 			u->env_note_said = true;
-			fprintf(stderr,
-			        "runnerd: the agent started one of its own programs again with %s, "
-			        "which it did not have at its start (from a file a command could "
-			        "write, such as a project .env?): it runs as a command, without the "
-			        "agent's key\n",
-			        name);
+			fprintf(
+			    stderr,
+			    "runnerd: the agent started one of its own programs again with %s, "
+			    "which it did not have at its start (from a file a command could "
+			    "write, such as a project .env?): it runs as a command, without the "
+			    "agent's key\n",
+			    name);
 		}
 		return false;
 	}
