@@ -124,6 +124,8 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start)
 	if (dir >= 0 && !rd_git_head_valid(dir, "HEAD", start->head, sizeof(start->head)))
 		start->head[0] = '\0';
 	start->bare_shaped = rd_git_bare_shaped(workspace);
+	struct stat gst;
+	start->had_git = lstat(git, &gst) == 0;
 	clock_gettime(CLOCK_REALTIME, &start->when);
 	for (size_t i = 0; dir >= 0 && i < ARRAY_SIZE(git_dirs); i++) {
 		struct stat st;
@@ -277,6 +279,22 @@ void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struc
 		    "runnerd: %s/%s had its mode changed during this session (%04o, was %04o)%s\n",
 		    git, git_dirs[i], (unsigned)(st.st_mode & 07777), (unsigned)start->modes[i],
 		    ok ? ": set back" : ": cannot be set back");
+	}
+	/* A .git that is a file, made during the session (git init --separate-git-dir): it
+	 * turns git to a repository a command made, whose hooks and configuration are the
+	 * command's; none of the missing protected paths inside .git can be there to see. */
+	struct stat gst;
+	if (!start->had_git && lstat(git, &gst) == 0 && !S_ISDIR(gst.st_mode)) {
+		char moved[PATH_MAX + 64];
+		int r = rd_move_aside(git, moved, sizeof(moved));
+		fprintf(stderr,
+		        "runnerd: %s was made during this session, where commands could write it: "
+		        "it names the repository git takes there, one a command made; %s%s\n",
+		        git, r == 0 ? "moved aside to " : "it cannot be moved aside: ",
+		        r == 0 ? moved : strerror(-r));
+		(void)rd_audit(audit, "protected_created",
+		               json_pack("{s:o, s:o}", "path", rd_json_bytes(git), "moved_to",
+		                         r == 0 ? rd_json_bytes(moved) : json_null()));
 	}
 	check_gitlinks(workspace, start, audit);
 	if (!start->bare_shaped && rd_git_bare_shaped(workspace)) {

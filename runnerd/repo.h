@@ -25,6 +25,7 @@ int rd_move_aside(const char *path, char *aside, size_t n);
 struct rd_repo_start {
 	char head[256];   /* .git/HEAD's text, when .git is a directory and git takes it */
 	bool bare_shaped; /* the workspace itself shaped as a bare repository */
+	bool had_git;     /* the workspace's .git was there (of whatever kind) */
 	/* The modes of .git, .git/objects and .git/refs (0: not a directory there). */
 	mode_t modes[3];
 	struct timespec when;
@@ -37,7 +38,8 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start);
  * command's) is moved aside under a free name and HEAD written again as it was at the start;
  * .git, .git/objects and .git/refs get their modes back (one git may not search is skipped
  * as well); a workspace shaped as a bare repository since the start has its HEAD moved
- * aside, so that git cannot take it; each repository
+ * aside, so that git cannot take it; a .git that is a file (gitdir: elsewhere) made during
+ * the session is moved aside, as it names a repository a command made; each repository
  * entered in the index as a gitlink (a submodule, or one a command made) whose configuration
  * was made or changed during the session, which the user's git status in the workspace reads
  * (and runs its core.fsmonitor). Each on stderr and in the audit log ("git_head_restored",

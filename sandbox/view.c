@@ -397,6 +397,11 @@ static bool git_init_config(int at, const char *name)
 		close(fd);
 	if (n <= 0 || n == (ssize_t)sizeof(buf) - 1)
 		return false;
+	/* git reads past a NUL or another control character, which would end a line here. */
+	for (ssize_t i = 0; i < n; i++)
+		if ((unsigned char)buf[i] < 0x20 && buf[i] != '\t' && buf[i] != '\n' &&
+		    buf[i] != '\r')
+			return false;
 	buf[n] = '\0';
 	bool core = false;
 	for (char *line = buf, *next; line; line = next) {
@@ -442,10 +447,12 @@ static bool inert_at(int at, const char *name, int depth, size_t *budget)
 	/* Empty; a hook template of git's (NAME.sample: git runs none); a config as git init
 	 * writes it. What a new repository of the agent's holds configures nothing. */
 	const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-	size_t blen = strlen(base);
+	size_t blen = strlen(base), nlen = strlen(name);
+	bool dotgit_config =
+	    depth == 0 && nlen > 12 && strcmp(name + nlen - 12, "/.git/config") == 0;
 	if (S_ISREG(st.st_mode))
 		return st.st_size == 0 || (blen > 7 && strcmp(base + blen - 7, ".sample") == 0) ||
-		       (strcmp(base, "config") == 0 && git_init_config(at, name));
+		       (dotgit_config && git_init_config(at, name));
 	if (!S_ISDIR(st.st_mode) || depth > 4)
 		return false;
 	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -340,10 +340,12 @@ static bool walk_fixed(const struct rd_view_paths *v, const char *cwd, const cha
 	return true;
 }
 
-/* Does q's environment hold no variable of env.hard_deny (NODE_OPTIONS, LD_PRELOAD, ...) with
- * a value the agent did not have at its start? Such a value may come from a file commands
- * wrote, which the agent loaded (Qwen Code starts itself again after loading a project's
- * .env): the program would run code of a command's with the agent's key. Said once. */
+/* Does q's environment hold no variable of env.hard_deny (NODE_OPTIONS, LD_PRELOAD, ...), nor
+ * one the profile guards (agent.env_guard: OPENSSL_CONF, the base URLs, ...), with a value the
+ * agent did not have at its start? Such a value may come from a file commands wrote, which the
+ * agent loaded (Qwen Code starts itself again after loading a project's .env; a guarded name
+ * it never replaces, so a changed one did not come from the agent's own loading): the program
+ * would run code of a command's, or send its key elsewhere. Said once. */
 static bool env_as_started(struct sup *u, const struct req *q)
 {
 	for (size_t i = 0; i < q->strs.envc; i++) {
@@ -355,7 +357,10 @@ static bool env_as_started(struct sup *u, const struct req *q)
 			continue;
 		memcpy(name, e, (size_t)(eq - e));
 		name[eq - e] = '\0';
-		if (!rd_glob_match_any(&u->s->cfg->env.hard_deny, name))
+		bool guarded = false;
+		for (size_t k = 0; !guarded && k < u->s->prof->agent_env_guard.n; k++)
+			guarded = strcmp(u->s->prof->agent_env_guard.v[k], name) == 0;
+		if (!guarded && !rd_glob_match_any(&u->s->cfg->env.hard_deny, name))
 			continue;
 		bool had = false;
 		for (char *const *a = u->s->agent_env; !had && a && *a; a++)

@@ -693,6 +693,45 @@ def test_aider_config(tmp):
           repr(got) + out.stderr[-500:])
 
 
+def test_git_init_made(tmp):
+    """A workspace with no repository at the start, where a command makes one. A plain git
+    init (hook templates, git init's own config) is the agent's new project: nothing named,
+    nothing moved. But a config that passes for git init's with a NUL in it (git reads past
+    it: the build before counted it inert), or a .git that is a file naming a repository
+    elsewhere (git init --separate-git-dir: the build before saw none of it), is named and
+    moved aside when the session ends, and the user's git status runs nothing of it."""
+    os.chmod(tmp, 0o755)
+    cases = {
+        "plain": "git init -q .",
+        "nul": "git init -q . && printf \"[core]\\n\\tbare = false\\0\\n\\tfsmonitor = "
+               "touch %s\\n\" > .git/config",
+        "gitfile": "git init -q --separate-git-dir=$PWD/.hidden . && "
+                   "git config core.fsmonitor \"touch %s\"",
+    }
+    for name, cmd in cases.items():
+        ws = os.path.join(tmp, name)
+        os.makedirs(ws)
+        os.chmod(ws, 0o777)
+        mark = os.path.join(tmp, name + "-ran")
+        out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", "sh -c '%s' && echo made=yes"
+                                                     % (cmd % mark if "%s" in cmd else cmd)]),
+                             env=common.base_env(), cwd=ws, capture_output=True, text=True,
+                             timeout=60)
+        subprocess.run(["git", "-C", ws, "status"], capture_output=True, text=True)
+        if name == "plain":
+            check("git init made: a plain git init is left as it is, nothing said",
+                  "made=yes" in out.stdout and "was made during this session" not in out.stderr
+                  and os.path.isfile(os.path.join(ws, ".git", "config"))
+                  and os.path.isdir(os.path.join(ws, ".git", "hooks")),
+                  out.stdout + out.stderr[-400:])
+            continue
+        check("git init made (%s): named and moved aside when the session ends" % name,
+              "made=yes" in out.stdout and "was made during this session" in out.stderr,
+              out.stdout + out.stderr[-400:])
+        check("git init made (%s): the user's git status ran nothing of it" % name,
+              not os.path.exists(mark), "it ran")
+
+
 def test_workspace_option(tmp):
     """The project need not be where runnerd starts: --workspace DIR, or sandbox.workspace in
     runner.json ("~/..." allowed), makes DIR the writable workspace (its agent configuration
@@ -973,6 +1012,7 @@ def main():
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
                              test_writes, test_protected_created, test_worktree_dotgit,
                              test_hooks_path, test_git_head, test_gitlink_config, test_aider_config,
+                             test_git_init_made,
                              test_workspace_option, test_cache_layers,
                              test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
