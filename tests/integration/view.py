@@ -371,6 +371,9 @@ def test_writes(tmp):
     ws = os.path.join(tmp, "project")
     os.makedirs(os.path.join(ws, "pkg"))
     subprocess.run(["git", "init", "-q", ws], check=True)
+    # A per-worktree config, as git sparse-checkout turns it on: git reads it as .git/config.
+    subprocess.run(["git", "-C", ws, "config", "extensions.worktreeConfig", "true"], check=True)
+    open(os.path.join(ws, ".git", "config.worktree"), "w").close()
     with open(os.path.join(ws, "package.json"), "w") as f:
         f.write('{"name": "project", "version": "1.0.0"}\n')
     with open(os.path.join(ws, "pkg", "package.json"), "w") as f:
@@ -402,7 +405,8 @@ def test_writes(tmp):
                                                    (".claude", "settings.local.json"),
                                                    (".vscode", "settings.json"))]
     targets = [os.path.join(home, ".bashrc"), os.path.join(home, ".claude", "settings.json"),
-               os.path.join(ws, ".git", "hooks", "pre-push"), "/etc/runnerd-probe"] + project + \
+               os.path.join(ws, ".git", "hooks", "pre-push"), "/etc/runnerd-probe",
+               os.path.join(ws, ".git", "config.worktree")] + project + \
         [os.path.join(ws, "ok"), os.path.join(tmp, "ok")]
     existed = {t: os.path.exists(t) for t in targets}
     py = common.PY
@@ -556,6 +560,16 @@ def test_hooks_path(tmp):
                               capture_output=True, text=True)
         check("hooks path (%s): the user's git commit runs no hook of the command's" % case,
               "planted-hook" not in user.stdout + user.stderr, user.stdout + user.stderr)
+    # The layer's parent renamed away, with the layer, and made anew with a hook of the
+    # command's on the real file system: the build before let it (a review's repro).
+    ws = os.path.join(tmp, "present")
+    moved = ("sh -c 'mv .husky .husky.old' 2>/dev/null; echo mv_rc=$?; sh -c 'mkdir -p "
+             ".husky2/_ && echo \"echo moved-hook\" > .husky2/_/pre-commit' 2>/dev/null")
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", moved]), env=common.base_env(),
+                         cwd=ws, capture_output=True, text=True, timeout=60)
+    check("hooks path: the hooks' parent directory cannot be renamed away",
+          "mv_rc=" in out.stdout and "mv_rc=0" not in out.stdout
+          and os.path.isdir(os.path.join(ws, ".husky", "_")), out.stdout + out.stderr[-300:])
 
 
 def test_git_head(tmp):
