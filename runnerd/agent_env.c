@@ -1,10 +1,12 @@
 #include "runnerd/agent_env.h"
+#include "lib/syscalls.h"
 #include "lib/util.h"
 #include "policy/dotenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +104,11 @@ static bool commands_write(const struct rd_view_paths *view, const char *path)
  * or (served) not readable by uid. */
 static char *read_env_file(const char *path, bool served, uid_t uid, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/* runnerd serve is root of the machine, with the machine's /proc in its view: no
+	 * symlink the container's files hold (to /proc/1/root/..., say) is followed. */
+	struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+	                       .resolve = served ? RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS : 0};
+	int fd = rd_openat2(AT_FDCWD, path, &how);
 	struct stat st;
 	char *text = NULL;
 	if (fd < 0)
