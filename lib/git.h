@@ -14,4 +14,9 @@ bool rd_git_head_valid(int dirfd, const char *path, char *text, size_t size);
  * (a file or a symlink), and objects and refs that the caller may search, as git tests them? */
 bool rd_git_bare_shaped(const char *dir);
 
+/* Does the file name, relative to dirfd, hold what `git init` writes in a repository's config,
+ * and nothing more: a [core] section of its own keys, each 0, 1, true or false, and no control
+ * character (git reads past one)? It names nothing git runs. */
+bool rd_git_init_config(int dirfd, const char *name);
+
 #endif

@@ -2,6 +2,7 @@
  * session's part made once by the zygote, the sandbox's part by each sandbox's pid 1 (view.h).
  * See docs/architecture.md, "The command's view". */
 #include "sandbox/view.h"
+#include "lib/git.h"
 #include "lib/strv.h"
 #include "lib/syscalls.h"
 #include "lib/util.h"
@@ -383,62 +384,6 @@ static int protect(const struct rd_view_paths *v, const char *path, char **pinne
 	return 0;
 }
 
-/* Does the file hold what `git init` writes in a repository's config, and nothing more: a
- * [core] section of the keys below, each 0, 1, true or false? It names nothing git runs. */
-static bool git_init_config(int at, const char *name)
-{
-	static const char *const keys[] = {
-	    "repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase",
-	    "precomposeunicode",       "symlinks"};
-	char buf[4096];
-	int fd = openat(at, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0 || n == (ssize_t)sizeof(buf) - 1)
-		return false;
-	/* git reads past a NUL or another control character, which would end a line here. */
-	for (ssize_t i = 0; i < n; i++)
-		if ((unsigned char)buf[i] < 0x20 && buf[i] != '\t' && buf[i] != '\n' &&
-		    buf[i] != '\r')
-			return false;
-	buf[n] = '\0';
-	bool core = false;
-	for (char *line = buf, *next; line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		line += strspn(line, " \t");
-		size_t len = strlen(line);
-		while (len &&
-		       (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\r'))
-			line[--len] = '\0';
-		if (!len)
-			continue;
-		if (line[0] == '[') {
-			if (strcasecmp(line, "[core]") != 0)
-				return false;
-			core = true;
-			continue;
-		}
-		char *eq = strchr(line, '=');
-		if (!core || !eq)
-			return false;
-		char *k = line, *v = eq + 1;
-		*eq = '\0';
-		for (char *e = eq; e > k && (e[-1] == ' ' || e[-1] == '\t');)
-			*--e = '\0';
-		v += strspn(v, " \t");
-		bool known = false;
-		for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
-			known = known || strcasecmp(k, keys[i]) == 0;
-		if (!known || (strcmp(v, "0") && strcmp(v, "1") && strcasecmp(v, "true") &&
-		               strcasecmp(v, "false")))
-			return false;
-	}
-	return core;
-}
-
 static bool inert_at(int at, const char *name, int depth, size_t *budget)
 {
 	struct stat st;
@@ -452,7 +397,7 @@ static bool inert_at(int at, const char *name, int depth, size_t *budget)
 	    depth == 0 && nlen > 12 && strcmp(name + nlen - 12, "/.git/config") == 0;
 	if (S_ISREG(st.st_mode))
 		return st.st_size == 0 || (blen > 7 && strcmp(base + blen - 7, ".sample") == 0) ||
-		       (dotgit_config && git_init_config(at, name));
+		       (dotgit_config && rd_git_init_config(at, name));
 	if (!S_ISDIR(st.st_mode) || depth > 4)
 		return false;
 	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
