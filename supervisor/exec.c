@@ -352,11 +352,9 @@ static bool env_as_started(struct sup *u, const struct req *q)
 		const char *e = q->strs.envp[i], *eq = strchr(e, '=');
 		if (!eq || !eq[1])
 			continue;
-		char name[256];
-		if ((size_t)(eq - e) >= sizeof(name))
-			continue;
-		memcpy(name, e, (size_t)(eq - e));
-		name[eq - e] = '\0';
+		_cleanup_free_ char *name = strndup(e, (size_t)(eq - e));
+		if (!name)
+			return false; /* out of memory: a command, not the agent */
 		bool guarded = false;
 		for (size_t k = 0; !guarded && k < u->s->prof->agent_env_guard.n; k++)
 			guarded = strcmp(u->s->prof->agent_env_guard.v[k], name) == 0;
