@@ -679,8 +679,8 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 	 * container to join, and runnerd runs there without a daemon. */
 	_cleanup_close_ int own_pid = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
 	_cleanup_close_ int own_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-	if (own_pid >= 0 && own_mnt >= 0 && ns[0] >= 0 && ns[1] >= 0 && same_file(ns[1], own_pid) &&
-	    same_file(ns[0], own_mnt))
+	if (own_pid >= 0 && own_mnt >= 0 && ns[RD_SERVE_NS_MNT] >= 0 && ns[RD_SERVE_NS_PID] >= 0 &&
+	    same_file(ns[RD_SERVE_NS_PID], own_pid) && same_file(ns[RD_SERVE_NS_MNT], own_mnt))
 		return refuse(sock, EPERM,
 		              "the client runs on the host, not in a container: runnerd serve "
 		              "runs the agents of containers; on the host, start the agent with "
@@ -689,8 +689,8 @@ static int session(struct serve *sv, int sock, int waiting_fd)
 	 * rootful one's processes stay outside it, but read the container's files and the agent's
 	 * memory: a process of the container that may trace any process, or mount, is refused
 	 * all the same. */
-	int can_trace = container_has(ns[1], cr.pid, CAP_SYS_PTRACE);
-	int can_admin = can_trace ? 0 : container_has(ns[1], cr.pid, CAP_SYS_ADMIN);
+	int can_trace = container_has(ns[RD_SERVE_NS_PID], cr.pid, CAP_SYS_PTRACE);
+	int can_admin = can_trace ? 0 : container_has(ns[RD_SERVE_NS_PID], cr.pid, CAP_SYS_ADMIN);
 	if (can_trace != 0 || can_admin != 0)
 		return refuse(sock, EPERM,
 		              "the container %s: its processes could take over runnerd serve's "
