@@ -81,6 +81,32 @@ static bool long_opt(const char *a, const char *opt, size_t min)
 	return n >= min && n <= strlen(opt) && strncmp(a, opt, n) == 0;
 }
 
+/* git's options before the subcommand that take no value in the argument after them. */
+static bool git_global_plain(const char *a)
+{
+	static const char plain[] = " -v --version -h --help --html-path --man-path --info-path "
+	                            "-p --paginate -P --no-pager --no-replace-objects "
+	                            "--no-lazy-fetch --no-optional-locks --no-advice "
+	                            "--literal-pathspecs --glob-pathspecs --noglob-pathspecs "
+	                            "--icase-pathspecs ";
+	char word[32];
+	if (strncmp(a, "--list-cmds=", 12) == 0)
+		return true;
+	return !strchr(a, ' ') && snprintf(word, sizeof(word), " %s ", a) < (int)sizeof(word) &&
+	       strstr(plain, word);
+}
+
+const char *rd_git_subcommand(char *const *argv, size_t argc)
+{
+	for (size_t i = 1; i < argc && argv[i]; i++) {
+		if (argv[i][0] != '-')
+			return argv[i];
+		if (!git_global_plain(argv[i]))
+			return NULL;
+	}
+	return NULL;
+}
+
 const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_t argc)
 {
 	if (!resolved || strcmp(base(resolved), "git") != 0)
@@ -96,9 +122,13 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 	    {"--namespace", 4},    {"--tree-filter", 4}, {"--index-filter", 4},
 	    {"--smtp-server", 4},  {"--config", 5},      {"--open-files-in-pager", 4},
 	};
-	/* Subcommands that run a command they are given. */
-	static const char *const runs[] = {"filter-branch", "submodule",  "bisect", "difftool",
-	                                   "mergetool",     "send-email", "daemon", "instaweb"};
+	/* Subcommands that run a command they are given, the helpers among them too
+	 * ("submodule--helper foreach", "bisect--helper --bisect-run", merge-index's merge
+	 * program, remote-ext's command). */
+	static const char *const runs[] = {
+	    "filter-branch", "submodule",         "bisect",         "difftool",
+	    "mergetool",     "send-email",        "daemon",         "instaweb",
+	    "merge-index",   "submodule--helper", "bisect--helper", "remote-ext"};
 	/* Short options that name a program or a configuration value, by subcommand; also
 	 * bundled with others ("-qc", "-nO"), and refused too where the letter is only in an
 	 * attached argument. */
@@ -127,6 +157,10 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 					       "--work-tree, --extcmd, --config, "
 					       "--open-files-in-pager, …, "
 					       "or a prefix of one)";
+		if (!sub && a[0] == '-' && !git_global_plain(a))
+			return "git's options before the subcommand other than those that take no "
+			       "value (one that takes its value in the next argument, as "
+			       "--super-prefix and --attr-source do, hides the subcommand)";
 		for (size_t k = 0; sub && k < ARRAY_SIZE(shorts); k++)
 			if (strcmp(sub, shorts[k].sub) == 0 && a[0] == '-' && a[1] != '-' &&
 			    strchr(a + 1, shorts[k].opt))

@@ -85,9 +85,16 @@ extern const struct rd_strv rd_grant_pinned_names;
  * git: -c and -C before the subcommand; --receive-pack, --upload-pack, --exec, --template,
  * --config-env, --exec-path, --git-dir, --work-tree, --namespace, --extcmd, the filters,
  * --smtp-server, or any prefix of one git takes; clone's and ls-remote's -u, rebase's and
- * difftool's -x; the subcommands that run a command given them. Returns a static description
+ * difftool's -x; the subcommands that run a command given them (their --helper ones,
+ * merge-index, remote-ext too); an option before the subcommand that may take a value in the
+ * next argument (--super-prefix, --attr-source, --bare too). Returns a static description
  * of what is refused, or NULL. */
 const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_t argc);
+
+/* git's subcommand in argv: the first argument after the options that take no value; NULL
+ * if there is none, or if an option before it may take one (rd_grant_argv_refused refuses
+ * those for a granted git). */
+const char *rd_git_subcommand(char *const *argv, size_t argc);
 
 /* The paths masked for a command: sandbox.mask less the profile's commands.unmask, plus
  * commands.mask, plus the rule's mask, each once, with "~/" replaced by home (the caller's home

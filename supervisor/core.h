@@ -65,6 +65,7 @@ struct req {
 	/* A command a rule grants a secret: the directory whose .git its check took, the top of
 	 * the repository its git is to take (sup_grant_reads); NULL if none. */
 	char *git_top;
+	bool git_top_dir; /* its .git a directory (not a file naming one elsewhere) */
 };
 
 struct req *sup_req_new(void);

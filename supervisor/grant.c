@@ -7,6 +7,7 @@
 #include "supervisor/grant.h"
 #include "lib/git.h"
 #include "lib/sha256.h"
+#include "policy/rules.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -389,6 +390,7 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 					    "has a HEAD git would not take, so that it would look "
 					    "further up";
 			}
+			q->git_top_dir = S_ISDIR(st.st_mode);
 			if (!what && !(q->git_top = strdup(cur))) {
 				snprintf(why, n,
 				         "out of memory checking a granted command's repository");
@@ -462,6 +464,43 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 	return check_repo(u, q, cwd, why, n);
 }
 
+/* A granted git takes the repository its check took, not one a command made since: a
+ * .git/commondir written after the check (git would take hooks and configuration from the
+ * directory it names), or a .git between the cwd and the checked top. GIT_DIR, GIT_WORK_TREE
+ * and GIT_COMMON_DIR say which, or, with none found, /dev/null: no repository (as git would
+ * have found, a bare one being refused anyway by safe.bareRepository=explicit). Not for
+ * clone and init, which make the repository GIT_DIR names; not where the agent started with
+ * one of the three (its own, pinned to that value by rd_grant_pinned_names). Other programs
+ * that run git (gh) are not pinned: they clone too (docs/configuration.md, "Grants"). */
+static int pin_git_dir(struct req *q)
+{
+	const char *res = q->tg.resolved, *slash = res ? strrchr(res, '/') : NULL;
+	if (!slash || strcmp(slash + 1, "git") != 0)
+		return 0;
+	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
+	if (sub &&
+	    (strcmp(sub, "clone") == 0 || strcmp(sub, "init") == 0 || strcmp(sub, "init-db") == 0))
+		return 0;
+	for (size_t i = 0; i < q->env.n_env; i++) {
+		const char *e = q->env.envp[i];
+		if (strncmp(e, "GIT_DIR=", 8) == 0 || strncmp(e, "GIT_WORK_TREE=", 14) == 0 ||
+		    strncmp(e, "GIT_COMMON_DIR=", 15) == 0)
+			return 0;
+	}
+	if (!q->git_top)
+		return rd_env_put(&q->env, "GIT_DIR=/dev/null") < 0 ? -ENOMEM : 0;
+	const char *top = strcmp(q->git_top, "/") ? q->git_top : "";
+	_cleanup_free_ char *dir = NULL, *tree = NULL, *common = NULL;
+	if (asprintf(&dir, "GIT_DIR=%s/.git", top) < 0 ||
+	    asprintf(&tree, "GIT_WORK_TREE=%s", q->git_top) < 0 ||
+	    (q->git_top_dir && asprintf(&common, "GIT_COMMON_DIR=%s/.git", top) < 0))
+		return -ENOMEM;
+	if (rd_env_put(&q->env, dir) < 0 || rd_env_put(&q->env, tree) < 0 ||
+	    (common && rd_env_put(&q->env, common) < 0))
+		return -ENOMEM;
+	return 0;
+}
+
 int sup_grant_env(struct sup *u, struct req *q)
 {
 	if (!q->rule || !q->rule->grants_secret)
@@ -526,5 +565,7 @@ int sup_grant_env(struct sup *u, struct req *q)
 		    rd_env_put(&q->env, ceiling) < 0)
 			return -ENOMEM;
 	}
-	return rd_env_put(&q->env, "GIT_ALLOW_PROTOCOL=https:http:ssh:git");
+	if (rd_env_put(&q->env, "GIT_ALLOW_PROTOCOL=https:http:ssh:git") < 0)
+		return -ENOMEM;
+	return pin_git_dir(q);
 }

@@ -541,6 +541,132 @@ def test_grant_git_race(tmp):
           token not in leaked, "%d leaks" % leaked.count(token))
 
 
+def test_grant_git_helpers(tmp):
+    """git's helper subcommands that run a command they are given: "submodule--helper
+    foreach" (also behind --super-prefix, whose value hid the subcommand from the check) and
+    remote-ext. A granted git ran each with the token (the build before)."""
+    setup = git_grant(tmp, "helpers")
+    if not setup:
+        return
+    token, git, ws, prof = setup
+    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@x")
+    sub = os.path.join(tmp, "sub")
+    subprocess.run(["git", "init", "-q", sub], check=True)
+    subprocess.run(["git", "-C", sub, "commit", "-q", "--allow-empty", "-m", "s"], check=True,
+                   env=genv)
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    subprocess.run(["git", "-C", ws, "-c", "protocol.file.allow=always", "submodule", "add",
+                    "-q", sub, "sub"], check=True, env=genv)
+    subprocess.run(["git", "-C", ws, "commit", "-q", "-m", "a"], check=True, env=genv)
+    evil = os.path.join(tmp, "ext.sh")
+    with open(evil, "w") as f:
+        f.write('#!/bin/sh\necho "ext=[$GH_TOKEN]"\n')
+    os.chmod(evil, 0o755)
+    common.open_to_all(tmp)
+    script = "; ".join([
+        "git submodule--helper foreach 'echo \"foreach=[$GH_TOKEN]\"' 2>&1",
+        "git --super-prefix x/ submodule--helper foreach 'echo \"prefix=[$GH_TOKEN]\"' 2>&1",
+        "printf 'connect git-upload-pack\\n' | git remote-ext x 'sh %s' 2>&1" % evil,
+        "git status --short >/dev/null 2>&1; echo status_rc=$?",
+    ])
+    env = base_env()
+    env.update(GH_TOKEN=token)
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=120)
+    for what in ("foreach", "prefix", "ext"):
+        check("grant git helpers: %s ran no command with the token" % what,
+              "%s=[%s]" % (what, token) not in out.stdout, out.stdout[-400:])
+    check("grant git helpers: a granted git status still works",
+          "status_rc=0" in out.stdout, out.stdout[-300:] + out.stderr[-300:])
+
+
+def git_ssh_trap(tmp, leak):
+    """A configuration whose remote origin git reaches through a command (core.sshCommand)
+    that writes GH_TOKEN to leak."""
+    prog = os.path.join(tmp, "ssh.sh")
+    with open(prog, "w") as f:
+        f.write('echo "$GH_TOKEN" >> %s\nexit 1\n' % leak)
+    return ("[core]\n\tsshCommand = sh %s\n[remote \"origin\"]\n"
+            "\turl = ssh://git@127.0.0.1/x\n" % prog)
+
+
+def test_grant_git_late_repo(tmp):
+    """The grant's check takes a repository, then git starts: a command in the background
+    that, over and over, writes a .git/commondir (naming a repository of its own, whose
+    configuration has git reach its remote through a program of the command's) and removes
+    it; or puts a .git of its own between the granted git's cwd and the checked top, or in a
+    cwd where the check found no repository, and takes it away. Some granted git fetches
+    passed the check, then took the command's repository and ran its program with the token
+    (the build before: about half of 40 in each). The granted git is now told which
+    repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR), or that there is
+    none (GIT_DIR=/dev/null)."""
+    setup = git_grant(tmp, "late")
+    if not setup:
+        return
+    token, git, ws, prof = setup
+    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@x")
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    os.makedirs(os.path.join(ws, "a", "b"))
+    with open(os.path.join(ws, "a", "b", "f"), "w") as f:
+        f.write("f\n")
+    subprocess.run(["git", "-C", ws, "add", "."], check=True)
+    subprocess.run(["git", "-C", ws, "commit", "-q", "-m", "a"], check=True, env=genv)
+    leaks = {}
+    plain = os.path.join(tmp, "plain")
+    os.makedirs(plain)
+    # The workspace, where the command's repository goes (the directory git would find it
+    # in: the cwd's parent; a workspace that is no repository), and the cwd in it.
+    where = {"commondir": (ws, ".git", "."), "nearer": (ws, "..", "a/b"),
+             "none": (plain, ".", ".")}
+    for kind, (top, at, sub) in where.items():
+        leak = os.path.join(tmp, "leak-" + kind)
+        evil = os.path.join(tmp, "evil-" + kind)
+        subprocess.run(["git", "init", "-q", evil], check=True)
+        subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"],
+                       check=True, env=genv)
+        with open(os.path.join(evil, ".git", "config"), "a") as f:
+            f.write(git_ssh_trap(tmp, leak))
+        common.open_to_all(tmp)
+        if kind == "commondir":
+            loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
+                    "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
+            clean = ".git/commondir"
+        else:
+            loop = ("cp -r {0} {1}/.gitx && while :; do mv {1}/.gitx {1}/.git; "
+                    "mv {1}/.git {1}/.gitx; done".format(os.path.join(evil, ".git"), at))
+            clean = "{0}/.git {0}/.gitx".format(at)
+        script = "\n".join([
+            "cd %s" % sub,
+            "sh -c \"%s\" >/dev/null 2>&1 &" % loop,
+            "for i in $(seq 40); do git fetch -q origin 2>/dev/null; "
+            "echo rc=$?; done; echo runs=done",
+            "kill %%1; wait; rm -rf %s" % clean,
+        ])
+        env = base_env()
+        env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=top,
+                             capture_output=True, text=True, timeout=180)
+        check("grant git late repo (%s): the runs ran" % kind, "runs=done" in out.stdout,
+              out.stdout[-300:] + out.stderr[-300:])
+        leaks[kind] = open(leak).read().count(token) if os.path.exists(leak) else 0
+        check("grant git late repo (%s): no program of a command's ran with the token" % kind,
+              leaks[kind] == 0, "%d leaks in 40 commits" % leaks[kind])
+    # And the granted git still works where it is: a commit in a subdirectory, a status.
+    script = "cd a/b && git commit -q --allow-empty -m sub; echo commit_rc=$?; " \
+             "git status --short; git rev-parse --show-toplevel"
+    env = base_env()
+    env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=60)
+    check("grant git late repo: a granted commit in a subdirectory works",
+          "commit_rc=0" in out.stdout and out.stdout.strip().endswith(ws),
+          out.stdout[-300:] + out.stderr[-300:])
+
+
 def test_agent_programs(tmp):
     """The agent is a program, not only its first process: an npm launcher (a "#!/usr/bin/env
     node" script) that starts the package's own binary, and that starts itself again in node
@@ -1611,7 +1737,8 @@ def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
-             test_grant_git_config, test_grant_git_race,
+             test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
+             test_grant_git_late_repo,
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,

@@ -339,6 +339,16 @@ static void test_grants(void **state)
 	    {V("git", "clone", "-q", "x"), false},
 	    {V("git", "daemon", "--access-hook=/tmp/x", "."), true},
 	    {V("git", "instaweb", "--httpd=sh -c x"), true},
+	    {V("git", "submodule--helper", "foreach", "sh"), true},
+	    {V("git", "bisect--helper", "--bisect-run", "sh"), true},
+	    {V("git", "merge-index", "sh", "-a"), true},
+	    {V("git", "remote-ext", "x", "sh"), true},
+	    {V("git", "--super-prefix", "x", "submodule--helper", "foreach", "sh"), true},
+	    {V("git", "--attr-source", "x", "submodule", "foreach", "sh"), true},
+	    {V("git", "--bare", "fetch"), true},
+	    {V("git", "--no-pager", "-P", "--literal-pathspecs", "log"), false},
+	    {V("git", "--list-cmds=main"), false},
+	    {V("git", "fetch", "--super-prefix"), false},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
 		size_t n = 0;
@@ -349,6 +359,19 @@ static void test_grants(void **state)
 			fail_msg("row %zu: %s", i, got ? "refused" : "let through");
 	}
 	assert_null(rd_grant_argv_refused("/usr/bin/gh", V("gh", "-c", "x"), 3));
+}
+
+/* The subcommand as git finds it: after the options that take no value; none where one that
+ * may take one comes first. */
+static void test_git_subcommand(void **state)
+{
+	(void)state;
+	assert_string_equal(rd_git_subcommand(V("git", "push", "origin"), 3), "push");
+	assert_string_equal(rd_git_subcommand(V("git", "--no-pager", "-p", "clone", "x"), 5),
+	                    "clone");
+	assert_null(rd_git_subcommand(V("git", "--super-prefix", "x", "clone"), 4));
+	assert_null(rd_git_subcommand(V("git", "--version"), 2));
+	assert_null(rd_git_subcommand(V("git"), 1));
 }
 
 /* The writable roots and protected paths as the view gets them: "~/" and "{uid}" expanded,
@@ -526,7 +549,7 @@ int main(void)
 	    cmocka_unit_test(test_mask_home),       cmocka_unit_test(test_protect_dirs_expand),
 	    cmocka_unit_test(test_mask_path_check), cmocka_unit_test(test_view_lists),
 	    cmocka_unit_test(test_rule_view_lists), cmocka_unit_test(test_grants),
-	    cmocka_unit_test(test_box_merge),
+	    cmocka_unit_test(test_box_merge),       cmocka_unit_test(test_git_subcommand),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
