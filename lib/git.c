@@ -43,12 +43,72 @@ bool rd_git_bare_shaped(const char *dir)
 	return access(sub, X_OK) == 0;
 }
 
-bool rd_git_init_config(int at, const char *name)
+/* The keys that name nothing git runs or reads elsewhere, by section, as git init and git
+ * clone write them (and a user's name): "*" takes any value, else a boolean or a number. A
+ * section with a subsection ([remote "origin"]) is "remote.*". */
+static const struct {
+	const char *section, *key;
+	bool any;
+} inert_keys[] = {
+    {"core", "repositoryformatversion", false},
+    {"core", "filemode", false},
+    {"core", "bare", false},
+    {"core", "logallrefupdates", false},
+    {"core", "ignorecase", false},
+    {"core", "precomposeunicode", false},
+    {"core", "symlinks", false},
+    {"core", "worktree", true},
+    {"remote.*", "url", true},
+    {"remote.*", "pushurl", true},
+    {"remote.*", "fetch", true},
+    {"remote.*", "push", true},
+    {"remote.*", "tagopt", true},
+    {"remote.*", "prune", false},
+    {"remote.*", "mirror", false},
+    {"branch.*", "remote", true},
+    {"branch.*", "pushremote", true},
+    {"branch.*", "merge", true},
+    {"branch.*", "rebase", false},
+    {"submodule.*", "url", true},
+    {"submodule.*", "active", false},
+    {"user", "name", true},
+    {"user", "email", true},
+    {"extensions", "objectformat", true},
+    {"init", "defaultbranch", true},
+};
+
+static bool plain_value(const char *v)
 {
-	static const char *const keys[] = {
-	    "repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase",
-	    "precomposeunicode",       "symlinks"};
-	char buf[4096];
+	return strcmp(v, "0") == 0 || strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 ||
+	       strcasecmp(v, "false") == 0;
+}
+
+/* A section header as inert_keys names it: "[core]" is "core", "[remote "x"]" is "remote.*"
+ * (the subsection without a quote or a backslash in it); false for another form. */
+static bool section_name(const char *line, char *out, size_t n)
+{
+	size_t len = strlen(line);
+	if (len < 3 || line[len - 1] != ']')
+		return false;
+	const char *name = line + 1, *q = strchr(name, '"');
+	size_t nlen = q ? (size_t)(q - name) : len - 2;
+	while (nlen && name[nlen - 1] == ' ')
+		nlen--;
+	if (!nlen || nlen + 3 > n ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") < nlen)
+		return false;
+	if (q) {
+		const char *end = strchr(q + 1, '"');
+		if (!end || end[1] != ']' || end[2] || strcspn(q + 1, "\\") < (size_t)(end - q - 1))
+			return false;
+	}
+	snprintf(out, n, "%.*s%s", (int)nlen, name, q ? ".*" : "");
+	return true;
+}
+
+static bool config_inert(int at, const char *name, bool init_only)
+{
+	char buf[8192];
 	int fd = openat(at, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
 	if (fd >= 0)
@@ -61,6 +121,7 @@ bool rd_git_init_config(int at, const char *name)
 		    buf[i] != '\r')
 			return false;
 	buf[n] = '\0';
+	char section[64] = "";
 	bool core = false;
 	for (char *line = buf, *next; line; line = next) {
 		next = strchr(line, '\n');
@@ -74,25 +135,40 @@ bool rd_git_init_config(int at, const char *name)
 		if (!len)
 			continue;
 		if (line[0] == '[') {
-			if (strcasecmp(line, "[core]") != 0)
+			if (!section_name(line, section, sizeof(section)) ||
+			    (init_only && strcasecmp(section, "core") != 0))
 				return false;
-			core = true;
+			core = core || strcasecmp(section, "core") == 0;
 			continue;
 		}
 		char *eq = strchr(line, '=');
-		if (!core || !eq)
+		if (!section[0] || !eq)
 			return false;
 		char *k = line, *v = eq + 1;
 		*eq = '\0';
 		for (char *e = eq; e > k && (e[-1] == ' ' || e[-1] == '\t');)
 			*--e = '\0';
 		v += strspn(v, " \t");
+		/* A quote, an escape or a comment: read as git reads them, or not at all. */
+		if (strpbrk(v, "\"\\;#"))
+			return false;
 		bool known = false;
-		for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
-			known = known || strcasecmp(k, keys[i]) == 0;
-		if (!known || (strcmp(v, "0") && strcmp(v, "1") && strcasecmp(v, "true") &&
-		               strcasecmp(v, "false")))
+		for (size_t i = 0; !known && i < ARRAY_SIZE(inert_keys); i++)
+			known = strcasecmp(section, inert_keys[i].section) == 0 &&
+			        strcasecmp(k, inert_keys[i].key) == 0 &&
+			        (inert_keys[i].any ? !init_only : plain_value(v));
+		if (!known)
 			return false;
 	}
 	return core;
+}
+
+bool rd_git_init_config(int at, const char *name)
+{
+	return config_inert(at, name, true);
+}
+
+bool rd_git_config_inert(int at, const char *name)
+{
+	return config_inert(at, name, false);
 }

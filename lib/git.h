@@ -19,4 +19,10 @@ bool rd_git_bare_shaped(const char *dir);
  * character (git reads past one)? It names nothing git runs. */
 bool rd_git_init_config(int dirfd, const char *name);
 
+/* Does the file name, relative to dirfd, hold only what git init and git clone write (and a
+ * user's name and email, a submodule's core.worktree): the [core] keys above, a remote's url
+ * and refspecs, a branch's upstream, with no quote, escape, comment or control character?
+ * Nothing there names a program git runs, or a file it reads. */
+bool rd_git_config_inert(int dirfd, const char *name);
+
 #endif

@@ -3,8 +3,10 @@
 #include "lib/strv.h"
 #include "lib/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fts.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -181,7 +183,8 @@ static void check_gitlinks(const char *workspace, const struct rd_repo_start *st
 		                     now.v[i]) >= sizeof(path) ||
 		    !gitlink_config(path, config, sizeof(config)) || lstat(config, &st) < 0)
 			continue;
-		if (!after(&st.st_ctim, &start->when))
+		/* Made, or changed, and more than git init, clone or submodule write there. */
+		if (!after(&st.st_ctim, &start->when) || rd_git_config_inert(AT_FDCWD, config))
 			continue;
 		/* Made, or changed: its .git made since the start, or not. */
 		char git[PATH_MAX + 8];
@@ -199,6 +202,148 @@ static void check_gitlinks(const char *workspace, const struct rd_repo_start *st
 		                         rd_json_bytes(config), "new", !known));
 	}
 	rd_strv_free(&now);
+}
+
+/* What in the repository whose git directory is gd (the nested repository's .git, or where
+ * its .git file points) git would run or read from elsewhere, that was made or changed since
+ * the start (all of it, when fresh: its .git itself is new): a configuration beyond what git
+ * init and git clone write, a hook that is no template, a commondir that names another
+ * repository than the workspace's own (own_git: its real path, or ""). NULL if none. */
+static const char *nested_why(const char *gd, bool fresh, const char *own_git,
+                              const struct rd_repo_start *start)
+{
+	static const char *const configs[] = {"config", "config.worktree"};
+	char sub[PATH_MAX + 32];
+	struct stat st;
+	for (size_t i = 0; i < ARRAY_SIZE(configs); i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", gd, configs[i]);
+		if (lstat(sub, &st) == 0 && (fresh || after(&st.st_ctim, &start->when)) &&
+		    !rd_git_config_inert(AT_FDCWD, sub))
+			return "a configuration that may name a program git runs (more than git "
+			       "init "
+			       "and git clone write)";
+	}
+	snprintf(sub, sizeof(sub), "%s/commondir", gd);
+	if (lstat(sub, &st) == 0 && (fresh || after(&st.st_ctim, &start->when))) {
+		char text[PATH_MAX], target[2 * PATH_MAX + 8], real[PATH_MAX];
+		_cleanup_close_ int fd = open(sub, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		ssize_t len = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+		if (len > 0) {
+			text[len] = '\0';
+			text[strcspn(text, "\n")] = '\0';
+			len = snprintf(target, sizeof(target), "%s%s%s", text[0] == '/' ? "" : gd,
+			               text[0] == '/' ? "" : "/", text) < (int)sizeof(target)
+			          ? len
+			          : -1;
+		}
+		if (len <= 0 || !realpath(target, real) || !own_git[0] || strcmp(real, own_git))
+			return "a commondir that names another repository, whose hooks and "
+			       "configuration git takes";
+	}
+	snprintf(sub, sizeof(sub), "%s/hooks", gd);
+	_cleanup_close_ int hfd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = hfd < 0 ? NULL : fdopendir(hfd);
+	if (d)
+		hfd = -1;
+	const char *why = NULL;
+	for (struct dirent *e; !why && d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    (len > 7 && strcmp(e->d_name + len - 7, ".sample") == 0))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (fresh || after(&st.st_ctim, &start->when)))
+			why = "a hook, which git runs";
+	}
+	if (d)
+		closedir(d);
+	return why;
+}
+
+/* A nested repository: its .git at path (a directory, a file "gitdir: DIR" or a symlink). */
+static void check_nested_one(const char *path, const char *own_git,
+                             const struct rd_repo_start *start, struct rd_audit *audit)
+{
+	struct stat st;
+	char gd[PATH_MAX + 16];
+	if (lstat(path, &st) < 0)
+		return;
+	bool fresh = after(&st.st_ctim, &start->when);
+	if (S_ISDIR(st.st_mode)) {
+		snprintf(gd, sizeof(gd), "%s", path);
+	} else if (S_ISLNK(st.st_mode)) {
+		if (!realpath(path, gd))
+			return;
+	} else if (S_ISREG(st.st_mode)) {
+		char buf[PATH_MAX + 16];
+		_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (len <= 8 || strncmp(buf, "gitdir: ", 8) != 0)
+			return;
+		buf[len] = '\0';
+		buf[strcspn(buf, "\r\n")] = '\0';
+		const char *dir = buf + 8, *slash = strrchr(path, '/');
+		if (dir[0] == '/')
+			snprintf(gd, sizeof(gd), "%s", dir);
+		else
+			snprintf(gd, sizeof(gd), "%.*s/%s", (int)(slash - path), path, dir);
+	} else {
+		return;
+	}
+	const char *why = nested_why(gd, fresh, own_git, start);
+	if (!why)
+		return;
+	char moved[PATH_MAX + 64];
+	int r = rd_move_aside(path, moved, sizeof(moved));
+	fprintf(stderr,
+	        "runnerd: %s is a git repository made or changed during this session, where "
+	        "commands could write it, with %s: the user's git there (a shell prompt, an "
+	        "editor) would run it; %s%s%s\n",
+	        path, why, r == 0 ? "moved aside to " : "it cannot be moved aside (",
+	        r == 0 ? moved : strerror(-r),
+	        r == 0 ? " (check it, and move it back if it is yours)" : "): remove it");
+	(void)rd_audit(audit, "repository_made",
+	               json_pack("{s:o, s:s, s:o}", "path", rd_json_bytes(path), "why", why,
+	                         "moved_to", r == 0 ? rd_json_bytes(moved) : json_null()));
+}
+
+/* The repositories inside the workspace, other than its own: a command can git init or clone
+ * one anywhere it may write, with hooks or a configuration (core.fsmonitor) that the user's
+ * git runs when it works there, as a shell prompt or an editor's scan of the folder does.
+ * The walk takes no symlink, stays on the workspace's file system, goes into no .git, and
+ * stops after RD_NESTED_DIRS directories, saying so. */
+#define RD_NESTED_DIRS 100000
+static void check_nested(const char *workspace, const struct rd_repo_start *start,
+                         struct rd_audit *audit)
+{
+	char own[PATH_MAX + 8], own_git[PATH_MAX] = "";
+	snprintf(own, sizeof(own), "%s/.git", strcmp(workspace, "/") ? workspace : "");
+	if (!realpath(own, own_git))
+		own_git[0] = '\0';
+	char *roots[] = {(char *)workspace, NULL};
+	FTS *f = fts_open(roots, FTS_PHYSICAL | FTS_NOCHDIR | FTS_NOSTAT | FTS_XDEV, NULL);
+	if (!f)
+		return;
+	size_t dirs = 0;
+	for (FTSENT *e; (e = fts_read(f));) {
+		bool dotgit = e->fts_level >= 1 && strcmp(e->fts_name, ".git") == 0;
+		if (e->fts_info == FTS_D) {
+			if (dotgit)
+				fts_set(f, e, FTS_SKIP);
+			if (++dirs > RD_NESTED_DIRS) {
+				fprintf(
+				    stderr,
+				    "runnerd: %s has more than %d directories: git repositories "
+				    "commands may have made beyond those were not looked for\n",
+				    workspace, RD_NESTED_DIRS);
+				break;
+			}
+		}
+		/* The workspace's own .git is looked at on its own (rd_repo_end). */
+		if (dotgit && e->fts_info != FTS_DP && strcmp(e->fts_path, own) != 0)
+			check_nested_one(e->fts_path, own_git, start, audit);
+	}
+	fts_close(f);
 }
 
 int rd_move_aside(const char *path, char *aside, size_t n)
@@ -296,7 +441,9 @@ void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struc
 		               json_pack("{s:o, s:o}", "path", rd_json_bytes(git), "moved_to",
 		                         r == 0 ? rd_json_bytes(moved) : json_null()));
 	}
+	/* The gitlinks first: one whose repository is then moved aside is still named as one. */
 	check_gitlinks(workspace, start, audit);
+	check_nested(workspace, start, audit);
 	if (!start->bare_shaped && rd_git_bare_shaped(workspace)) {
 		/* git takes it where it finds no .git it can use first: its HEAD moved aside (a
 		 * project's root holds none of its own), it is no repository for git. */

@@ -680,6 +680,71 @@ def test_gitlink_config(tmp):
           "%s/kept is" % ws not in out.stderr, out.stderr[-800:])
 
 
+def test_nested_repos(tmp):
+    """A command makes git repositories inside the workspace (git init, or a .git symlink to
+    one of its own), with what the user's git runs when it works there (a shell prompt, an
+    editor scanning the folder): a core.fsmonitor, a hook, a pager; or changes one the user
+    had. When the session ends, runnerd moves each such .git aside and names it (the build
+    before left them). What git init, git clone, git worktree add and git submodule add write
+    (a user's email too), and a repository of the user's that no command touched, are left."""
+    os.chmod(tmp, 0o755)
+    ws = os.path.join(tmp, "project")
+    src = os.path.join(tmp, "src")
+    evil = os.path.join(tmp, "evil.git")
+    g = ["git", "-c", "user.name=t", "-c", "user.email=t@x"]
+    for repo in (ws, src):
+        subprocess.run(["git", "init", "-q", repo], check=True)
+        subprocess.run(g + ["-C", repo, "commit", "-q", "--allow-empty", "-m", "m"], check=True)
+    subprocess.run(["git", "init", "-q", "--bare", evil], check=True)
+    with open(os.path.join(evil, "config"), "a") as f:
+        f.write("[core]\n\tpager = touch ran\n")
+    # The user's own: one with a hook of theirs, left alone; one a command changes.
+    for mine in ("mine", "mine-changed"):
+        subprocess.run(["git", "init", "-q", os.path.join(ws, mine)], check=True)
+    hook = os.path.join(ws, "mine", ".git", "hooks", "pre-commit")
+    with open(hook, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(hook, 0o755)
+    common.open_to_all(tmp)
+    time.sleep(0.05)
+    plant = "; ".join([
+        "git init -q fsmon && git -C fsmon config core.fsmonitor 'touch ran; false'",
+        "mkdir -p deep/a && git init -q deep/a/b && printf '#!/bin/sh\\ntouch ran\\n' > "
+        "deep/a/b/.git/hooks/pre-commit && chmod 755 deep/a/b/.git/hooks/pre-commit",
+        "mkdir lnk && ln -s %s lnk/.git" % evil,
+        "git -C mine-changed config core.pager 'touch ran'",
+        "git init -q plain",
+        "git clone -q %s cloned 2>/dev/null && git -C cloned config user.email me@x" % src,
+        "git worktree add -q wt 2>/dev/null",
+        "git -c protocol.file.allow=always submodule add -q %s sm 2>/dev/null" % src,
+        "echo planted=yes",
+    ])
+    audit = os.path.join(tmp, "audit.jsonl")
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", plant], audit=audit),
+                         env=common.base_env(), cwd=ws, capture_output=True, text=True,
+                         timeout=60)
+    check("nested repos: the command made them", "planted=yes" in out.stdout,
+          out.stdout + out.stderr[-600:])
+    moved = {"fsmon", "deep/a/b", "lnk", "mine-changed"}
+    kept = {"mine", "plain", "cloned", "wt", "sm"}
+    events = [json.loads(l) for l in open(audit) if l.strip()] if os.path.exists(audit) else []
+    named = {os.path.relpath(os.path.dirname(e.get("path", "")), ws) for e in events
+             if e.get("event") == "repository_made"}
+    check("nested repos: each with a fsmonitor, a hook, a pager (made, or the user's changed) "
+          "named in the audit log, and no other", named == moved, repr(named))
+    gone = {d for d in moved | kept if not os.path.lexists(os.path.join(ws, d, ".git"))}
+    check("nested repos: those moved aside, the rest left", gone == moved, repr(gone))
+    asides = [n for d in moved for n in os.listdir(os.path.join(ws, d))
+              if n.startswith(".git.runnerd-")]
+    check("nested repos: kept beside, under a name of their own", len(asides) == len(moved),
+          repr(asides))
+    check("nested repos: said on stderr",
+          all("%s/.git is a git repository made or changed" % os.path.join(ws, d) in out.stderr
+              for d in moved), out.stderr[-1200:])
+    check("nested repos: a submodule added as git does it is not named as a gitlink",
+          "%s/sm is a repository entered" % ws not in out.stderr, out.stderr[-1200:])
+
+
 def test_aider_config(tmp):
     """aider reads the project's .env, .aider.conf.yml and model settings at its start, and
     lets them replace what its environment has (OPENAI_API_BASE: where its key goes), so
@@ -1025,8 +1090,8 @@ def main():
     common.require_runnerd()
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
                              test_writes, test_protected_created, test_worktree_dotgit,
-                             test_hooks_path, test_git_head, test_gitlink_config, test_aider_config,
-                             test_git_init_made,
+                             test_hooks_path, test_git_head, test_gitlink_config,
+                             test_nested_repos, test_aider_config, test_git_init_made,
                              test_workspace_option, test_cache_layers,
                              test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
