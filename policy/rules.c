@@ -222,6 +222,15 @@ static bool listed(const struct rd_strv *l, const char *s)
 	return false;
 }
 
+char *rd_box_path(const char *entry, const char *home, uid_t uid)
+{
+	_cleanup_free_ char *p = expand_uid(entry, uid);
+	char *full = NULL;
+	if (p && strncmp(p, "~/", 2) == 0)
+		return asprintf(&full, "%s/%s", home, p + 2) < 0 ? NULL : full;
+	return p ? steal_pointer(&p) : NULL;
+}
+
 static int add_mask(struct rd_strv *out, const char *path, const char *home, uid_t uid)
 {
 	char *full = NULL;

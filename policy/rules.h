@@ -52,6 +52,10 @@ const char *rd_write_root_refused(const char *path);
  * rd_write_root_refused are left out (the loader refuses them as written). With writable roots,
  * the protected paths of cfg, prof's commands and also (n_also, the session's view) that lie in
  * them or hold one are added to protect. 0 or -ENOMEM. */
+/* A path of a box list (write, protect, mask) as the view takes it: "{uid}" replaced by uid,
+ * and a "~/" at its start by home; a "/" at its end kept. malloc'd; NULL on OOM. */
+char *rd_box_path(const char *entry, const char *home, uid_t uid);
+
 int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
                        const struct rd_rule *rule, char *const *also, size_t n_also,
                        const char *home, uid_t uid, struct rd_strv *write, struct rd_strv *protect);

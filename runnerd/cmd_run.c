@@ -478,16 +478,19 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	for (size_t i = 0; i < prof->n_rules; i++) {
 		const struct rd_strv *l = &prof->rules[i].box.list[RD_BOX_PROTECT];
 		for (size_t k = 0; k < l->n; k++) {
-			const char *e = l->v[k];
-			size_t n = strlen(e);
-			if (n < 2 || e[n - 1] != '/')
+			_cleanup_free_ char *d = rd_box_path(l->v[k], home, who.uid);
+			size_t n = d ? strlen(d) : 0;
+			if (n < 2 || d[n - 1] != '/')
 				continue;
-			_cleanup_free_ char *d = NULL;
-			if ((strncmp(e, "~/", 2) == 0
-			         ? asprintf(&d, "%s/%.*s", home, (int)(n - 3), e + 2)
-			         : asprintf(&d, "%.*s", (int)(n - 1), e)) < 0)
-				continue;
-			if (d[0] == '/' && rd_strv_within(write, d))
+			d[n - 1] = '\0';
+			/* In a root of the session's, or of the rule's own. */
+			bool in = d[0] == '/' && rd_strv_within(write, d);
+			const struct rd_strv *w = &prof->rules[i].box.list[RD_BOX_WRITE];
+			for (size_t j = 0; !in && d[0] == '/' && j < w->n; j++) {
+				_cleanup_free_ char *root = rd_box_path(w->v[j], home, who.uid);
+				in = root && rd_path_within(d, root);
+			}
+			if (in)
 				make_missing(d, true);
 		}
 	}

@@ -921,12 +921,15 @@ def test_rule_view(tmp):
     read-only to every other command (touch), but not a path the profile protects in it; cp
     may not write a directory of /tmp that every other command may, nor make a protected
     directory written with a "/" at its end that is missing at the start (runnerd makes it,
-    empty; the build before did not, and cp made it and wrote in it)."""
+    empty; the build before did not, and cp made it and wrote in it), also one named with
+    "{uid}" or lying in the rule's own root (for which a later build before refused every cp,
+    126, as it found them missing)."""
     os.chmod(tmp, 0o755)
     home = pwd.getpwuid(os.getuid()).pw_dir
     d = os.path.join(home, ".rdtest-rule-" + os.urandom(4).hex())
-    d2 = d + "-2"
+    d2, d3 = d + "-2", d + "-3"
     os.makedirs(d2)
+    os.makedirs(d3)
     locked = os.path.join(d, "locked")
     prot = os.path.join(tmp, "prot")
     os.makedirs(locked)
@@ -936,16 +939,20 @@ def test_rule_view(tmp):
     prof = common.write_profile(tmp, "ruleview", {
         "default": "allow", "protect": [locked, d2 + "/autostart"],
         "rules": [{"match": {"path": tee}, "action": "allow", "write": [d]},
-                  {"match": {"path": cp}, "action": "allow",
-                   "protect": [prot, os.path.join(tmp, "gh") + "/"]},
+                  {"match": {"path": cp}, "action": "allow", "write": [d3],
+                   "protect": [prot, os.path.join(tmp, "gh") + "/",
+                               os.path.join(tmp, "gh-{uid}") + "/", d3 + "/sub/"]},
                   # A protected path missing in the rule's root: the command could make it.
                   {"match": {"path": dd}, "action": "allow", "write": [d2]}]})
+    uid_dir = os.path.join(tmp, "gh-%d" % os.getuid())
     steps = [
         "echo a | tee %s/f >/dev/null && echo tee=written" % d,
         "touch %s/g 2>/dev/null; echo \"touch_rc=$?\"" % d,
         "echo a | tee %s/f >/dev/null 2>&1; echo \"locked_rc=$?\"" % locked,
         "cp /etc/hostname %s/x 2>/dev/null; echo \"cp_rc=$?\"" % prot,
         "cp -r %s %s 2>/dev/null; echo \"cpdir_rc=$?\"" % (prot, os.path.join(tmp, "gh")),
+        "cp -r %s %s 2>/dev/null; echo \"cpuid_rc=$?\"" % (prot, uid_dir),
+        "cp -r %s %s/sub 2>/dev/null; echo \"cpown_rc=$?\"" % (prot, d3),
         "sh -c 'echo y > %s/y' && echo sh=written" % prot,
         "dd if=/dev/null of=%s/autostart 2>/dev/null; echo \"dd_rc=$?\"" % d2,
     ]
@@ -957,9 +964,11 @@ def test_rule_view(tmp):
         touched = os.path.exists(os.path.join(d, "g"))
         in_locked = os.path.exists(os.path.join(locked, "f"))
         made = os.path.exists(os.path.join(d2, "autostart"))
+        own = os.path.join(d3, "sub")
+        own_made = os.path.isdir(own) and not os.listdir(own)
     finally:
-        shutil.rmtree(d, ignore_errors=True)
-        shutil.rmtree(d2, ignore_errors=True)
+        for x in (d, d2, d3):
+            shutil.rmtree(x, ignore_errors=True)
     got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
     check("rule view: a rule's \"write\" makes a directory of the home writable to it",
           got.get("tee") == "written" and tee_wrote, repr(got) + out.stderr[-400:])
@@ -975,6 +984,10 @@ def test_rule_view(tmp):
     check("rule view: a missing directory a rule protects is made, empty, and read-only to it",
           got.get("cpdir_rc") not in (None, "0") and os.path.isdir(os.path.join(tmp, "gh"))
           and not os.listdir(os.path.join(tmp, "gh")), repr(got))
+    check("rule view: so is one named with {uid}, and one in the rule's own root; the rule's "
+          "command runs (the build before refused it, 126, for those missing)",
+          got.get("cpuid_rc") == "1" and os.path.isdir(uid_dir) and not os.listdir(uid_dir)
+          and got.get("cpown_rc") == "1" and own_made, repr(got))
     check("rule view: a rule whose root holds a missing protected path is refused (126)",
           got.get("dd_rc") == "126" and not made, repr(got))
 
