@@ -667,6 +667,66 @@ def test_grant_git_late_repo(tmp):
           out.stdout[-300:] + out.stderr[-300:])
 
 
+def test_agent_relaunch_env(tmp):
+    """The agent started again in node (as Gemini CLI and Qwen Code do, after they loaded a
+    project .env) runs as the agent only with the environment it started with, as far as
+    runnerd's guarded names go: with a variable of agent.env_guard changed (OPENSSL_CONF, whose
+    file can load a module into node; a base URL, where the key goes), it runs as a command,
+    without the key. The build before ran it as the agent, with the key."""
+    node = shutil.which("node")
+    if not node:
+        common.skip_part("agent relaunch env: node is needed")
+        return
+    os.chmod(tmp, 0o755)
+    pkg = os.path.join(tmp, "pkg")
+    os.makedirs(os.path.join(pkg, "bin"))
+    with open(os.path.join(pkg, "package.json"), "w") as f:
+        f.write('{"name": "fake-agent", "version": "1.0.0"}\n')
+    launcher = os.path.join(pkg, "bin", "agent.js")
+    with open(launcher, "w") as f:
+        f.write("""#!/usr/bin/env node
+const {spawnSync} = require('child_process');
+const key = () => process.env.RD_AGENT_API_KEY || '';
+if (process.argv[2]) {
+  console.log(process.argv[2] + '=[' + key() + ']');
+  process.exit(0);
+}
+const again = (tag, env) => spawnSync(process.execPath, ['--max-old-space-size=60', __filename,
+                                      tag], {stdio: 'inherit', env: env});
+again('same', process.env);
+again('url', Object.assign({}, process.env, {RD_GUARD_URL: 'http://127.0.0.1:9/v1'}));
+again('openssl', Object.assign({}, process.env, {OPENSSL_CONF: '/tmp/x/openssl.cnf'}));
+""")
+    os.chmod(launcher, 0o755)
+    for root, dirs, files in os.walk(pkg):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+    path = write_profile(tmp, "relaunchenv", {"default": "allow", "protect": [pkg]},
+                         agent_env_allow=["RD_AGENT_API_KEY", "RD_GUARD_URL"])
+    with open(path) as f:
+        spec = json.load(f)
+    spec["agent"]["interpreter_options"] = ["--max-old-space-size=*"]
+    spec["agent"]["env_guard"] = ["RD_GUARD_URL", "OPENSSL_CONF"]
+    spec["agent"]["env_files"] = [".env"]
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    key = "sk-agent-" + CANARY
+    env = base_env()
+    env.update(RD_AGENT_API_KEY=key, RD_GUARD_URL="https://api.example.com/v1")
+    env["PATH"] = os.path.dirname(node) + ":" + env.get("PATH", "/usr/bin:/bin")
+    out = subprocess.run(runnerd_cmd(path, [launcher]), env=env, cwd=tmp, capture_output=True,
+                         text=True, timeout=60)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=[" in l)
+    check("agent relaunch env: started again as it started, it is the agent",
+          got.get("same") == "[%s]" % key, repr(got) + out.stderr[-400:])
+    check("agent relaunch env: with a guarded base URL changed, a command without the key",
+          got.get("url") == "[]", repr(got.get("url")))
+    check("agent relaunch env: with OPENSSL_CONF set, a command without the key",
+          got.get("openssl") == "[]", repr(got.get("openssl")))
+    check("agent relaunch env: and runnerd says why",
+          "started one of its own programs again with" in out.stderr, out.stderr[-400:])
+
+
 def test_agent_programs(tmp):
     """The agent is a program, not only its first process: an npm launcher (a "#!/usr/bin/env
     node" script) that starts the package's own binary, and that starts itself again in node
@@ -1738,7 +1798,7 @@ def main():
     # A crash of a test is a failure, never a pass.
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
-             test_grant_git_late_repo,
+             test_grant_git_late_repo, test_agent_relaunch_env,
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
