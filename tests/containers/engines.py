@@ -371,7 +371,7 @@ def start_serve(activated=False):
     serve["runnerd"] = [os.path.join(root, "usr/bin/runnerd"), "--config",
                         os.path.join(root, "etc/runnerd/runner.json")]
     argv = serve["runnerd"] + ["--profile", "generic", "serve", "--allow-profile", "codex",
-                               "--allow-profile", "claude"]
+                               "--allow-profile", "claude", "--allow-profile", "qwen"]
     if activated:
         argv = ["systemd-socket-activate", "--seqpacket", "-l", serve["sock"]] + argv
     else:
@@ -549,6 +549,33 @@ def test_daemon_podman():
         check("daemon: %s stays read-only to commands (/tmp writable)" % label,
               r.stdout.split() == ["refused", "tmp-written"],
               "rc=%d %r %s" % (r.returncode, r.stdout, r.stderr))
+    # The agent's env file (qwen's ~/.env, whose guarded names runnerd gives the agent) made
+    # a symlink, by the container's files, to a file of the machine's, through the /proc of
+    # the daemon's view: /proc/PID/root of a process of the machine's that runs as the
+    # container user's uid. Not followed (before, the daemon read it, and named what it
+    # sets in its notes).
+    host_env = os.path.join(WORK, "host.env")
+    with open(host_env, "w") as f:
+        f.write("OPENAI_BASE_URL=http://machine-secret.invalid/v1\n")
+    os.chmod(host_env, 0o644)
+    peer = subprocess.Popen(["setpriv", "--reuid", str(UID), "--regid", str(UID),
+                             "--clear-groups", "sleep", "120"])
+    try:
+        logged = os.path.getsize(serve["log"])
+        r = podman_run(daemon_opts() + ["--user", "%d:%d" % (UID, UID)],
+                       ["sh", "-c", "ln -s /proc/%d/root%s /home/dev/.env && exec "
+                        "runnerd-intercept --profile qwen -- sh -c "
+                        "'echo \"base=[$OPENAI_BASE_URL]\"'" % (peer.pid, host_env)])
+        with open(serve["log"]) as f:
+            f.seek(logged)
+            log = f.read()
+    finally:
+        peer.kill()
+        peer.wait()
+    check("daemon: an env file that is a symlink into the machine's files is not read",
+          r.returncode == 0 and "base=[]" in r.stdout and "OPENAI_BASE_URL" not in log
+          and "OPENAI_BASE_URL" not in r.stderr,
+          "rc=%d %r %s; log: %s" % (r.returncode, r.stdout, r.stderr, log[-600:]))
     r = podman_run(daemon_opts(), ["runnerd-intercept", "--profile", "gemini", "--", "true"])
     check("daemon: a profile not allowed by the daemon is refused (125), naming the allowed",
           r.returncode == 125 and "profile gemini is not allowed here: runnerd serve takes "
