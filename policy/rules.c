@@ -107,28 +107,47 @@ const char *rd_git_subcommand(char *const *argv, size_t argc)
 	return NULL;
 }
 
+/* The value of the long option a (as long_opt matched it) given with "=", or NULL. */
+static const char *eq_value(const char *a)
+{
+	const char *eq = strchr(a, '=');
+	return eq ? eq + 1 : NULL;
+}
+
+static bool in_list(const char *s, const char *const *list, size_t n)
+{
+	for (size_t k = 0; s && k < n; k++)
+		if (strcmp(s, list[k]) == 0)
+			return true;
+	return false;
+}
+
 const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_t argc)
 {
 	if (!resolved || strcmp(base(resolved), "git") != 0)
 		return NULL;
-	/* Each with the shortest prefix git takes for it (a shorter one is refused too). */
+	/* After the subcommand, each with the shortest prefix git takes for it (a shorter one
+	 * is refused too). Before it, only the options that take no value pass. */
 	static const struct {
 		const char *opt;
 		size_t min;
 	} anywhere[] = {
-	    {"--receive-pack", 4}, {"--upload-pack", 4}, {"--exec", 4},
-	    {"--template", 4},     {"--config-env", 4},  {"--exec-path", 4},
-	    {"--extcmd", 4},       {"--git-dir", 4},     {"--work-tree", 4},
-	    {"--namespace", 4},    {"--tree-filter", 4}, {"--index-filter", 4},
-	    {"--smtp-server", 4},  {"--config", 5},      {"--open-files-in-pager", 4},
+	    {"--receive-pack", 4}, {"--upload-pack", 4},
+	    {"--exec", 4},         {"--template", 4},
+	    {"--extcmd", 4},       {"--tree-filter", 4},
+	    {"--index-filter", 4}, {"--smtp-server", 4},
+	    {"--config", 5},       {"--open-files-in-pager", 4},
 	};
 	/* Subcommands that run a command they are given, the helpers among them too
 	 * ("submodule--helper foreach", "bisect--helper --bisect-run", merge-index's merge
-	 * program, remote-ext's command). */
+	 * program, remote-ext's command); and those that take another repository, with its
+	 * configuration, from their arguments (receive-pack DIR runs DIR's
+	 * core.alternateRefsCommand). */
 	static const char *const runs[] = {
-	    "filter-branch", "submodule",         "bisect",         "difftool",
-	    "mergetool",     "send-email",        "daemon",         "instaweb",
-	    "merge-index",   "submodule--helper", "bisect--helper", "remote-ext"};
+	    "filter-branch",  "submodule",  "bisect",       "difftool",    "mergetool",
+	    "send-email",     "daemon",     "instaweb",     "merge-index", "submodule--helper",
+	    "bisect--helper", "remote-ext", "receive-pack", "upload-pack", "upload-archive",
+	    "fetch-pack",     "send-pack",  "http-backend", "shell"};
 	/* Short options that name a program or a configuration value, by subcommand; also
 	 * bundled with others ("-qc", "-nO"), and refused too where the letter is only in an
 	 * attached argument. */
@@ -137,45 +156,80 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 		char opt;
 	} shorts[] = {{"clone", 'u'},  {"clone", 'c'},    {"ls-remote", 'u'},
 	              {"rebase", 'x'}, {"difftool", 'x'}, {"grep", 'O'}};
+	/* Where -s names a merge strategy (cherry-pick's and revert's -s is --signoff). */
+	static const char *const strategy_s[] = {"rebase", "pull", "merge"};
 	const char *sub = NULL;
 	for (size_t i = 1; i < argc && argv[i]; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "--") == 0)
 			break;
 		if (!sub && (strncmp(a, "-c", 2) == 0 || strcmp(a, "-C") == 0))
 			return "git -c and -C (a configuration value can name a program to run; "
-			       "another "
-			       "directory, another repository's configuration)";
-		if (strncmp(a, "--", 2) == 0)
+			       "another directory, another repository's configuration)";
+		if (!sub && a[0] == '-' && !git_global_plain(a))
+			return "git's options before the subcommand other than those that take no "
+			       "value (--git-dir, --work-tree, --namespace, --exec-path and "
+			       "--config-env name another repository, program or configuration; "
+			       "one that takes its value in the next argument, as --super-prefix "
+			       "does, hides the subcommand)";
+		if (!sub && a[0] != '-') {
+			sub = a;
+			if (in_list(sub, runs, ARRAY_SIZE(runs)))
+				return "git's subcommands that run a command they are given, or "
+				       "take "
+				       "another repository from their arguments (filter-branch, "
+				       "submodule, bisect, difftool, mergetool, send-email, "
+				       "daemon, "
+				       "instaweb, merge-index, remote-ext, receive-pack, "
+				       "upload-pack, "
+				       "…)";
+			continue;
+		}
+		if (strncmp(a, "--", 2) == 0) {
 			for (size_t k = 0; k < ARRAY_SIZE(anywhere); k++)
 				if (long_opt(a, anywhere[k].opt, anywhere[k].min))
 					return "git's options that name a program, a configuration "
-					       "or "
-					       "another repository (--receive-pack, --upload-pack, "
-					       "--exec, "
-					       "--template, --config-env, --exec-path, --git-dir, "
-					       "--work-tree, --extcmd, --config, "
-					       "--open-files-in-pager, …, "
-					       "or a prefix of one)";
-		if (!sub && a[0] == '-' && !git_global_plain(a))
-			return "git's options before the subcommand other than those that take no "
-			       "value (one that takes its value in the next argument, as "
-			       "--super-prefix and --attr-source do, hides the subcommand)";
-		for (size_t k = 0; sub && k < ARRAY_SIZE(shorts); k++)
-			if (strcmp(sub, shorts[k].sub) == 0 && a[0] == '-' && a[1] != '-' &&
-			    strchr(a + 1, shorts[k].opt))
+					       "or another repository (--receive-pack, "
+					       "--upload-pack, "
+					       "--exec, --template, --extcmd, --config, "
+					       "--open-files-in-pager, …, or a prefix of one)";
+			/* Into a submodule, whose configuration and hooks commands can write
+			 * (one a command made and entered in the index; .git/modules/NAME). */
+			const char *v = eq_value(a);
+			if ((long_opt(a, "--recurse-submodules", 5) &&
+			     !(v && strcmp(v, "no") == 0)) ||
+			    (long_opt(a, "--ignore-submodules", 10) && v &&
+			     strcmp(v, "all") != 0) ||
+			    (long_opt(a, "--submodule", 6) && !(v && strcmp(v, "short") == 0)))
+				return "git's options that go into submodules "
+				       "(--recurse-submodules, "
+				       "--ignore-submodules other than =all, --submodule other "
+				       "than "
+				       "=short): their configuration and hooks are where commands "
+				       "can "
+				       "write";
+			/* A merge strategy is a program git-merge-NAME: with a "/", one of the
+			 * work tree's. */
+			if (long_opt(a, "--strategy", 6) && strchr(v ? v : next ? next : "", '/'))
+				return "a merge strategy with a \"/\" (git runs git-merge-NAME, a "
+				       "program of the work tree's)";
+			continue;
+		}
+		if (a[0] != '-' || !sub)
+			continue;
+		for (size_t k = 0; k < ARRAY_SIZE(shorts); k++)
+			if (strcmp(sub, shorts[k].sub) == 0 && strchr(a + 1, shorts[k].opt))
 				return "git's short options that name a program to run or set a "
 				       "configuration value (clone -u and -c, ls-remote -u, rebase "
-				       "-x, "
-				       "difftool -x, grep -O)";
-		if (!sub && a[0] != '-') {
-			sub = a;
-			for (size_t k = 0; k < ARRAY_SIZE(runs); k++)
-				if (strcmp(sub, runs[k]) == 0)
-					return "git's subcommands that run a command they are "
-					       "given (filter-branch, submodule, bisect, difftool, "
-					       "mergetool, send-email, daemon, instaweb)";
-		}
+				       "-x, difftool -x, grep -O)";
+		const char *s = strchr(a + 1, 's');
+		if (s && in_list(sub, strategy_s, ARRAY_SIZE(strategy_s)) &&
+		    strchr(s[1]   ? s + 1
+		           : next ? next
+		                  : "",
+		           '/'))
+			return "a merge strategy with a \"/\" (git runs git-merge-NAME, a program "
+			       "of the work tree's)";
 	}
 	return NULL;
 }

@@ -334,6 +334,22 @@ static const struct rd_view_paths *any_view(struct sup *u)
 	return &u->s->any_rule;
 }
 
+/* A granted git that would go on with a rebase, cherry-pick or revert in progress: any of
+ * those subcommands but for --abort and --quit. */
+static bool sequencing(const struct req *q)
+{
+	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
+	const char *res = q->tg.resolved, *slash = res ? strrchr(res, '/') : NULL;
+	if (!slash || strcmp(slash + 1, "git") != 0 || !sub ||
+	    (strcmp(sub, "rebase") && strcmp(sub, "cherry-pick") && strcmp(sub, "revert")))
+		return false;
+	for (size_t i = 1; i < q->strs.argc && q->strs.argv[i]; i++)
+		if (strcmp(q->strs.argv[i], "--abort") == 0 ||
+		    strcmp(q->strs.argv[i], "--quit") == 0)
+			return false;
+	return true;
+}
+
 /* The git repository git would take for a command in dir: the nearest .git at or above it
  * (or a directory shaped as a bare repository on the way). Refused (why) when commands could
  * have written what git runs or reads from there. */
@@ -377,6 +393,24 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 						    i == 0
 						        ? "has hooks that commands can write"
 						        : "has a configuration commands can write";
+				}
+				/* A rebase, cherry-pick or revert in progress, for one that
+				 * would go on with it: its todo and options are files commands
+				 * can write (an exec line, a strategy of the work tree's). */
+				static const char *const seq[] = {"rebase-merge", "rebase-apply",
+				                                  "sequencer"};
+				for (size_t i = 0; !what && sequencing(q) && i < ARRAY_SIZE(seq);
+				     i++) {
+					snprintf(sub, sizeof(sub), "%s/%s", git, seq[i]);
+					if (lstat(sub, &st) == 0)
+						what = "has a rebase, cherry-pick or revert in "
+						       "progress, "
+						       "whose todo commands could have written (an "
+						       "exec "
+						       "line runs with the secret); check it, and "
+						       "go on "
+						       "with it where no secret is granted, or "
+						       "abort it";
 				}
 				snprintf(sub, sizeof(sub), "%s/commondir", git);
 				if (!what && lstat(sub, &st) == 0)
@@ -464,43 +498,6 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 	return check_repo(u, q, cwd, why, n);
 }
 
-/* A granted git takes the repository its check took, not one a command made since: a
- * .git/commondir written after the check (git would take hooks and configuration from the
- * directory it names), or a .git between the cwd and the checked top. GIT_DIR, GIT_WORK_TREE
- * and GIT_COMMON_DIR say which, or, with none found, /dev/null: no repository (as git would
- * have found, a bare one being refused anyway by safe.bareRepository=explicit). Not for
- * clone and init, which make the repository GIT_DIR names; not where the agent started with
- * one of the three (its own, pinned to that value by rd_grant_pinned_names). Other programs
- * that run git (gh) are not pinned: they clone too (docs/configuration.md, "Grants"). */
-static int pin_git_dir(struct req *q)
-{
-	const char *res = q->tg.resolved, *slash = res ? strrchr(res, '/') : NULL;
-	if (!slash || strcmp(slash + 1, "git") != 0)
-		return 0;
-	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
-	if (sub &&
-	    (strcmp(sub, "clone") == 0 || strcmp(sub, "init") == 0 || strcmp(sub, "init-db") == 0))
-		return 0;
-	for (size_t i = 0; i < q->env.n_env; i++) {
-		const char *e = q->env.envp[i];
-		if (strncmp(e, "GIT_DIR=", 8) == 0 || strncmp(e, "GIT_WORK_TREE=", 14) == 0 ||
-		    strncmp(e, "GIT_COMMON_DIR=", 15) == 0)
-			return 0;
-	}
-	if (!q->git_top)
-		return rd_env_put(&q->env, "GIT_DIR=/dev/null") < 0 ? -ENOMEM : 0;
-	const char *top = strcmp(q->git_top, "/") ? q->git_top : "";
-	_cleanup_free_ char *dir = NULL, *tree = NULL, *common = NULL;
-	if (asprintf(&dir, "GIT_DIR=%s/.git", top) < 0 ||
-	    asprintf(&tree, "GIT_WORK_TREE=%s", q->git_top) < 0 ||
-	    (q->git_top_dir && asprintf(&common, "GIT_COMMON_DIR=%s/.git", top) < 0))
-		return -ENOMEM;
-	if (rd_env_put(&q->env, dir) < 0 || rd_env_put(&q->env, tree) < 0 ||
-	    (common && rd_env_put(&q->env, common) < 0))
-		return -ENOMEM;
-	return 0;
-}
-
 int sup_grant_env(struct sup *u, struct req *q)
 {
 	if (!q->rule || !q->rule->grants_secret)
@@ -552,8 +549,31 @@ int sup_grant_env(struct sup *u, struct req *q)
 	    "GIT_CONFIG_PARAMETERS='core.fsmonitor'='false' 'submodule.recurse'='false' "
 	    "'diff.ignoreSubmodules'='all' 'status.submoduleSummary'='false' "
 	    "'fetch.recurseSubmodules'='false' 'push.recurseSubmodules'='no' "
-	    "'core.hooksPath'='.git/hooks' 'safe.bareRepository'='explicit'";
-	if (rd_env_put(&q->env, params) < 0)
+	    "'safe.bareRepository'='explicit' 'core.hooksPath'='";
+	/* The hooks: by an absolute path, the checked repository's (a relative one names the
+	 * .git/hooks of the repository git works in, as a clone's new one, which a command
+	 * can write before git runs post-checkout there); none for git clone and init, in no
+	 * repository, or one whose .git is a file. */
+	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
+	bool makes = sub && (strcmp(sub, "clone") == 0 || strcmp(sub, "init") == 0 ||
+	                     strcmp(sub, "init-db") == 0);
+	const char *top = q->git_top && strcmp(q->git_top, "/") ? q->git_top : "";
+	_cleanup_free_ char *hooks = NULL;
+	if (q->git_top && q->git_top_dir && !makes ? asprintf(&hooks, "%s/.git/hooks", top) < 0
+	                                           : !(hooks = strdup("/dev/null")))
+		return -ENOMEM;
+	/* Quoted as git quotes GIT_CONFIG_PARAMETERS: ' as '\''. */
+	size_t quotes = 0;
+	for (const char *c = hooks; *c; c++)
+		quotes += *c == '\'';
+	_cleanup_free_ char *all = malloc(sizeof(params) + strlen(hooks) + 3 * quotes + 2);
+	if (!all)
+		return -ENOMEM;
+	char *o = stpcpy(all, params);
+	for (const char *c = hooks; *c; c++)
+		o = *c == '\'' ? stpcpy(o, "'\\''") : (*o = *c, o + 1);
+	strcpy(o, "'");
+	if (rd_env_put(&q->env, all) < 0)
 		return -ENOMEM;
 	/* Nor a repository above the one its check took, where a command could have made one
 	 * since (with HEAD garbled in between, git would look further up). */
@@ -565,7 +585,5 @@ int sup_grant_env(struct sup *u, struct req *q)
 		    rd_env_put(&q->env, ceiling) < 0)
 			return -ENOMEM;
 	}
-	if (rd_env_put(&q->env, "GIT_ALLOW_PROTOCOL=https:http:ssh:git") < 0)
-		return -ENOMEM;
-	return pin_git_dir(q);
+	return rd_env_put(&q->env, "GIT_ALLOW_PROTOCOL=https:http:ssh:git");
 }

@@ -21,6 +21,7 @@ import json
 import os
 import pwd
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -591,80 +592,139 @@ def git_ssh_trap(tmp, leak):
             "\turl = ssh://git@127.0.0.1/x\n" % prog)
 
 
-def test_grant_git_late_repo(tmp):
-    """The grant's check takes a repository, then git starts: a command in the background
-    that, over and over, writes a .git/commondir (naming a repository of its own, whose
-    configuration has git reach its remote through a program of the command's) and removes
-    it; or puts a .git of its own between the granted git's cwd and the checked top, or in a
-    cwd where the check found no repository, and takes it away. Some granted git fetches
-    passed the check, then took the command's repository and ran its program with the token
-    (the build before: about half of 40 in each). The granted git is now told which
-    repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR), or that there is
-    none (GIT_DIR=/dev/null)."""
-    setup = git_grant(tmp, "late")
+def git_daemon(tmp, genv):
+    """A git daemon on loopback serving a repository with one commit: (its git:// URL, the
+    process), or None where git daemon cannot start."""
+    srv = os.path.join(tmp, "srv.git")
+    subprocess.run(["git", "init", "-q", "--bare", srv], check=True)
+    src = os.path.join(tmp, "srcrepo")
+    subprocess.run(["git", "init", "-q", src], check=True)
+    subprocess.run(["git", "-C", src, "commit", "-q", "--allow-empty", "-m", "s"], check=True,
+                   env=genv)
+    subprocess.run(["git", "-C", src, "push", "-q", srv, "HEAD:refs/heads/master"], check=True)
+    subprocess.run(["git", "-C", srv, "symbolic-ref", "HEAD", "refs/heads/master"], check=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    d = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--base-path=" + tmp,
+                          "--listen=127.0.0.1", "--port=%d" % port],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    up = common.wait_for(lambda: subprocess.run(
+        ["git", "ls-remote", "git://127.0.0.1:%d/srv.git" % port], capture_output=True,
+        timeout=10).returncode == 0, 10, 0.1)
+    if not up:
+        d.kill()
+        d.wait()
+        common.skip_part("grant git state: git daemon did not start")
+        return None
+    return "git://127.0.0.1:%d/srv.git" % port, d
+
+
+def test_grant_git_state(tmp):
+    """What a granted git reads from the repository besides its hooks and configuration, or
+    is pointed at by the caller's argv, each of which a command wrote: a gitlink to a
+    repository of its own entered in the index, whose clean filter a granted git status
+    --ignore-submodules=none ran (and its sshCommand, git fetch --recurse-submodules=yes); a
+    rebase it started and left at a break, whose exec line a granted git rebase --continue ran;
+    a merge strategy of the work tree's (cherry-pick --strategy=evil/run ran
+    ./git-merge-evil/run); a repository receive-pack was pointed at (its
+    core.alternateRefsCommand ran); and the hooks of a granted clone's new repository, which a
+    command wrote while the clone ran (the relative core.hooksPath=.git/hooks took them). Each
+    ran a program of the command's with the token (the build before); each is refused now, or
+    runs nothing of the command's."""
+    setup = git_grant(tmp, "state")
     if not setup:
         return
     token, git, ws, prof = setup
     genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
                 GIT_COMMITTER_EMAIL="t@x")
-    subprocess.run(["git", "init", "-q", ws], check=True)
-    os.makedirs(os.path.join(ws, "a", "b"))
-    with open(os.path.join(ws, "a", "b", "f"), "w") as f:
-        f.write("f\n")
-    subprocess.run(["git", "-C", ws, "add", "."], check=True)
-    subprocess.run(["git", "-C", ws, "commit", "-q", "-m", "a"], check=True, env=genv)
-    leaks = {}
-    plain = os.path.join(tmp, "plain")
-    os.makedirs(plain)
-    # The workspace, where the command's repository goes (the directory git would find it
-    # in: the cwd's parent; a workspace that is no repository), and the cwd in it.
-    where = {"commondir": (ws, ".git", "."), "nearer": (ws, "..", "a/b"),
-             "none": (plain, ".", ".")}
-    for kind, (top, at, sub) in where.items():
-        leak = os.path.join(tmp, "leak-" + kind)
-        evil = os.path.join(tmp, "evil-" + kind)
-        subprocess.run(["git", "init", "-q", evil], check=True)
-        subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"],
-                       check=True, env=genv)
-        with open(os.path.join(evil, ".git", "config"), "a") as f:
-            f.write(git_ssh_trap(tmp, leak))
-        common.open_to_all(tmp)
-        if kind == "commondir":
-            loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
-                    "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
-            clean = ".git/commondir"
-        else:
-            loop = ("cp -r {0} {1}/.gitx && while :; do mv {1}/.gitx {1}/.git; "
-                    "mv {1}/.git {1}/.gitx; done".format(os.path.join(evil, ".git"), at))
-            clean = "{0}/.git {0}/.gitx".format(at)
-        script = "\n".join([
-            "cd %s" % sub,
-            "sh -c \"%s\" >/dev/null 2>&1 &" % loop,
-            "for i in $(seq 40); do git fetch -q origin 2>/dev/null; "
-            "echo rc=$?; done; echo runs=done",
-            "kill %%1; wait; rm -rf %s" % clean,
-        ])
-        env = base_env()
-        env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
-                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
-        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=top,
-                             capture_output=True, text=True, timeout=180)
-        check("grant git late repo (%s): the runs ran" % kind, "runs=done" in out.stdout,
-              out.stdout[-300:] + out.stderr[-300:])
-        leaks[kind] = open(leak).read().count(token) if os.path.exists(leak) else 0
-        check("grant git late repo (%s): no program of a command's ran with the token" % kind,
-              leaks[kind] == 0, "%d leaks in 40 commits" % leaks[kind])
-    # And the granted git still works where it is: a commit in a subdirectory, a status.
-    script = "cd a/b && git commit -q --allow-empty -m sub; echo commit_rc=$?; " \
-             "git status --short; git rev-parse --show-toplevel"
+    served = git_daemon(tmp, genv)
+    if not served:
+        return
+    url, daemon = served
+
+    def workspace(name):
+        """A repository of two commits, a branch "side" and the daemon's as origin."""
+        d = os.path.join(tmp, "ws-" + name.replace(" ", "-"))
+        subprocess.run(["git", "init", "-q", d], check=True)
+        for m in ("a", "b"):
+            subprocess.run(["git", "-C", d, "commit", "-q", "--allow-empty", "-m", m],
+                           check=True, env=genv)
+        subprocess.run(["git", "-C", d, "branch", "side"], check=True)
+        subprocess.run(["git", "-C", d, "remote", "add", "origin", url], check=True)
+        return d
+    leak = os.path.join(tmp, "leak")
+    trap = os.path.join(tmp, "trap.sh")
+    with open(trap, "w") as f:
+        f.write('#!/bin/sh\necho "$GH_TOKEN" >> %s\nexit 1\n' % leak)
+    cfg = os.path.join(tmp, "trap.cfg")
+    with open(cfg, "w") as f:
+        f.write("[core]\n\tsshCommand = sh %s\n[remote \"origin\"]\n"
+                "\turl = ssh://git@127.0.0.1/x\n" % trap)
+    norepo = os.path.join(tmp, "norepo")
+    os.makedirs(norepo)
+    common.open_to_all(tmp)
+    ev = os.path.join(tmp, "ev")
+    ws = {n: workspace(n) for n in ("submodule status", "submodule fetch", "rebase todo",
+                                    "strategy", "clone hooks")}
+    common.open_to_all(tmp)
+    cases = {
+        "submodule status": (ws["submodule status"], "git init -q sub && cd sub && echo '* filter=x' > "
+                             ".gitattributes && echo a > a && git add . && git commit -qm s && "
+                             "git config filter.x.clean 'sh %s; cat' && touch -d 2000-01-01 a "
+                             "&& cd .. && git add sub" % trap,
+                             "git status --short --ignore-submodules=none"),
+        "submodule fetch": (ws["submodule fetch"], "git init -q sub2 && git -C sub2 commit -q --allow-empty -m s "
+                            "&& cat %s >> sub2/.git/config && git add sub2" % cfg,
+                            "git fetch -q --recurse-submodules=yes"),
+        "rebase todo": (ws["rebase todo"], "GIT_SEQUENCE_EDITOR='sed -i 1ibreak' git rebase -q -i --exec "
+                        "'sh %s' HEAD~1" % trap, "git rebase --continue"),
+        "strategy": (ws["strategy"], "mkdir -p git-merge-evil && cp %s git-merge-evil/run && chmod 755 "
+                     "git-merge-evil/run" % trap,
+                     "git cherry-pick --strategy=evil/run side; git cherry-pick --abort"),
+        "receive-pack": (norepo, "git init -q --bare %s.alt && git init -q --bare %s && echo "
+                         "%s.alt/objects > %s/objects/info/alternates && git -C %s config "
+                         "core.alternateRefsCommand 'sh %s; true'" % (ev, ev, ev, ev, ev, trap),
+                         "git receive-pack %s </dev/null" % ev),
+        "clone hooks": (ws["clone hooks"], "(while [ ! -d x/.git/hooks ]; do :; done; cp %s "
+                        "x/.git/hooks/post-checkout; chmod 755 x/.git/hooks/post-checkout) &"
+                        % trap, "git clone -q %s x; wait" % url),
+    }
+    try:
+        for name, (cwd, plant, granted) in cases.items():
+            if os.path.exists(leak):
+                os.unlink(leak)
+            script = "sh -c %s >/dev/null 2>&1; %s >/dev/null 2>&1; echo done=1" % (
+                shlex.quote(plant), granted)
+            env = base_env()
+            env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+                       GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+            out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=cwd,
+                                 capture_output=True, text=True, timeout=120)
+            leaked = open(leak).read().count(token) if os.path.exists(leak) else 0
+            check("grant git state (%s): no program of a command's ran with the token" % name,
+                  "done=1" in out.stdout and leaked == 0,
+                  "%d leaks; %s" % (leaked, (out.stdout + out.stderr)[-400:]))
+    finally:
+        daemon.kill()
+        daemon.wait()
+    # Still working: a granted commit runs the repository's own hook, from a subdirectory.
+    ws = workspace("hook")
+    common.open_to_all(tmp)
+    hook = os.path.join(ws, ".git", "hooks", "pre-commit")
+    with open(hook, "w") as f:
+        f.write("#!/bin/sh\necho hook-ran\n")
+    os.chmod(hook, 0o755)
+    os.makedirs(os.path.join(ws, "d"), exist_ok=True)
     env = base_env()
     env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
                GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
-    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
-                         capture_output=True, text=True, timeout=60)
-    check("grant git late repo: a granted commit in a subdirectory works",
-          "commit_rc=0" in out.stdout and out.stdout.strip().endswith(ws),
-          out.stdout[-300:] + out.stderr[-300:])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", "cd d && git commit -q --allow-empty "
+                                            "-m c && echo commit=0"]),
+                         env=env, cwd=ws, capture_output=True, text=True, timeout=60)
+    check("grant git state: a granted commit in a subdirectory runs the repository's hook",
+          "hook-ran" in out.stderr and "commit=0" in out.stdout,
+          (out.stdout + out.stderr)[-400:])
 
 
 def test_agent_relaunch_env(tmp):
@@ -1798,7 +1858,7 @@ def main():
     # A crash of a test is a failure, never a pass.
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
-             test_grant_git_late_repo, test_agent_relaunch_env,
+             test_grant_git_state, test_agent_relaunch_env,
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
