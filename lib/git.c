@@ -75,6 +75,17 @@ static const struct {
     {"user", "email", true},
     {"extensions", "objectformat", true},
     {"init", "defaultbranch", true},
+    {"core", "sparsecheckout", false},
+    {"core", "sparsecheckoutcone", false},
+    {"extensions", "worktreeconfig", false},
+    {"extensions", "partialclone", true},
+    {"remote.*", "promisor", false},
+    {"remote.*", "partialclonefilter", true},
+    {"pull", "rebase", true},
+    {"pull", "ff", true},
+    {"push", "default", true},
+    {"push", "autosetupremote", false},
+    {"fetch", "prune", false},
 };
 
 static bool plain_value(const char *v)
@@ -171,4 +182,43 @@ bool rd_git_init_config(int at, const char *name)
 bool rd_git_config_inert(int at, const char *name)
 {
 	return config_inert(at, name, false);
+}
+
+bool rd_git_modules_enter(const char *path)
+{
+	char buf[65536];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return false;
+	if (n == (ssize_t)sizeof(buf) - 1)
+		return true;
+	buf[n] = '\0';
+	for (char *line = buf, *next; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line += strspn(line, " \t");
+		char *eq = strchr(line, '=');
+		size_t klen = eq ? strcspn(line, " \t=") : strcspn(line, " \t\r");
+		bool ignore = klen == 6 && strncasecmp(line, "ignore", 6) == 0;
+		bool fetch = klen == 22 && strncasecmp(line, "fetchRecurseSubmodules", 22) == 0;
+		if (!ignore && !fetch)
+			continue;
+		/* A value as git would read it, or none taken: no quote, escape or comment. */
+		const char *v = eq ? eq + 1 : "true";
+		v += strspn(v, " \t");
+		size_t vlen = strcspn(v, " \t\r");
+		if (strpbrk(v, "\"\\;#") || v[vlen + strspn(v + vlen, " \t\r")])
+			return true;
+		if (ignore ? !(vlen == 3 && strncasecmp(v, "all", 3) == 0)
+		           : !((vlen == 5 && strncasecmp(v, "false", 5) == 0) ||
+		               (vlen == 2 && strncasecmp(v, "no", 2) == 0) ||
+		               (vlen == 3 && strncasecmp(v, "off", 3) == 0) ||
+		               (vlen == 1 && v[0] == '0')))
+			return true;
+	}
+	return false;
 }

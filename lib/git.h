@@ -25,4 +25,10 @@ bool rd_git_init_config(int dirfd, const char *name);
  * Nothing there names a program git runs, or a file it reads. */
 bool rd_git_config_inert(int dirfd, const char *name);
 
+/* Does the .gitmodules at path have git go into a submodule where runnerd's settings say
+ * not to: a submodule's "ignore" other than all, or its "fetchRecurseSubmodules" other than
+ * false (each overrides diff.ignoreSubmodules and fetch.recurseSubmodules), or a line with
+ * either key that is not read here as git reads it? false if there is no such file. */
+bool rd_git_modules_enter(const char *path);
+
 #endif

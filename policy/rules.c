@@ -198,6 +198,7 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 			const char *v = eq_value(a);
 			if ((long_opt(a, "--recurse-submodules", 5) &&
 			     !(v && strcmp(v, "no") == 0)) ||
+			    long_opt(a, "--recursive", 9) ||
 			    (long_opt(a, "--ignore-submodules", 10) && v &&
 			     strcmp(v, "all") != 0) ||
 			    (long_opt(a, "--submodule", 6) && !(v && strcmp(v, "short") == 0)))

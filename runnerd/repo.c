@@ -204,12 +204,13 @@ static void check_gitlinks(const char *workspace, const struct rd_repo_start *st
 	rd_strv_free(&now);
 }
 
-/* What in the repository whose git directory is gd (the nested repository's .git, or where
- * its .git file points) git would run or read from elsewhere, that was made or changed since
- * the start (all of it, when fresh: its .git itself is new): a configuration beyond what git
- * init and git clone write, a hook that is no template, a commondir that names another
- * repository than the workspace's own (own_git: its real path, or ""). NULL if none. */
-static const char *nested_why(const char *gd, bool fresh, const char *own_git,
+/* What in the repository whose git directory is gd (the nested repository's .git, where its
+ * .git file points, or a directory shaped as a bare repository) git would run or read from
+ * elsewhere, that was made or changed since the start (all of it, when fresh: the repository
+ * itself is new): a configuration beyond what git init and git clone write, a hook that is no
+ * template (hooks followed, as git follows them), a commondir that names a repository outside
+ * the workspace (one inside it is looked at on its own). NULL if none. */
+static const char *nested_why(const char *gd, bool fresh, const char *workspace,
                               const struct rd_repo_start *start)
 {
 	static const char *const configs[] = {"config", "config.worktree"};
@@ -217,31 +218,35 @@ static const char *nested_why(const char *gd, bool fresh, const char *own_git,
 	struct stat st;
 	for (size_t i = 0; i < ARRAY_SIZE(configs); i++) {
 		snprintf(sub, sizeof(sub), "%s/%s", gd, configs[i]);
-		if (lstat(sub, &st) == 0 && (fresh || after(&st.st_ctim, &start->when)) &&
+		if (stat(sub, &st) == 0 && (fresh || after(&st.st_ctim, &start->when)) &&
 		    !rd_git_config_inert(AT_FDCWD, sub))
 			return "a configuration that may name a program git runs (more than git "
-			       "init "
-			       "and git clone write)";
+			       "init and git clone write)";
 	}
 	snprintf(sub, sizeof(sub), "%s/commondir", gd);
 	if (lstat(sub, &st) == 0 && (fresh || after(&st.st_ctim, &start->when))) {
 		char text[PATH_MAX], target[2 * PATH_MAX + 8], real[PATH_MAX];
-		_cleanup_close_ int fd = open(sub, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		_cleanup_close_ int fd = open(sub, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		ssize_t len = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
 		if (len > 0) {
+			/* As git reads it: trailing newlines off, nothing else. */
+			while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+				len--;
 			text[len] = '\0';
-			text[strcspn(text, "\n")] = '\0';
 			len = snprintf(target, sizeof(target), "%s%s%s", text[0] == '/' ? "" : gd,
 			               text[0] == '/' ? "" : "/", text) < (int)sizeof(target)
 			          ? len
 			          : -1;
 		}
-		if (len <= 0 || !realpath(target, real) || !own_git[0] || strcmp(real, own_git))
-			return "a commondir that names another repository, whose hooks and "
-			       "configuration git takes";
+		if (len <= 0 || !realpath(target, real) || !rd_path_within(real, workspace))
+			return "a commondir that names a repository outside the workspace, whose "
+			       "hooks and configuration git takes";
 	}
 	snprintf(sub, sizeof(sub), "%s/hooks", gd);
-	_cleanup_close_ int hfd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lstat(sub, &st) == 0 && !S_ISDIR(st.st_mode) &&
+	    (fresh || after(&st.st_ctim, &start->when)))
+		return "a hooks directory that is a link elsewhere";
+	_cleanup_close_ int hfd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = hfd < 0 ? NULL : fdopendir(hfd);
 	if (d)
 		hfd = -1;
@@ -260,66 +265,122 @@ static const char *nested_why(const char *gd, bool fresh, const char *own_git,
 	return why;
 }
 
-/* A nested repository: its .git at path (a directory, a file "gitdir: DIR" or a symlink). */
-static void check_nested_one(const char *path, const char *own_git,
+/* The git directory a .git file at path names ("gitdir: DIR", relative to path's directory,
+ * trailing newlines off as git takes them) into gd. */
+static bool gitfile_dir(const char *path, const char *file, char *gd, size_t n)
+{
+	char buf[PATH_MAX + 16];
+	_cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (len <= 8 || strncmp(buf, "gitdir: ", 8) != 0)
+		return false;
+	while (len > 8 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		len--;
+	buf[len] = '\0';
+	const char *dir = buf + 8, *slash = strrchr(path, '/');
+	return (size_t)(dir[0] == '/'
+	                    ? snprintf(gd, n, "%s", dir)
+	                    : snprintf(gd, n, "%.*s/%s", (int)(slash - path), path, dir)) < n;
+}
+
+/* Was path (not followed) made since the start, by its birth time? false where the file
+ * system keeps none: the repository is then named, not moved. */
+static bool born_after(const char *path, const struct rd_repo_start *start)
+{
+	struct statx sx;
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) < 0 ||
+	    !(sx.stx_mask & STATX_BTIME))
+		return false;
+	struct timespec b = {sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec};
+	return after(&b, &start->when);
+}
+
+/* One found: what git would run there, made or changed during the session. One made during
+ * the session (fresh) is moved aside (entry: its .git, or a bare shape's HEAD); one that was
+ * there before (the user's) is named, not moved: its other keys may be the user's own. */
+static void report_nested(const char *repo, const char *entry, const char *why, bool fresh,
+                          struct rd_audit *audit)
+{
+	char moved[PATH_MAX + 64];
+	int r = fresh ? rd_move_aside(entry, moved, sizeof(moved)) : 0;
+	if (fresh)
+		fprintf(stderr,
+		        "runnerd: %s is a git repository made during this session, where commands "
+		        "could write it, with %s: the user's git there (a shell prompt, an editor) "
+		        "would run it; %s%s%s\n",
+		        repo, why, r == 0 ? "moved aside to " : "it cannot be moved aside (",
+		        r == 0 ? moved : strerror(-r),
+		        r == 0 ? " (check it, and move it back if it is yours)" : "): remove it");
+	else
+		fprintf(
+		    stderr,
+		    "runnerd: %s is a git repository that was there at the start and was "
+		    "changed during this session, where commands could write it: it now has "
+		    "%s, which the user's git there (a shell prompt, an editor) would run; check "
+		    "it before git runs there\n",
+		    repo, why);
+	(void)rd_audit(audit, "repository_made",
+	               json_pack("{s:o, s:s, s:b, s:o}", "path", rd_json_bytes(entry), "why", why,
+	                         "new", fresh, "moved_to",
+	                         fresh && r == 0 ? rd_json_bytes(moved) : json_null()));
+}
+
+/* A nested repository: its .git at path (a directory, a file "gitdir: DIR", or a symlink to
+ * either). */
+static void check_nested_one(const char *path, const char *workspace,
                              const struct rd_repo_start *start, struct rd_audit *audit)
 {
-	struct stat st;
+	struct stat st, tst;
 	char gd[PATH_MAX + 16];
 	if (lstat(path, &st) < 0)
 		return;
-	bool fresh = after(&st.st_ctim, &start->when);
+	/* Changed (a rename into the workspace, git's own writes there): all of it is judged;
+	 * made: moved aside too. */
+	bool fresh = after(&st.st_ctim, &start->when), made = born_after(path, start);
 	if (S_ISDIR(st.st_mode)) {
 		snprintf(gd, sizeof(gd), "%s", path);
-	} else if (S_ISLNK(st.st_mode)) {
+	} else if (S_ISLNK(st.st_mode) && stat(path, &tst) == 0 && S_ISDIR(tst.st_mode)) {
 		if (!realpath(path, gd))
 			return;
-	} else if (S_ISREG(st.st_mode)) {
-		char buf[PATH_MAX + 16];
-		_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-		if (len <= 8 || strncmp(buf, "gitdir: ", 8) != 0)
-			return;
-		buf[len] = '\0';
-		buf[strcspn(buf, "\r\n")] = '\0';
-		const char *dir = buf + 8, *slash = strrchr(path, '/');
-		if (dir[0] == '/')
-			snprintf(gd, sizeof(gd), "%s", dir);
-		else
-			snprintf(gd, sizeof(gd), "%.*s/%s", (int)(slash - path), path, dir);
+	} else if ((S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
+	           gitfile_dir(path, path, gd, sizeof(gd))) {
 	} else {
 		return;
 	}
-	const char *why = nested_why(gd, fresh, own_git, start);
-	if (!why)
+	const char *why = nested_why(gd, fresh || made, workspace, start);
+	if (why)
+		report_nested(path, path, why, made, audit);
+}
+
+/* A directory shaped as a bare repository (HEAD, objects, refs), which git takes where it
+ * finds no .git: judged as a repository; its HEAD moved aside when it is new. */
+static void check_bare_one(const char *dir, const char *workspace,
+                           const struct rd_repo_start *start, struct rd_audit *audit)
+{
+	char head[PATH_MAX + 8];
+	struct stat st;
+	snprintf(head, sizeof(head), "%s/HEAD", dir);
+	if (lstat(head, &st) < 0 || !rd_git_bare_shaped(dir))
 		return;
-	char moved[PATH_MAX + 64];
-	int r = rd_move_aside(path, moved, sizeof(moved));
-	fprintf(stderr,
-	        "runnerd: %s is a git repository made or changed during this session, where "
-	        "commands could write it, with %s: the user's git there (a shell prompt, an "
-	        "editor) would run it; %s%s%s\n",
-	        path, why, r == 0 ? "moved aside to " : "it cannot be moved aside (",
-	        r == 0 ? moved : strerror(-r),
-	        r == 0 ? " (check it, and move it back if it is yours)" : "): remove it");
-	(void)rd_audit(audit, "repository_made",
-	               json_pack("{s:o, s:s, s:o}", "path", rd_json_bytes(path), "why", why,
-	                         "moved_to", r == 0 ? rd_json_bytes(moved) : json_null()));
+	bool made = born_after(dir, start);
+	const char *why =
+	    nested_why(dir, made || after(&st.st_ctim, &start->when), workspace, start);
+	if (why)
+		report_nested(dir, head, why, made, audit);
 }
 
 /* The repositories inside the workspace, other than its own: a command can git init or clone
- * one anywhere it may write, with hooks or a configuration (core.fsmonitor) that the user's
- * git runs when it works there, as a shell prompt or an editor's scan of the folder does.
- * The walk takes no symlink, stays on the workspace's file system, goes into no .git, and
- * stops after RD_NESTED_DIRS directories, saying so. */
+ * one anywhere it may write (or shape a directory as a bare one), with hooks or a
+ * configuration (core.fsmonitor) that the user's git runs when it works there, as a shell
+ * prompt or an editor's scan of the folder does. The walk takes no symlink, stays on the
+ * workspace's file system, goes into no .git, and stops after RD_NESTED_DIRS directories,
+ * saying so. */
 #define RD_NESTED_DIRS 100000
 static void check_nested(const char *workspace, const struct rd_repo_start *start,
                          struct rd_audit *audit)
 {
-	char own[PATH_MAX + 8], own_git[PATH_MAX] = "";
+	char own[PATH_MAX + 8];
 	snprintf(own, sizeof(own), "%s/.git", strcmp(workspace, "/") ? workspace : "");
-	if (!realpath(own, own_git))
-		own_git[0] = '\0';
 	char *roots[] = {(char *)workspace, NULL};
 	FTS *f = fts_open(roots, FTS_PHYSICAL | FTS_NOCHDIR | FTS_NOSTAT | FTS_XDEV, NULL);
 	if (!f)
@@ -330,6 +391,8 @@ static void check_nested(const char *workspace, const struct rd_repo_start *star
 		if (e->fts_info == FTS_D) {
 			if (dotgit)
 				fts_set(f, e, FTS_SKIP);
+			else if (e->fts_level >= 1)
+				check_bare_one(e->fts_path, workspace, start, audit);
 			if (++dirs > RD_NESTED_DIRS) {
 				fprintf(
 				    stderr,
@@ -341,7 +404,7 @@ static void check_nested(const char *workspace, const struct rd_repo_start *star
 		}
 		/* The workspace's own .git is looked at on its own (rd_repo_end). */
 		if (dotgit && e->fts_info != FTS_DP && strcmp(e->fts_path, own) != 0)
-			check_nested_one(e->fts_path, own_git, start, audit);
+			check_nested_one(e->fts_path, workspace, start, audit);
 	}
 	fts_close(f);
 }

@@ -43,8 +43,9 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start);
  * entered in the index as a gitlink (a submodule, or one a command made) whose configuration
  * was made or changed during the session, which the user's git status in the workspace reads
  * (and runs its core.fsmonitor), beyond what git clone and submodule write; and each other
- * repository inside the workspace made or changed during the session with a hook or a
- * configuration that names what git runs, whose .git is moved aside. Each on stderr and in
+ * repository inside the workspace (or bare repository's shape) made or changed during the
+ * session with a hook or a configuration that names what git runs: moved aside when it was
+ * made during the session (its .git, or HEAD), named when it was there before. Each on stderr and in
  * the audit log ("git_head_restored", "bare_repository_made", "gitlink_config",
  * "repository_made"). */
 void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struct rd_audit *audit);

@@ -412,6 +412,15 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 						       "with it where no secret is granted, or "
 						       "abort it";
 				}
+				/* The work tree's .gitmodules, which commands can write: a
+				 * submodule's ignore or fetchRecurseSubmodules there overrides the
+				 * settings that keep a granted git out of submodules. */
+				snprintf(sub, sizeof(sub), "%s/.gitmodules", top);
+				if (!what && rd_git_modules_enter(sub))
+					what = "has a .gitmodules that has git go into a submodule "
+					       "(ignore other than all, fetchRecurseSubmodules), "
+					       "whose "
+					       "configuration and hooks commands can write";
 				snprintf(sub, sizeof(sub), "%s/commondir", git);
 				if (!what && lstat(sub, &st) == 0)
 					what = "has a commondir, which names another repository's "

@@ -666,7 +666,7 @@ def test_grant_git_state(tmp):
     common.open_to_all(tmp)
     ev = os.path.join(tmp, "ev")
     ws = {n: workspace(n) for n in ("submodule status", "submodule fetch", "rebase todo",
-                                    "strategy", "clone hooks")}
+                                    "strategy", "clone hooks", "gitmodules")}
     common.open_to_all(tmp)
     cases = {
         "submodule status": (ws["submodule status"], "git init -q sub && cd sub && echo '* filter=x' > "
@@ -677,6 +677,11 @@ def test_grant_git_state(tmp):
         "submodule fetch": (ws["submodule fetch"], "git init -q sub2 && git -C sub2 commit -q --allow-empty -m s "
                             "&& cat %s >> sub2/.git/config && git add sub2" % cfg,
                             "git fetch -q --recurse-submodules=yes"),
+        "gitmodules": (ws["gitmodules"], "git init -q sub && cd sub && echo '* filter=x' > "
+                       ".gitattributes && echo a > a && git add . && git commit -qm s && "
+                       "git config filter.x.clean 'sh %s; cat' && touch -d 2000-01-01 a && "
+                       "cd .. && git add sub && printf '[submodule \"sub\"]\\n\\tpath = sub"
+                       "\\n\\tignore = none\\n' > .gitmodules" % trap, "git status --short"),
         "rebase todo": (ws["rebase todo"], "GIT_SEQUENCE_EDITOR='sed -i 1ibreak' git rebase -q -i --exec "
                         "'sh %s' HEAD~1" % trap, "git rebase --continue"),
         "strategy": (ws["strategy"], "mkdir -p git-merge-evil && cp %s git-merge-evil/run && chmod 755 "

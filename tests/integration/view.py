@@ -681,26 +681,38 @@ def test_gitlink_config(tmp):
 
 
 def test_nested_repos(tmp):
-    """A command makes git repositories inside the workspace (git init, or a .git symlink to
-    one of its own), with what the user's git runs when it works there (a shell prompt, an
-    editor scanning the folder): a core.fsmonitor, a hook, a pager; or changes one the user
-    had. When the session ends, runnerd moves each such .git aside and names it (the build
-    before left them). What git init, git clone, git worktree add and git submodule add write
-    (a user's email too), and a repository of the user's that no command touched, are left."""
+    """A command makes git repositories inside the workspace, with what the user's git runs
+    when it works there (a shell prompt, an editor scanning the folder): a core.fsmonitor, a
+    hook, a pager; through a .git symlink, a .git file whose path holds a newline, a symlink
+    to a .git file, a hooks directory that is a symlink, or a directory shaped as a bare
+    repository. When the session ends, runnerd moves each aside and names it (the build before
+    left them all). A repository that was there at the start and whose configuration changed
+    is named, not moved (its other keys may be the user's). What git init, clone, worktree add, submodule add and a
+    user's pull.rebase write, and the user's untouched repository, are left."""
     os.chmod(tmp, 0o755)
     ws = os.path.join(tmp, "project")
     src = os.path.join(tmp, "src")
     evil = os.path.join(tmp, "evil.git")
+    nl = os.path.join(tmp, "g\nx")
+    hooks = os.path.join(tmp, "hk")
     g = ["git", "-c", "user.name=t", "-c", "user.email=t@x"]
     for repo in (ws, src):
         subprocess.run(["git", "init", "-q", repo], check=True)
         subprocess.run(g + ["-C", repo, "commit", "-q", "--allow-empty", "-m", "m"], check=True)
-    subprocess.run(["git", "init", "-q", "--bare", evil], check=True)
-    with open(os.path.join(evil, "config"), "a") as f:
-        f.write("[core]\n\tpager = touch ran\n")
-    # The user's own: one with a hook of theirs, left alone; one a command changes.
+    for bare in (evil, nl):
+        subprocess.run(["git", "init", "-q", "--bare", bare], check=True)
+        with open(os.path.join(bare, "config"), "a") as f:
+            f.write("[core]\n\tpager = touch ran\n")
+    os.makedirs(hooks)
+    with open(os.path.join(hooks, "post-index-change"), "w") as f:
+        f.write("#!/bin/sh\ntouch ran\n")
+    # The user's own: one with a hook of theirs, left alone; one a command changes; a clone
+    # with a key of the user's, where the agent sets a branch to track.
     for mine in ("mine", "mine-changed"):
         subprocess.run(["git", "init", "-q", os.path.join(ws, mine)], check=True)
+    subprocess.run(["git", "clone", "-q", src, os.path.join(ws, "mine-clone")], check=True)
+    subprocess.run(["git", "-C", os.path.join(ws, "mine-clone"), "config", "core.editor", "vi"],
+                   check=True)
     hook = os.path.join(ws, "mine", ".git", "hooks", "pre-commit")
     with open(hook, "w") as f:
         f.write("#!/bin/sh\nexit 0\n")
@@ -712,9 +724,17 @@ def test_nested_repos(tmp):
         "mkdir -p deep/a && git init -q deep/a/b && printf '#!/bin/sh\\ntouch ran\\n' > "
         "deep/a/b/.git/hooks/pre-commit && chmod 755 deep/a/b/.git/hooks/pre-commit",
         "mkdir lnk && ln -s %s lnk/.git" % evil,
+        "mkdir nlfile && printf 'gitdir: %s\\n' > nlfile/.git" % nl.replace("\n", "\\n"),
+        "mkdir files lnkfile && printf 'gitdir: %s\\n' > files/gf && ln -s ../files/gf "
+        "lnkfile/.git" % evil,
+        "git init -q hooklink && rm -rf hooklink/.git/hooks && ln -s %s hooklink/.git/hooks"
+        % hooks,
+        "git init -q --bare tools/proj && git -C tools/proj config core.fsmonitor 'touch ran'",
         "git -C mine-changed config core.pager 'touch ran'",
+        "git -C mine-clone checkout -q -b feat --track origin/master",
         "git init -q plain",
-        "git clone -q %s cloned 2>/dev/null && git -C cloned config user.email me@x" % src,
+        "git clone -q %s cloned 2>/dev/null && git -C cloned config user.email me@x && "
+        "git -C cloned config pull.rebase true && git -C cloned worktree add -q ../cwt" % src,
         "git worktree add -q wt 2>/dev/null",
         "git -c protocol.file.allow=always submodule add -q %s sm 2>/dev/null" % src,
         "echo planted=yes",
@@ -725,22 +745,29 @@ def test_nested_repos(tmp):
                          timeout=60)
     check("nested repos: the command made them", "planted=yes" in out.stdout,
           out.stdout + out.stderr[-600:])
-    moved = {"fsmon", "deep/a/b", "lnk", "mine-changed"}
-    kept = {"mine", "plain", "cloned", "wt", "sm"}
+    moved = {"fsmon", "deep/a/b", "lnk", "nlfile", "lnkfile", "hooklink"}
+    # The user's, changed: named (in the clone, its configuration now judged whole, the
+    # user's core.editor with it), never moved.
+    changed = {"mine-changed", "mine-clone"}
+    kept = {"mine", "plain", "cloned", "cwt", "wt", "sm"}
     events = [json.loads(l) for l in open(audit) if l.strip()] if os.path.exists(audit) else []
-    named = {os.path.relpath(os.path.dirname(e.get("path", "")), ws) for e in events
-             if e.get("event") == "repository_made"}
-    check("nested repos: each with a fsmonitor, a hook, a pager (made, or the user's changed) "
-          "named in the audit log, and no other", named == moved, repr(named))
-    gone = {d for d in moved | kept if not os.path.lexists(os.path.join(ws, d, ".git"))}
-    check("nested repos: those moved aside, the rest left", gone == moved, repr(gone))
+    named = {os.path.relpath(os.path.dirname(e.get("path", "")), ws): e.get("new")
+             for e in events if e.get("event") == "repository_made"}
+    want = dict({d: True for d in moved | {"tools/proj"}}, **{d: False for d in changed})
+    check("nested repos: each with what git runs named in the audit log (new, or the user's "
+          "changed), and no other", named == want, repr(named))
+    gone = {d for d in moved | changed | kept if not os.path.lexists(os.path.join(ws, d, ".git"))}
+    check("nested repos: those made moved aside, the rest left", gone == moved, repr(gone))
+    check("nested repos: the bare repository's shape, its HEAD moved aside",
+          not os.path.lexists(os.path.join(ws, "tools", "proj", "HEAD")), repr(named))
     asides = [n for d in moved for n in os.listdir(os.path.join(ws, d))
               if n.startswith(".git.runnerd-")]
     check("nested repos: kept beside, under a name of their own", len(asides) == len(moved),
           repr(asides))
     check("nested repos: said on stderr",
-          all("%s/.git is a git repository made or changed" % os.path.join(ws, d) in out.stderr
-              for d in moved), out.stderr[-1200:])
+          all("%s/.git is a git repository made during" % os.path.join(ws, d) in out.stderr
+              for d in moved) and "%s/mine-changed/.git is a git repository that was there"
+          % ws in out.stderr, out.stderr[-1500:])
     check("nested repos: a submodule added as git does it is not named as a gitlink",
           "%s/sm is a repository entered" % ws not in out.stderr, out.stderr[-1200:])
 

@@ -356,6 +356,7 @@ static void test_grants(void **state)
 	    {V("git", "fetch", "--recurse-submodules=yes"), true},
 	    {V("git", "push", "--recurse-sub=on-demand"), true},
 	    {V("git", "fetch", "--recurse-submodules=no"), false},
+	    {V("git", "clone", "--recursive", "x"), true},
 	    {V("git", "fetch", "--no-recurse-submodules"), false},
 	    {V("git", "diff", "--submodule=diff"), true},
 	    {V("git", "log", "--submodule"), true},
