@@ -732,6 +732,28 @@ def test_grant_git_state(tmp):
           (out.stdout + out.stderr)[-400:])
 
 
+def fake_agent(tmp, launcher_js, dirs=("bin",)):
+    """An npm package of a fake agent in tmp/pkg: package.json, bin/agent.js (launcher_js,
+    executable) and dirs. (pkg, launcher)."""
+    pkg = os.path.join(tmp, "pkg")
+    for d in dirs:
+        os.makedirs(os.path.join(pkg, d))
+    with open(os.path.join(pkg, "package.json"), "w") as f:
+        f.write('{"name": "fake-agent", "version": "1.0.0"}\n')
+    launcher = os.path.join(pkg, "bin", "agent.js")
+    with open(launcher, "w") as f:
+        f.write(launcher_js)
+    os.chmod(launcher, 0o755)
+    return pkg, launcher
+
+
+def open_dirs(top):
+    """Every directory under top searchable by all."""
+    for root, dirs, files in os.walk(top):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+
+
 def test_agent_relaunch_env(tmp):
     """The agent started again in node (as Gemini CLI and Qwen Code do, after they loaded a
     project .env) runs as the agent only with the environment it started with, as far as
@@ -743,13 +765,7 @@ def test_agent_relaunch_env(tmp):
         common.skip_part("agent relaunch env: node is needed")
         return
     os.chmod(tmp, 0o755)
-    pkg = os.path.join(tmp, "pkg")
-    os.makedirs(os.path.join(pkg, "bin"))
-    with open(os.path.join(pkg, "package.json"), "w") as f:
-        f.write('{"name": "fake-agent", "version": "1.0.0"}\n')
-    launcher = os.path.join(pkg, "bin", "agent.js")
-    with open(launcher, "w") as f:
-        f.write("""#!/usr/bin/env node
+    pkg, launcher = fake_agent(tmp, """#!/usr/bin/env node
 const {spawnSync} = require('child_process');
 const key = () => process.env.RD_AGENT_API_KEY || '';
 if (process.argv[2]) {
@@ -762,10 +778,7 @@ again('same', process.env);
 again('url', Object.assign({}, process.env, {RD_GUARD_URL: 'http://127.0.0.1:9/v1'}));
 again('openssl', Object.assign({}, process.env, {OPENSSL_CONF: '/tmp/x/openssl.cnf'}));
 """)
-    os.chmod(launcher, 0o755)
-    for root, dirs, files in os.walk(pkg):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o755)
+    open_dirs(pkg)
     path = write_profile(tmp, "relaunchenv", {"default": "allow", "protect": [pkg]},
                          agent_env_allow=["RD_AGENT_API_KEY", "RD_GUARD_URL"])
     with open(path) as f:
@@ -809,14 +822,7 @@ def test_agent_programs(tmp):
         common.skip_part("agent programs: node is needed")
         return
     os.chmod(tmp, 0o755)
-    pkg = os.path.join(tmp, "pkg")
-    os.makedirs(os.path.join(pkg, "bin"))
-    os.makedirs(os.path.join(pkg, "vendor"))
-    with open(os.path.join(pkg, "package.json"), "w") as f:
-        f.write('{"name": "fake-agent", "version": "1.0.0"}\n')
-    launcher = os.path.join(pkg, "bin", "agent.js")
-    with open(launcher, "w") as f:
-        f.write("""#!/usr/bin/env node
+    pkg, launcher = fake_agent(tmp, """#!/usr/bin/env node
 const {spawnSync} = require('child_process');
 const path = require('path');
 const key = () => process.env.RD_AGENT_API_KEY || '';
@@ -858,7 +864,7 @@ const deep = path.join(evil, 'a', 'b');
 require('fs').mkdirSync(deep, {recursive: true});
 spawnSync(process.execPath, [path.relative(deep, __filename), 'dotdot'], {stdio: 'inherit',
                                                                        cwd: deep});
-""")
+""", ("bin", "vendor"))
     vendor = os.path.join(pkg, "vendor", "agentbin")
     with open(vendor, "w") as f:
         f.write("#!%s\nimport os, subprocess, sys\n"
@@ -871,11 +877,8 @@ spawnSync(process.execPath, [path.relative(deep, __filename), 'dotdot'], {stdio:
                 % common.PY)
     shutil.copy("/bin/busybox", os.path.join(pkg, "vendor", "busybox"))
     os.symlink(vendor, os.path.join(tmp, "link"))
-    for p in (launcher, vendor):
-        os.chmod(p, 0o755)
-    for root, dirs, files in os.walk(pkg):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o755)
+    os.chmod(vendor, 0o755)
+    open_dirs(pkg)
     def profile(name, commands):
         path = write_profile(tmp, name, commands, agent_env_allow=["RD_AGENT_API_KEY"])
         with open(path) as f:
