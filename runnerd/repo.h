@@ -45,8 +45,8 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start);
  * (and runs its core.fsmonitor), beyond what git clone and submodule write; and each other
  * repository inside the workspace (or bare repository's shape) made or changed during the
  * session with a hook or a configuration that names what git runs: moved aside when it was
- * made during the session (its .git, or HEAD), named when it was there before. Each on stderr and in
- * the audit log ("git_head_restored", "bare_repository_made", "gitlink_config",
+ * made during the session (its .git, or HEAD), named when it was there before. Each on stderr and
+ * in the audit log ("git_head_restored", "bare_repository_made", "gitlink_config",
  * "repository_made"). */
 void rd_repo_end(const char *workspace, const struct rd_repo_start *start, struct rd_audit *audit);
 
