@@ -117,6 +117,17 @@ static bool section_name(const char *line, char *out, size_t n)
 	return true;
 }
 
+/* A NUL or another control character but tab and line ends: git reads past one, which
+ * would end a line, or the text, here. */
+static bool has_control(const char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)buf[i] < 0x20 && buf[i] != '\t' && buf[i] != '\n' &&
+		    buf[i] != '\r')
+			return true;
+	return false;
+}
+
 static bool config_inert(int at, const char *name, bool init_only)
 {
 	char buf[8192];
@@ -126,11 +137,8 @@ static bool config_inert(int at, const char *name, bool init_only)
 		close(fd);
 	if (n <= 0 || n == (ssize_t)sizeof(buf) - 1)
 		return false;
-	/* git reads past a NUL or another control character, which would end a line here. */
-	for (ssize_t i = 0; i < n; i++)
-		if ((unsigned char)buf[i] < 0x20 && buf[i] != '\t' && buf[i] != '\n' &&
-		    buf[i] != '\r')
-			return false;
+	if (has_control(buf, (size_t)n))
+		return false;
 	buf[n] = '\0';
 	char section[64] = "";
 	bool core = false;
@@ -193,7 +201,7 @@ bool rd_git_modules_enter(const char *path)
 		close(fd);
 	if (n < 0)
 		return false;
-	if (n == (ssize_t)sizeof(buf) - 1)
+	if (n == (ssize_t)sizeof(buf) - 1 || has_control(buf, (size_t)n))
 		return true;
 	buf[n] = '\0';
 	for (char *line = buf, *next; line; line = next) {

@@ -27,8 +27,9 @@ bool rd_git_config_inert(int dirfd, const char *name);
 
 /* Does the .gitmodules at path have git go into a submodule where runnerd's settings say
  * not to: a submodule's "ignore" other than all, or its "fetchRecurseSubmodules" other than
- * false (each overrides diff.ignoreSubmodules and fetch.recurseSubmodules), or a line with
- * either key that is not read here as git reads it? false if there is no such file. */
+ * false (each overrides diff.ignoreSubmodules and fetch.recurseSubmodules), a line with
+ * either key that is not read here as git reads it, or a control character git would read
+ * past? false if there is no such file. */
 bool rd_git_modules_enter(const char *path);
 
 #endif

@@ -80,11 +80,47 @@ static void test_not_inert(void **state)
 	check(nul, sizeof(nul) - 1, false, false);
 }
 
+/* .gitmodules: does a submodule's ignore or fetchRecurseSubmodules have git go into it? */
+static void modules(const char *text, size_t len, bool enter)
+{
+	char dir[] = "/tmp/rd-test-git-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[sizeof(dir) + 12];
+	snprintf(path, sizeof(path), "%s/.gitmodules", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	if (rd_git_modules_enter(path) != enter)
+		fail_msg("%s for:\n%s", enter ? "let through" : "refused", text);
+	unlink(path);
+	rmdir(dir);
+}
+
+#define MODULES(text, enter) modules(text, sizeof(text) - 1, enter)
+
+static void test_modules(void **state)
+{
+	(void)state;
+	MODULES("[submodule \"a\"]\n\tpath = a\n\turl = ../a\n", false);
+	MODULES("[submodule \"a\"]\n\tpath = a\n\tignore = all\n", false);
+	MODULES("[submodule \"a\"]\n\tfetchRecurseSubmodules = false\n", false);
+	MODULES("[submodule \"a\"]\n\tpath = a\n\tignore = none\n", true);
+	MODULES("[submodule \"a\"]\n\tIGNORE=dirty\n", true);
+	MODULES("[submodule \"a\"]\n\tfetchRecurseSubmodules\n", true);
+	MODULES("[submodule \"a\"]\n\tignore = \"none\"\n", true);
+	/* git reads past a NUL, which would end the text here. */
+	static const char nul[] = "[submodule \"a\"]\n\tpath = a\n\0\tignore = none\n";
+	modules(nul, sizeof(nul) - 1, true);
+	assert_false(rd_git_modules_enter("/nonexistent/.gitmodules"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_written_by_git),
 	    cmocka_unit_test(test_not_inert),
+	    cmocka_unit_test(test_modules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
