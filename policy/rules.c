@@ -176,13 +176,10 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 			sub = a;
 			if (in_list(sub, runs, ARRAY_SIZE(runs)))
 				return "git's subcommands that run a command they are given, or "
-				       "take "
-				       "another repository from their arguments (filter-branch, "
-				       "submodule, bisect, difftool, mergetool, send-email, "
-				       "daemon, "
-				       "instaweb, merge-index, remote-ext, receive-pack, "
-				       "upload-pack, "
-				       "…)";
+				       "take another repository from their arguments "
+				       "(filter-branch, submodule, bisect, difftool, mergetool, "
+				       "send-email, daemon, instaweb, merge-index, remote-ext, "
+				       "receive-pack, upload-pack, …)";
 			continue;
 		}
 		if (strncmp(a, "--", 2) == 0) {
@@ -203,12 +200,9 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 			     strcmp(v, "all") != 0) ||
 			    (long_opt(a, "--submodule", 6) && !(v && strcmp(v, "short") == 0)))
 				return "git's options that go into submodules "
-				       "(--recurse-submodules, "
-				       "--ignore-submodules other than =all, --submodule other "
-				       "than "
-				       "=short): their configuration and hooks are where commands "
-				       "can "
-				       "write";
+				       "(--recurse-submodules, --ignore-submodules other than "
+				       "=all, --submodule other than =short): their configuration "
+				       "and hooks are where commands can write";
 			/* A merge strategy is a program git-merge-NAME: with a "/", one of the
 			 * work tree's. */
 			if (long_opt(a, "--strategy", 6) && strchr(v ? v : next ? next : "", '/'))
@@ -288,16 +282,9 @@ char *rd_box_path(const char *entry, const char *home, uid_t uid)
 
 static int add_mask(struct rd_strv *out, const char *path, const char *home, uid_t uid)
 {
-	char *full = NULL;
-	_cleanup_free_ char *p = expand_uid(path, uid);
-	if (!p)
+	char *full = rd_box_path(path, home, uid);
+	if (!full)
 		return -ENOMEM;
-	if (strncmp(p, "~/", 2) == 0) {
-		if (asprintf(&full, "%s/%s", home, p + 2) < 0)
-			return -ENOMEM;
-	} else {
-		full = steal_pointer(&p);
-	}
 	size_t n = strlen(full);
 	if (n > 1 && full[n - 1] == '/')
 		full[n - 1] = '\0'; /* a protected directory's mark (rd_view_lists) */

@@ -47,15 +47,15 @@ int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, co
  * NULL. */
 const char *rd_write_root_refused(const char *path);
 
+/* A path of a box list (write, protect, mask) as the view takes it: "{uid}" replaced by uid,
+ * and a "~/" at its start by home; a "/" at its end kept. malloc'd; NULL on OOM. */
+char *rd_box_path(const char *entry, const char *home, uid_t uid);
+
 /* A rule's own "write" and "protect", with "~/" and "{uid}" made for home and uid: what its
  * sandboxes change of the session's view (sandbox/view.h, rd_view_rule). Roots that
  * rd_write_root_refused are left out (the loader refuses them as written). With writable roots,
  * the protected paths of cfg, prof's commands and also (n_also, the session's view) that lie in
  * them or hold one are added to protect. 0 or -ENOMEM. */
-/* A path of a box list (write, protect, mask) as the view takes it: "{uid}" replaced by uid,
- * and a "~/" at its start by home; a "/" at its end kept. malloc'd; NULL on OOM. */
-char *rd_box_path(const char *entry, const char *home, uid_t uid);
-
 int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *prof,
                        const struct rd_rule *rule, char *const *also, size_t n_also,
                        const char *home, uid_t uid, struct rd_strv *write, struct rd_strv *protect);
@@ -86,13 +86,15 @@ extern const struct rd_strv rd_grant_pinned_names;
 
 /* For a command that a rule grants a secret: does argv (of the program at resolved) ask it to
  * run a program of the caller's choosing, or to read another configuration or repository? For
- * git: -c and -C before the subcommand; --receive-pack, --upload-pack, --exec, --template,
- * --config-env, --exec-path, --git-dir, --work-tree, --namespace, --extcmd, the filters,
- * --smtp-server, or any prefix of one git takes; clone's and ls-remote's -u, rebase's and
- * difftool's -x; the subcommands that run a command given them (their --helper ones,
- * merge-index, remote-ext too); an option before the subcommand that may take a value in the
- * next argument (--super-prefix, --attr-source, --bare too). Returns a static description
- * of what is refused, or NULL. */
+ * git: -c and -C, and any other option before the subcommand but those that take no value
+ * (--git-dir, --work-tree, --exec-path, --config-env, --super-prefix, --bare, ...); after it,
+ * --receive-pack, --upload-pack, --exec, --template, --extcmd, the filters, --smtp-server,
+ * --config, or any prefix of one git takes; clone's and ls-remote's -u, rebase's and
+ * difftool's -x, grep's -O; options that go into submodules (--recurse-submodules but =no,
+ * --recursive, --ignore-submodules but =all, --submodule but =short); a merge strategy with a
+ * "/"; the subcommands that run a command given them (their --helper ones, merge-index,
+ * remote-ext too) or take a repository from their arguments (receive-pack, upload-pack, ...).
+ * Returns a static description of what is refused, or NULL. */
 const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_t argc);
 
 /* git's subcommand in argv: the first argument after the options that take no value; NULL

@@ -137,34 +137,48 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start)
 	}
 }
 
-/* The configuration file of the repository of the gitlink at path: path/.git/config, or the
- * config of the directory a .git file names ("gitdir: DIR", relative to path). */
-static bool gitlink_config(const char *path, char *out, size_t n)
+/* The git directory that the .git at dotgit names, as git takes it: itself (a directory, or
+ * a symlink to one, resolved), or the directory a .git file names ("gitdir: DIR", relative to
+ * dotgit's directory, trailing newlines off), also through a symlink to such a file. */
+static bool git_dir_of(const char *dotgit, char *gd, size_t n)
 {
-	char git[PATH_MAX + 8];
 	struct stat st;
-	snprintf(git, sizeof(git), "%s/.git", path);
-	if (lstat(git, &st) < 0)
+	if (stat(dotgit, &st) < 0)
 		return false;
-	if (S_ISDIR(st.st_mode))
-		return (size_t)snprintf(out, n, "%s/config", git) < n;
-	if (!S_ISREG(st.st_mode))
-		return false;
+	if (S_ISDIR(st.st_mode)) {
+		char real[PATH_MAX];
+		return realpath(dotgit, real) && (size_t)snprintf(gd, n, "%s", real) < n;
+	}
 	char buf[PATH_MAX + 16];
-	_cleanup_close_ int fd = open(git, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	_cleanup_close_ int fd =
+	    S_ISREG(st.st_mode) ? open(dotgit, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
 	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
 	if (len <= 8 || strncmp(buf, "gitdir: ", 8) != 0)
 		return false;
+	while (len > 8 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		len--;
 	buf[len] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	const char *dir = buf + 8;
-	return (size_t)(dir[0] == '/' ? snprintf(out, n, "%s/config", dir)
-	                              : snprintf(out, n, "%s/%s/config", path, dir)) < n;
+	const char *dir = buf + 8, *slash = strrchr(dotgit, '/');
+	return (size_t)(dir[0] == '/'
+	                    ? snprintf(gd, n, "%s", dir)
+	                    : snprintf(gd, n, "%.*s/%s", (int)(slash - dotgit), dotgit, dir)) < n;
 }
 
 static bool after(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+}
+
+/* Was path (not followed) made since the start, by its birth time? false where the file
+ * system keeps none: the repository is then named, not moved. */
+static bool born_after(const char *path, const struct rd_repo_start *start)
+{
+	struct statx sx;
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) < 0 ||
+	    !(sx.stx_mask & STATX_BTIME))
+		return false;
+	struct timespec b = {sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec};
+	return after(&b, &start->when);
 }
 
 /* Each gitlink whose repository's configuration was made or changed since the start (its
@@ -176,21 +190,22 @@ static void check_gitlinks(const char *workspace, const struct rd_repo_start *st
 	struct rd_strv now = {0};
 	gitlinks(workspace, &now);
 	for (size_t i = 0; i < now.n; i++) {
-		char path[PATH_MAX], config[PATH_MAX + 32];
+		char path[PATH_MAX], git[PATH_MAX + 8], gd[PATH_MAX + 16], config[PATH_MAX + 32];
 		struct stat st;
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s",
 		                     strcmp(workspace, "/") ? workspace : "",
-		                     now.v[i]) >= sizeof(path) ||
-		    !gitlink_config(path, config, sizeof(config)) || lstat(config, &st) < 0)
+		                     now.v[i]) >= sizeof(path))
+			continue;
+		snprintf(git, sizeof(git), "%s/.git", path);
+		if (!git_dir_of(git, gd, sizeof(gd)) ||
+		    (size_t)snprintf(config, sizeof(config), "%s/config", gd) >= sizeof(config) ||
+		    lstat(config, &st) < 0)
 			continue;
 		/* Made, or changed, and more than git init, clone or submodule write there. */
 		if (!after(&st.st_ctim, &start->when) || rd_git_config_inert(AT_FDCWD, config))
 			continue;
 		/* Made, or changed: its .git made since the start, or not. */
-		char git[PATH_MAX + 8];
-		struct stat gst;
-		snprintf(git, sizeof(git), "%s/.git", path);
-		bool known = lstat(git, &gst) == 0 && !after(&gst.st_ctim, &start->when);
+		bool known = !born_after(git, start);
 		fprintf(stderr,
 		        "runnerd: %s is a repository entered in the workspace's index (a gitlink), "
 		        "whose configuration %s was %s during this session, where commands could "
@@ -265,36 +280,6 @@ static const char *nested_why(const char *gd, bool fresh, const char *workspace,
 	return why;
 }
 
-/* The git directory a .git file at path names ("gitdir: DIR", relative to path's directory,
- * trailing newlines off as git takes them) into gd. */
-static bool gitfile_dir(const char *path, const char *file, char *gd, size_t n)
-{
-	char buf[PATH_MAX + 16];
-	_cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (len <= 8 || strncmp(buf, "gitdir: ", 8) != 0)
-		return false;
-	while (len > 8 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
-		len--;
-	buf[len] = '\0';
-	const char *dir = buf + 8, *slash = strrchr(path, '/');
-	return (size_t)(dir[0] == '/'
-	                    ? snprintf(gd, n, "%s", dir)
-	                    : snprintf(gd, n, "%.*s/%s", (int)(slash - path), path, dir)) < n;
-}
-
-/* Was path (not followed) made since the start, by its birth time? false where the file
- * system keeps none: the repository is then named, not moved. */
-static bool born_after(const char *path, const struct rd_repo_start *start)
-{
-	struct statx sx;
-	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) < 0 ||
-	    !(sx.stx_mask & STATX_BTIME))
-		return false;
-	struct timespec b = {sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec};
-	return after(&b, &start->when);
-}
-
 /* One found: what git would run there, made or changed during the session. One made during
  * the session (fresh) is moved aside (entry: its .git, or a bare shape's HEAD); one that was
  * there before (the user's) is named, not moved: its other keys may be the user's own. */
@@ -330,23 +315,15 @@ static void report_nested(const char *repo, const char *entry, const char *why, 
 static void check_nested_one(const char *path, const char *workspace,
                              const struct rd_repo_start *start, struct rd_audit *audit)
 {
-	struct stat st, tst;
+	struct stat st;
 	char gd[PATH_MAX + 16];
 	if (lstat(path, &st) < 0)
 		return;
 	/* Changed (a rename into the workspace, git's own writes there): all of it is judged;
 	 * made: moved aside too. */
 	bool fresh = after(&st.st_ctim, &start->when), made = born_after(path, start);
-	if (S_ISDIR(st.st_mode)) {
-		snprintf(gd, sizeof(gd), "%s", path);
-	} else if (S_ISLNK(st.st_mode) && stat(path, &tst) == 0 && S_ISDIR(tst.st_mode)) {
-		if (!realpath(path, gd))
-			return;
-	} else if ((S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
-	           gitfile_dir(path, path, gd, sizeof(gd))) {
-	} else {
+	if (!git_dir_of(path, gd, sizeof(gd)))
 		return;
-	}
 	const char *why = nested_why(gd, fresh || made, workspace, start);
 	if (why)
 		report_nested(path, path, why, made, audit);

@@ -382,8 +382,7 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 			if (!S_ISDIR(st.st_mode)) {
 				if (rd_view_writable_root(any_view(u), git))
 					what = "is a file (or symlink) commands can write, which "
-					       "names "
-					       "the repository git takes";
+					       "names the repository git takes";
 			} else {
 				static const char *const inside[] = {"hooks", "config"};
 				for (size_t i = 0; !what && i < ARRAY_SIZE(inside); i++) {
@@ -404,23 +403,20 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 					snprintf(sub, sizeof(sub), "%s/%s", git, seq[i]);
 					if (lstat(sub, &st) == 0)
 						what = "has a rebase, cherry-pick or revert in "
-						       "progress, "
-						       "whose todo commands could have written (an "
-						       "exec "
-						       "line runs with the secret); check it, and "
-						       "go on "
-						       "with it where no secret is granted, or "
-						       "abort it";
+						       "progress, whose todo commands could have "
+						       "written (an exec line runs with the "
+						       "secret); check it, and go on with it "
+						       "where no secret is granted, or abort it";
 				}
 				/* The work tree's .gitmodules, which commands can write: a
 				 * submodule's ignore or fetchRecurseSubmodules there overrides the
 				 * settings that keep a granted git out of submodules. */
 				snprintf(sub, sizeof(sub), "%s/.gitmodules", top);
 				if (!what && rd_git_modules_enter(sub))
-					what = "has a .gitmodules that has git go into a submodule "
-					       "(ignore other than all, fetchRecurseSubmodules), "
-					       "whose "
-					       "configuration and hooks commands can write";
+					what = "has a .gitmodules that has git go into a "
+					       "submodule (ignore other than all, "
+					       "fetchRecurseSubmodules), whose configuration and "
+					       "hooks commands can write";
 				snprintf(sub, sizeof(sub), "%s/commondir", git);
 				if (!what && lstat(sub, &st) == 0)
 					what = "has a commondir, which names another repository's "
