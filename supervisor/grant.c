@@ -9,6 +9,7 @@
 #include "lib/sha256.h"
 #include "policy/rules.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -326,6 +327,8 @@ void sup_grants_free(struct sup *u)
 	for (size_t i = 0; i < RD_PINNED_KEEP; i++)
 		if (u->pin.f[i].memfd >= 0)
 			close(u->pin.f[i].memfd);
+	free(u->hooks.dir);
+	free(u->hooks.key);
 }
 
 /* The view any rule's command may write in (the session's, with the agent's files). */
@@ -334,13 +337,19 @@ static const struct rd_view_paths *any_view(struct sup *u)
 	return &u->s->any_rule;
 }
 
+/* Is q's program git? */
+static bool is_git(const struct req *q)
+{
+	const char *res = q->tg.resolved, *slash = res ? strrchr(res, '/') : NULL;
+	return slash && strcmp(slash + 1, "git") == 0;
+}
+
 /* A granted git that would go on with a rebase, cherry-pick or revert in progress: any of
  * those subcommands but for --abort and --quit. */
 static bool sequencing(const struct req *q)
 {
 	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
-	const char *res = q->tg.resolved, *slash = res ? strrchr(res, '/') : NULL;
-	if (!slash || strcmp(slash + 1, "git") != 0 || !sub ||
+	if (!is_git(q) || !sub ||
 	    (strcmp(sub, "rebase") && strcmp(sub, "cherry-pick") && strcmp(sub, "revert")))
 		return false;
 	for (size_t i = 1; i < q->strs.argc && q->strs.argv[i]; i++)
@@ -503,7 +512,186 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 	return check_repo(u, q, cwd, why, n);
 }
 
-int sup_grant_env(struct sup *u, struct req *q)
+/* A granted git takes the repository its check took, not one a command made since: a
+ * .git/commondir written after the check (git would take hooks and configuration from the
+ * directory it names), or a .git between the cwd and the checked top. GIT_DIR, GIT_WORK_TREE
+ * and GIT_COMMON_DIR say which, or, with none found, GIT_DIR=/dev/null: no repository (as
+ * git would have found; a bare one is refused anyway by safe.bareRepository=explicit). Not
+ * for clone and init, which make the repository GIT_DIR names; not where the agent started
+ * with one of the three (its own, kept by rd_grant_pinned_names). Its hooks run without them
+ * (hook_wrappers). Other programs that run git (gh) are not told: they clone too, and git
+ * clone refuses a GIT_WORK_TREE that is there (docs/configuration.md, "Grants"). Returns 0
+ * or -ENOMEM. */
+static int pin_git_dir(struct req *q, bool makes)
+{
+	if (!is_git(q) || makes)
+		return 0;
+	for (size_t i = 0; i < q->env.n_env; i++) {
+		const char *e = q->env.envp[i];
+		if (strncmp(e, "GIT_DIR=", 8) == 0 || strncmp(e, "GIT_WORK_TREE=", 14) == 0 ||
+		    strncmp(e, "GIT_COMMON_DIR=", 15) == 0)
+			return 0;
+	}
+	if (!q->git_top)
+		return rd_env_put(&q->env, "GIT_DIR=/dev/null") < 0 ? -ENOMEM : 0;
+	const char *top = strcmp(q->git_top, "/") ? q->git_top : "";
+	_cleanup_free_ char *dir = NULL, *tree = NULL, *common = NULL;
+	if (asprintf(&dir, "GIT_DIR=%s/.git", top) < 0 ||
+	    asprintf(&tree, "GIT_WORK_TREE=%s", q->git_top) < 0 ||
+	    (q->git_top_dir && asprintf(&common, "GIT_COMMON_DIR=%s/.git", top) < 0))
+		return -ENOMEM;
+	if (rd_env_put(&q->env, dir) < 0 || rd_env_put(&q->env, tree) < 0 ||
+	    (common && rd_env_put(&q->env, common) < 0))
+		return -ENOMEM;
+	return 0;
+}
+
+/* s quoted for sh, or for GIT_CONFIG_PARAMETERS: in ', with ' as '\''; appended to o. */
+static char *quoted(char *o, const char *s)
+{
+	*o++ = '\'';
+	for (const char *c = s; *c; c++)
+		o = *c == '\'' ? stpcpy(o, "'\\''") : (*o = *c, o + 1);
+	*o++ = '\'';
+	*o = '\0';
+	return o;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The variables runnerd sets for a granted program's git (sup_grant_env), which its hooks
+ * get back as they were (RUNNERD_HOOK_NAME holds the value it replaced). */
+#define RD_GRANT_GIT_SET "GIT_CONFIG_PARAMETERS GIT_CEILING_DIRECTORIES GIT_ALLOW_PROTOCOL"
+
+/* The hooks a granted program's git runs, into *out: for each hook git would run from the
+ * repository's hooks directory (executable, no template NAME.sample), a script of the same
+ * name in a directory of the session's that execs it with git's variables as plain git gives
+ * them: without GIT_DIR, GIT_WORK_TREE and GIT_COMMON_DIR, and those of RD_GRANT_GIT_SET as
+ * they were. A hook then finds its repository as it would, and one that runs git in another
+ * repository works there (with runnerd's core.hooksPath it ran the workspace's hooks there,
+ * and a pre-commit that commits in a repository of its own ran itself for ever); "/dev/null"
+ * when there is none. The hooks directory is protected, so what runs is the repository's own. The
+ * last directory made is taken again for the same hooks. 0, -ENOMEM, or -errno with why. */
+static int hook_wrappers(struct sup *u, const char *hooks, char **out, char *why, size_t n)
+{
+	_cleanup_close_ int dfd = open(hooks, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
+	if (dfd >= 0 && !d)
+		return -ENOMEM;
+	char **names = NULL;
+	size_t n_names = 0, key_len = strlen(hooks) + 1;
+	int r = 0;
+	for (struct dirent *de; r == 0 && d && (de = readdir(d));) {
+		size_t len = strlen(de->d_name);
+		struct stat st;
+		if (de->d_name[0] == '.' ||
+		    (len > 7 && strcmp(de->d_name + len - 7, ".sample") == 0) ||
+		    fstatat(dfd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) ||
+		    faccessat(dfd, de->d_name, X_OK, 0) < 0)
+			continue;
+		char **more = realloc(names, (n_names + 1) * sizeof(*names));
+		if (!more || !(more[n_names] = strdup(de->d_name))) {
+			names = more ? more : names;
+			r = -ENOMEM;
+			break;
+		}
+		names = more;
+		key_len += len + 1;
+		n_names++;
+	}
+	if (d)
+		closedir(d);
+	_cleanup_free_ char *key = r == 0 && n_names ? malloc(key_len) : NULL;
+	if (r == 0 && n_names && !key)
+		r = -ENOMEM;
+	if (key) {
+		qsort(names, n_names, sizeof(*names), cmp_names);
+		char *k = stpcpy(key, hooks) + 1;
+		for (size_t i = 0; i < n_names; i++)
+			k = stpcpy(k, names[i]) + 1;
+	}
+	_cleanup_free_ char *dir = NULL;
+	if (r < 0 || !n_names)
+		goto done;
+	if (u->hooks.dir && u->hooks.key_len == key_len &&
+	    memcmp(u->hooks.key, key, key_len) == 0) {
+		if (!(*out = strdup(u->hooks.dir)))
+			r = -ENOMEM;
+		goto done;
+	}
+	if (!u->s->git_hooks_dir) {
+		snprintf(why, n,
+		         "git is told which repository it works in, and its hooks run without "
+		         "that from a directory of the session's, which runnerd could not make "
+		         "in /tmp at its start (it said why)");
+		r = -EACCES;
+		goto done;
+	}
+	if (asprintf(&dir, "%s/%u", u->s->git_hooks_dir, ++u->hooks.made) < 0) {
+		r = -ENOMEM;
+		goto done;
+	}
+	if (mkdir(dir, 0700) < 0) {
+		r = -errno;
+		snprintf(why, n, "making the directory of a granted git's hooks, %s: %s", dir,
+		         strerror(-r));
+		goto done;
+	}
+	for (size_t i = 0; r == 0 && i < n_names; i++) {
+		static const char head[] =
+		    "#!/bin/sh\n"
+		    "# runnerd: the repository's own hook, with git's variables as plain git "
+		    "gives them\n"
+		    "unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR\n"
+		    "for v in " RD_GRANT_GIT_SET "; do\n"
+		    "\teval \"if [ \\\"\\${RUNNERD_HOOK_$v+1}\\\" ]; then export "
+		    "$v=\\\"\\$RUNNERD_HOOK_$v\\\"; unset RUNNERD_HOOK_$v; else unset $v; "
+		    "fi\"\n"
+		    "done\n"
+		    "exec ";
+		_cleanup_free_ char *path = NULL, *text = NULL;
+		if (asprintf(&path, "%s/%s", hooks, names[i]) < 0 ||
+		    !(text = malloc(sizeof(head) + 4 * strlen(path) + 16))) {
+			r = -ENOMEM;
+			break;
+		}
+		char *o = quoted(stpcpy(text, head), path);
+		o = stpcpy(o, " \"$@\"\n");
+		_cleanup_close_ int fd = openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int f = fd < 0 ? -1
+		               : openat(fd, names[i],
+		                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
+		errno = 0;
+		if (f < 0 || write(f, text, (size_t)(o - text)) != o - text) {
+			r = -(errno ? errno : EIO);
+			snprintf(why, n, "writing a granted git's hook in %s: %s", dir,
+			         strerror(-r));
+		}
+		if (f >= 0)
+			close(f);
+	}
+	if (r == 0) {
+		free(u->hooks.dir);
+		free(u->hooks.key);
+		u->hooks.dir = steal_pointer(&dir);
+		u->hooks.key = steal_pointer(&key);
+		u->hooks.key_len = key_len;
+		if (!(*out = strdup(u->hooks.dir)))
+			r = -ENOMEM;
+	}
+done:
+	for (size_t i = 0; i < n_names; i++)
+		free(names[i]);
+	free(names);
+	if (r == 0 && !*out && !(*out = strdup("/dev/null")))
+		r = -ENOMEM;
+	return r;
+}
+
+int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n)
 {
 	if (!q->rule || !q->rule->grants_secret)
 		return 0;
@@ -562,22 +750,36 @@ int sup_grant_env(struct sup *u, struct req *q)
 	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
 	bool makes = sub && (strcmp(sub, "clone") == 0 || strcmp(sub, "init") == 0 ||
 	                     strcmp(sub, "init-db") == 0);
+	if (pin_git_dir(q, makes) < 0)
+		return -ENOMEM;
 	const char *top = q->git_top && strcmp(q->git_top, "/") ? q->git_top : "";
-	_cleanup_free_ char *hooks = NULL;
+	_cleanup_free_ char *hooks = NULL, *run = NULL;
 	if (q->git_top && q->git_top_dir && !makes ? asprintf(&hooks, "%s/.git/hooks", top) < 0
 	                                           : !(hooks = strdup("/dev/null")))
 		return -ENOMEM;
-	/* Quoted as git quotes GIT_CONFIG_PARAMETERS: ' as '\''. */
-	size_t quotes = 0;
-	for (const char *c = hooks; *c; c++)
-		quotes += *c == '\'';
-	_cleanup_free_ char *all = malloc(sizeof(params) + strlen(hooks) + 3 * quotes + 2);
+	if (strcmp(hooks, "/dev/null")) {
+		int r = hook_wrappers(u, hooks, &run, why, n);
+		if (r < 0)
+			return r;
+	}
+	/* What the hooks get back (RD_GRANT_GIT_SET): the values runnerd replaces. */
+	static const char *const set[] = {
+	    "GIT_CONFIG_PARAMETERS=", "GIT_CEILING_DIRECTORIES=", "GIT_ALLOW_PROTOCOL="};
+	for (size_t i = 0; run && i < ARRAY_SIZE(set); i++)
+		for (size_t k = 0; k < q->env.n_env; k++)
+			if (strncmp(q->env.envp[k], set[i], strlen(set[i])) == 0) {
+				_cleanup_free_ char *keep = NULL;
+				if (asprintf(&keep, "RUNNERD_HOOK_%s", q->env.envp[k]) < 0 ||
+				    rd_env_put(&q->env, keep) < 0)
+					return -ENOMEM;
+				break;
+			}
+	const char *hooks_path = run ? run : hooks;
+	_cleanup_free_ char *all = malloc(sizeof(params) + 4 * strlen(hooks_path) + 2);
 	if (!all)
 		return -ENOMEM;
-	char *o = stpcpy(all, params);
-	for (const char *c = hooks; *c; c++)
-		o = *c == '\'' ? stpcpy(o, "'\\''") : (*o = *c, o + 1);
-	strcpy(o, "'");
+	/* Quoted as git quotes GIT_CONFIG_PARAMETERS; params ends in the opening quote. */
+	quoted(stpcpy(all, params) - 1, hooks_path);
 	if (rd_env_put(&q->env, all) < 0)
 		return -ENOMEM;
 	/* Nor a repository above the one its check took, where a command could have made one

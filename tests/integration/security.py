@@ -805,6 +805,142 @@ again('openssl', Object.assign({}, process.env, {OPENSSL_CONF: '/tmp/x/openssl.c
           "started one of its own programs again with" in out.stderr, out.stderr[-400:])
 
 
+def test_grant_git_late_repo(tmp):
+    """The grant's check takes a repository, then git starts: a command in the background
+    that, over and over, writes a .git/commondir (naming a repository of its own, whose
+    configuration has git reach its remote through a program of the command's) and removes
+    it; or puts a .git of its own between the granted git's cwd and the checked top, or in a
+    cwd where the check found no repository, and takes it away. Granted git fetches passed
+    the check, then took the command's repository and ran its program with the token (the
+    build before: about half of 40 in the first two). The granted git is now told which
+    repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR), or that there is none
+    (GIT_DIR=/dev/null)."""
+    setup = git_grant(tmp, "late")
+    if not setup:
+        return
+    token, git, ws, prof = setup
+    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@x")
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    os.makedirs(os.path.join(ws, "a", "b"))
+    with open(os.path.join(ws, "a", "b", "f"), "w") as f:
+        f.write("f\n")
+    subprocess.run(["git", "-C", ws, "add", "."], check=True)
+    subprocess.run(["git", "-C", ws, "commit", "-q", "-m", "a"], check=True, env=genv)
+    plain = os.path.join(tmp, "plain")
+    os.makedirs(plain)
+    # The workspace (runnerd's cwd), where the command's repository goes relative to the cwd
+    # (the cwd's parent; the cwd of a workspace that is no repository), and the cwd in it.
+    where = {"commondir": (ws, ".git", "."), "nearer": (ws, "..", "a/b"),
+             "none": (plain, ".", ".")}
+    for kind, (top, at, sub) in where.items():
+        leak = os.path.join(tmp, "leak-" + kind)
+        evil = os.path.join(tmp, "evil-" + kind)
+        subprocess.run(["git", "init", "-q", evil], check=True)
+        subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"],
+                       check=True, env=genv)
+        with open(os.path.join(evil, ".git", "config"), "a") as f:
+            f.write(git_ssh_trap(tmp, leak))
+        common.open_to_all(tmp)
+        if kind == "commondir":
+            loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
+                    "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
+            clean = ".git/commondir .git/cd1"
+        else:
+            loop = ("cp -r {0} {1}/.gitx && while :; do mv {1}/.gitx {1}/.git; "
+                    "mv {1}/.git {1}/.gitx; done".format(os.path.join(evil, ".git"), at))
+            clean = "{0}/.git {0}/.gitx".format(at)
+        script = "\n".join([
+            "cd %s" % sub,
+            "sh -c \"%s\" >/dev/null 2>&1 &" % loop,
+            "sleep 0.2",
+            "for i in $(seq 40); do git fetch -q origin 2>/dev/null; "
+            "echo rc=$?; done; echo runs=done",
+            "kill %%1; wait; rm -rf %s" % clean,
+        ])
+        env = base_env()
+        env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=top,
+                             capture_output=True, text=True, timeout=300)
+        check("grant git late repo (%s): the runs ran" % kind, "runs=done" in out.stdout,
+              out.stdout[-300:] + out.stderr[-300:])
+        leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+        check("grant git late repo (%s): no program of a command's ran with the token" % kind,
+              leaks == 0, "%d leaks in 40 fetches" % leaks)
+    # The granted git still works where it is: a commit in a subdirectory, a status, the top.
+    script = "cd a/b && git commit -q --allow-empty -m sub; echo commit_rc=$?; " \
+             "git status --short; git rev-parse --show-toplevel"
+    env = base_env()
+    env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=60)
+    check("grant git late repo: a granted commit in a subdirectory works",
+          "commit_rc=0" in out.stdout and out.stdout.strip().endswith(ws),
+          out.stdout[-300:] + out.stderr[-300:])
+
+
+def test_grant_git_hooks_plain(tmp):
+    """A granted git is told its repository (test_grant_git_late_repo), but its hooks run as
+    plain git runs them: without GIT_DIR, GIT_WORK_TREE and GIT_COMMON_DIR, and without
+    runnerd's GIT_CONFIG_PARAMETERS, so that a hook that runs git in another repository (a
+    test suite's temporary one) works there. Before, that one took runnerd's absolute
+    core.hooksPath and ran the workspace's hooks there (a pre-commit that commits in a
+    repository of its own then ran itself for ever); the pin alone had its commit land in
+    the workspace. And the repository's own hooks still run: pre-commit, post-commit, from a
+    subdirectory too; a template does not."""
+    setup = git_grant(tmp, "hooks")
+    if not setup:
+        return
+    token, git, ws, prof = setup
+    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@x")
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    os.makedirs(os.path.join(ws, "sub"))
+    subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", "first"],
+                   check=True, env=genv)
+    other = os.path.join(tmp, "other")
+    hooks = os.path.join(ws, ".git", "hooks")
+    with open(os.path.join(hooks, "pre-commit"), "w") as f:
+        f.write("#!/bin/sh\necho \"pre=[${GIT_DIR-unset}][${GIT_WORK_TREE-unset}]"
+                "[$(pwd)][${GIT_CONFIG_PARAMETERS-unset}]\" >> %s/log\n"
+                "[ \"$(pwd)\" = %s ] || exit 0\n"
+                "git init -q %s && git -C %s commit -q --allow-empty -m from-hook\n"
+                % (tmp, ws, other, other))
+    with open(os.path.join(hooks, "post-commit"), "w") as f:
+        f.write("#!/bin/sh\necho post=[$(git rev-parse --show-toplevel)] >> %s/log\n" % tmp)
+    with open(os.path.join(hooks, "commit-msg.sample"), "w") as f:
+        f.write("#!/bin/sh\necho sample >> %s/log\n" % tmp)
+    common.open_to_all(tmp)
+    for h in ("pre-commit", "post-commit", "commit-msg.sample"):
+        os.chmod(os.path.join(hooks, h), 0o755)
+    env = base_env()
+    env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c",
+                                            "cd sub && git commit -q --allow-empty -m mine; "
+                                            "echo commit_rc=$?"]),
+                         env=env, cwd=ws, capture_output=True, text=True, timeout=60)
+    log = open(os.path.join(tmp, "log")).read() if os.path.exists(os.path.join(tmp, "log")) \
+        else ""
+    mine = subprocess.run(["git", "-C", ws, "log", "--format=%s"], capture_output=True,
+                          text=True).stdout.split()
+    theirs = subprocess.run(["git", "-C", other, "log", "--format=%s"], capture_output=True,
+                            text=True).stdout.split()
+    check("grant git hooks: the granted commit ran, and its hooks",
+          "commit_rc=0" in out.stdout and "pre=[" in log and "post=[%s]" % ws in log,
+          out.stdout[-300:] + out.stderr[-300:] + log)
+    check("grant git hooks: a hook runs without GIT_DIR, GIT_WORK_TREE and runnerd's "
+          "GIT_CONFIG_PARAMETERS, at the top", "pre=[unset][unset][%s][unset]" % ws in log, log)
+    check("grant git hooks: a hook's commit in another repository lands there",
+          theirs == ["from-hook"] and mine == ["mine", "first"],
+          "other: %r, workspace: %r" % (theirs, mine))
+    check("grant git hooks: a hook's git in another repository runs that one's hooks, not "
+          "the workspace's", "[%s]" % other not in log, log)
+    check("grant git hooks: a template (NAME.sample) does not run", "sample" not in log, log)
+
+
 def test_agent_programs(tmp):
     """The agent is a program, not only its first process: an npm launcher (a "#!/usr/bin/env
     node" script) that starts the package's own binary, and that starts itself again in node
@@ -1866,7 +2002,8 @@ def main():
     # A crash of a test is a failure, never a pass.
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
-             test_grant_git_state, test_agent_relaunch_env,
+             test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks_plain,
+             test_agent_relaunch_env,
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
