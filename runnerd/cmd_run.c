@@ -670,84 +670,23 @@ static int remove_path(const char *path)
 	return fd < 0 ? -errno : remove_tree(fd, slash + 1);
 }
 
-/* A directory of the session's, when it ends: the caches' layers (what commands wrote to the
- * caches goes with them), the granted git's hooks. */
-static void remove_session_dir(const char *dir, const char *what)
+/* The session's layers, when it ends: what commands wrote to the caches goes with them. */
+static void remove_layers(const char *layers_dir)
 {
-	if (!dir)
+	if (!layers_dir)
 		return;
 	if (who.served) {
 		setfsgid(who.gid);
 		setfsuid(who.uid);
 	}
-	int r = remove_path(dir);
+	int r = remove_path(layers_dir);
 	if (r < 0)
-		fprintf(stderr, "runnerd: removing %s %s: %s\n", what, dir, strerror(-r));
+		fprintf(stderr, "runnerd: removing the caches' layers %s: %s\n", layers_dir,
+		        strerror(-r));
 	if (who.served) {
 		setfsuid(geteuid());
 		setfsgid(getegid());
 	}
-}
-
-/* Where a granted git finds the hooks of its repository (supervisor/grant.c): a directory of
- * the session's in /tmp, which every command's view holds read-only (protect, where /tmp is
- * a writable root), made when a rule of the profile grants a secret. A granted git is told its
- * repository (GIT_DIR and the rest), and hooks here run the repository's own without those,
- * as plain git runs them. Those of sessions whose runnerd is gone ("runnerd-hooks-PID-...",
- * the user's own) are removed first. NULL, and said, when it cannot be made: a granted git
- * in a repository with hooks is then refused. */
-static char *make_hooks_dir(const struct rd_profile *prof, struct rd_strv *write,
-                            struct rd_strv *protect)
-{
-	bool grants = false;
-	for (size_t i = 0; i < prof->n_rules; i++)
-		grants = grants || prof->rules[i].grants_secret;
-	if (!grants)
-		return NULL;
-	if (who.served) {
-		setfsgid(who.gid);
-		setfsuid(who.uid);
-	}
-	_cleanup_close_ int tfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = tfd < 0 ? NULL : fdopendir(dup(tfd));
-	for (struct dirent *de; d && (de = readdir(d));) {
-		char *end;
-		struct stat st;
-		if (strncmp(de->d_name, "runnerd-hooks-", 14) != 0)
-			continue;
-		long pid = strtol(de->d_name + 14, &end, 10);
-		if (pid > 0 && *end == '-' &&
-		    fstatat(tfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISDIR(st.st_mode) && st.st_uid == (who.served ? who.uid : geteuid()) &&
-		    kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-			(void)remove_tree(tfd, de->d_name);
-	}
-	if (d)
-		closedir(d);
-	char *dir = NULL;
-	int e = asprintf(&dir, "/tmp/runnerd-hooks-%d-XXXXXX", (int)getpid()) < 0 ? ENOMEM : 0;
-	if (!e && !mkdtemp(dir))
-		e = errno;
-	if (who.served) {
-		setfsuid(geteuid());
-		setfsgid(getegid());
-	}
-	if (e) {
-		fprintf(stderr,
-		        "runnerd: cannot make a directory in /tmp for the hooks of granted git "
-		        "commands (%s): a rule's granted git is refused in a repository with "
-		        "hooks\n",
-		        strerror(e));
-		free(dir);
-		return NULL;
-	}
-	if (rd_strv_within(write, dir) && !rd_strv_within(protect, dir) &&
-	    rd_strv_add(protect, dir) < 0) {
-		(void)rmdir(dir);
-		free(dir);
-		return NULL;
-	}
-	return dir;
 }
 
 /* The protected paths that were missing when the session started (view_lists) and are there
@@ -904,7 +843,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	char **env = NULL;
 	struct rd_strv secrets = {0}, write = {0}, protect = {0}, missing = {0}, layers = {0},
 	               agent_paths = {0}, any_write = {0}, any_protect = {0};
-	char *workspace = NULL, *layers_dir = NULL, *hooks_dir = NULL;
+	char *workspace = NULL, *layers_dir = NULL;
 	char *agent = NULL;
 	char **agent_argv = NULL;
 	char *launched = NULL;
@@ -1019,7 +958,6 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	if (view_lists(&cfg, &prof, workspace, session, &write, &protect, &missing, &layers,
 	               &layers_dir, &err) < 0)
 		goto fail;
-	s.git_hooks_dir = hooks_dir = make_hooks_dir(&prof, &write, &protect);
 	/* (runnerd serve: the container's repository is left as it is.) */
 	if (!ss)
 		rd_repo_start(workspace, &repo_start);
@@ -1184,8 +1122,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	report_created(&missing, &audit);
 	if (!ss)
 		rd_repo_end(workspace, &repo_start, &audit);
-	remove_session_dir(layers_dir, "the caches' layers");
-	remove_session_dir(hooks_dir, "the granted git's hooks");
+	remove_layers(layers_dir);
 	goto out;
 fail:
 	rd_cli_print_error(&err);
@@ -1203,7 +1140,6 @@ out:
 	rd_strv_free(&missing);
 	rd_strv_free(&layers);
 	free(layers_dir);
-	free(hooks_dir);
 	rd_strv_free(&agent_paths);
 	rd_strv_free(&any_write);
 	rd_strv_free(&any_protect);

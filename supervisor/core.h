@@ -354,14 +354,6 @@ struct sup {
 	struct spares sp;
 	struct masks mk;
 	struct pinned pin;
-	/* The hooks a granted git runs (supervisor/grant.c): the last directory made in the
-	 * session's git_hooks_dir, with the key it was made for (the repository's hooks
-	 * directory and the names of its hooks, each ended by a NUL), and how many were made. */
-	struct {
-		char *dir, *key;
-		size_t key_len;
-		unsigned made;
-	} hooks;
 	struct approvals ap;
 	struct control ctl;
 	struct prompt tty;

@@ -537,13 +537,8 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 		r = sup_grant_reads(u, q, why_file, sizeof(why_file));
 		if (r)
 			return refuse(x, r, "%s", why_file);
-		r = sup_grant_env(u, q, why_file, sizeof(why_file));
-		if (r == -ENOMEM)
+		if (sup_grant_env(u, q) < 0)
 			return refuse(x, ENOMEM, "out of memory");
-		if (r < 0)
-			return refuse(x, -r,
-			              "commands.rules[%zu] grants a secret to %s: refused, for %s",
-			              rule->index, q->tg.resolved, why_file);
 	}
 	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
 	 * agent itself over to the sandbox; worth knowing when reading the log. */

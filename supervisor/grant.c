@@ -9,7 +9,6 @@
 #include "lib/sha256.h"
 #include "policy/rules.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -327,8 +326,6 @@ void sup_grants_free(struct sup *u)
 	for (size_t i = 0; i < RD_PINNED_KEEP; i++)
 		if (u->pin.f[i].memfd >= 0)
 			close(u->pin.f[i].memfd);
-	free(u->hooks.dir);
-	free(u->hooks.key);
 }
 
 /* The view any rule's command may write in (the session's, with the agent's files). */
@@ -357,6 +354,34 @@ static bool sequencing(const struct req *q)
 		    strcmp(q->strs.argv[i], "--quit") == 0)
 			return false;
 	return true;
+}
+
+/* Whether git (a .git directory) stays where it is until a granted git has started: outside
+ * the writable roots, or bound on itself in every command's view (a writable root of its own,
+ * as the workspace's .git is; or on the way to a protected path there at the start), so that
+ * no command can rename it away and put a repository of its own in its place between the
+ * check and git's start. */
+static bool held_in_place(struct sup *u, const char *git)
+{
+	const struct rd_view_paths *v = any_view(u);
+	if (!rd_view_entry_replaceable(v, git))
+		for (size_t i = 0; i < v->n_protect; i++) {
+			if (!rd_path_within(v->protect[i], git))
+				continue;
+			/* A protected path missing at the start bound nothing on its way. */
+			bool missing = false;
+			for (size_t k = 0; u->s->missing && k < u->s->missing->n; k++)
+				missing =
+				    missing || strcmp(u->s->missing->v[k], v->protect[i]) == 0;
+			if (!missing)
+				return true;
+		}
+	if (!rd_view_writable_root(v, git))
+		return true;
+	for (size_t i = 0; i < v->n_write; i++)
+		if (strcmp(v->write[i], git) == 0)
+			return true;
+	return false;
 }
 
 /* The git repository git would take for a command in dir: the nearest .git at or above it
@@ -393,6 +418,10 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 					what = "is a file (or symlink) commands can write, which "
 					       "names the repository git takes";
 			} else {
+				if (!held_in_place(u, git))
+					what = "lies where commands can write, and is not held in "
+					       "place: a command could put a repository of its own "
+					       "there between this check and git's start";
 				static const char *const inside[] = {"hooks", "config"};
 				for (size_t i = 0; !what && i < ARRAY_SIZE(inside); i++) {
 					snprintf(sub, sizeof(sub), "%s/%s", git, inside[i]);
@@ -518,10 +547,11 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
  * and GIT_COMMON_DIR say which, or, with none found, GIT_DIR=/dev/null: no repository (as
  * git would have found; a bare one is refused anyway by safe.bareRepository=explicit). Not
  * for clone and init, which make the repository GIT_DIR names; not where the agent started
- * with one of the three (its own, kept by rd_grant_pinned_names). Its hooks run without them
- * (hook_wrappers). Other programs that run git (gh) are not told: they clone too, and git
- * clone refuses a GIT_WORK_TREE that is there (docs/configuration.md, "Grants"). Returns 0
- * or -ENOMEM. */
+ * with one of the three (its own, kept by rd_grant_pinned_names). git hands them to its hooks
+ * and aliases, as githooks(5) says it may: a hook that works in another repository clears
+ * them first. Other programs that run git (gh) are not told: they clone too, and git clone
+ * refuses a GIT_WORK_TREE that is there (docs/configuration.md, "Grants"). Returns 1 when
+ * told, 0 when not, -ENOMEM. */
 static int pin_git_dir(struct req *q, bool makes)
 {
 	if (!is_git(q) || makes)
@@ -533,7 +563,7 @@ static int pin_git_dir(struct req *q, bool makes)
 			return 0;
 	}
 	if (!q->git_top)
-		return rd_env_put(&q->env, "GIT_DIR=/dev/null") < 0 ? -ENOMEM : 0;
+		return rd_env_put(&q->env, "GIT_DIR=/dev/null") < 0 ? -ENOMEM : 1;
 	const char *top = strcmp(q->git_top, "/") ? q->git_top : "";
 	_cleanup_free_ char *dir = NULL, *tree = NULL, *common = NULL;
 	if (asprintf(&dir, "GIT_DIR=%s/.git", top) < 0 ||
@@ -543,10 +573,10 @@ static int pin_git_dir(struct req *q, bool makes)
 	if (rd_env_put(&q->env, dir) < 0 || rd_env_put(&q->env, tree) < 0 ||
 	    (common && rd_env_put(&q->env, common) < 0))
 		return -ENOMEM;
-	return 0;
+	return 1;
 }
 
-/* s quoted for sh, or for GIT_CONFIG_PARAMETERS: in ', with ' as '\''; appended to o. */
+/* s quoted as git quotes GIT_CONFIG_PARAMETERS: in ', with ' as '\''; appended to o. */
 static char *quoted(char *o, const char *s)
 {
 	*o++ = '\'';
@@ -557,141 +587,7 @@ static char *quoted(char *o, const char *s)
 	return o;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The variables runnerd sets for a granted program's git (sup_grant_env), which its hooks
- * get back as they were (RUNNERD_HOOK_NAME holds the value it replaced). */
-#define RD_GRANT_GIT_SET "GIT_CONFIG_PARAMETERS GIT_CEILING_DIRECTORIES GIT_ALLOW_PROTOCOL"
-
-/* The hooks a granted program's git runs, into *out: for each hook git would run from the
- * repository's hooks directory (executable, no template NAME.sample), a script of the same
- * name in a directory of the session's that execs it with git's variables as plain git gives
- * them: without GIT_DIR, GIT_WORK_TREE and GIT_COMMON_DIR, and those of RD_GRANT_GIT_SET as
- * they were. A hook then finds its repository as it would, and one that runs git in another
- * repository works there (with runnerd's core.hooksPath it ran the workspace's hooks there,
- * and a pre-commit that commits in a repository of its own ran itself for ever); "/dev/null"
- * when there is none. The hooks directory is protected, so what runs is the repository's own. The
- * last directory made is taken again for the same hooks. 0, -ENOMEM, or -errno with why. */
-static int hook_wrappers(struct sup *u, const char *hooks, char **out, char *why, size_t n)
-{
-	_cleanup_close_ int dfd = open(hooks, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
-	if (dfd >= 0 && !d)
-		return -ENOMEM;
-	char **names = NULL;
-	size_t n_names = 0, key_len = strlen(hooks) + 1;
-	int r = 0;
-	for (struct dirent *de; r == 0 && d && (de = readdir(d));) {
-		size_t len = strlen(de->d_name);
-		struct stat st;
-		if (de->d_name[0] == '.' ||
-		    (len > 7 && strcmp(de->d_name + len - 7, ".sample") == 0) ||
-		    fstatat(dfd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode) ||
-		    faccessat(dfd, de->d_name, X_OK, 0) < 0)
-			continue;
-		char **more = realloc(names, (n_names + 1) * sizeof(*names));
-		if (!more || !(more[n_names] = strdup(de->d_name))) {
-			names = more ? more : names;
-			r = -ENOMEM;
-			break;
-		}
-		names = more;
-		key_len += len + 1;
-		n_names++;
-	}
-	if (d)
-		closedir(d);
-	_cleanup_free_ char *key = r == 0 && n_names ? malloc(key_len) : NULL;
-	if (r == 0 && n_names && !key)
-		r = -ENOMEM;
-	if (key) {
-		qsort(names, n_names, sizeof(*names), cmp_names);
-		char *k = stpcpy(key, hooks) + 1;
-		for (size_t i = 0; i < n_names; i++)
-			k = stpcpy(k, names[i]) + 1;
-	}
-	_cleanup_free_ char *dir = NULL;
-	if (r < 0 || !n_names)
-		goto done;
-	if (u->hooks.dir && u->hooks.key_len == key_len &&
-	    memcmp(u->hooks.key, key, key_len) == 0) {
-		if (!(*out = strdup(u->hooks.dir)))
-			r = -ENOMEM;
-		goto done;
-	}
-	if (!u->s->git_hooks_dir) {
-		snprintf(why, n,
-		         "git is told which repository it works in, and its hooks run without "
-		         "that from a directory of the session's, which runnerd could not make "
-		         "in /tmp at its start (it said why)");
-		r = -EACCES;
-		goto done;
-	}
-	if (asprintf(&dir, "%s/%u", u->s->git_hooks_dir, ++u->hooks.made) < 0) {
-		r = -ENOMEM;
-		goto done;
-	}
-	if (mkdir(dir, 0700) < 0) {
-		r = -errno;
-		snprintf(why, n, "making the directory of a granted git's hooks, %s: %s", dir,
-		         strerror(-r));
-		goto done;
-	}
-	for (size_t i = 0; r == 0 && i < n_names; i++) {
-		static const char head[] =
-		    "#!/bin/sh\n"
-		    "# runnerd: the repository's own hook, with git's variables as plain git "
-		    "gives them\n"
-		    "unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR\n"
-		    "for v in " RD_GRANT_GIT_SET "; do\n"
-		    "\teval \"if [ \\\"\\${RUNNERD_HOOK_$v+1}\\\" ]; then export "
-		    "$v=\\\"\\$RUNNERD_HOOK_$v\\\"; unset RUNNERD_HOOK_$v; else unset $v; "
-		    "fi\"\n"
-		    "done\n"
-		    "exec ";
-		_cleanup_free_ char *path = NULL, *text = NULL;
-		if (asprintf(&path, "%s/%s", hooks, names[i]) < 0 ||
-		    !(text = malloc(sizeof(head) + 4 * strlen(path) + 16))) {
-			r = -ENOMEM;
-			break;
-		}
-		char *o = quoted(stpcpy(text, head), path);
-		o = stpcpy(o, " \"$@\"\n");
-		_cleanup_close_ int fd = openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		int f = fd < 0 ? -1
-		               : openat(fd, names[i],
-		                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
-		errno = 0;
-		if (f < 0 || write(f, text, (size_t)(o - text)) != o - text) {
-			r = -(errno ? errno : EIO);
-			snprintf(why, n, "writing a granted git's hook in %s: %s", dir,
-			         strerror(-r));
-		}
-		if (f >= 0)
-			close(f);
-	}
-	if (r == 0) {
-		free(u->hooks.dir);
-		free(u->hooks.key);
-		u->hooks.dir = steal_pointer(&dir);
-		u->hooks.key = steal_pointer(&key);
-		u->hooks.key_len = key_len;
-		if (!(*out = strdup(u->hooks.dir)))
-			r = -ENOMEM;
-	}
-done:
-	for (size_t i = 0; i < n_names; i++)
-		free(names[i]);
-	free(names);
-	if (r == 0 && !*out && !(*out = strdup("/dev/null")))
-		r = -ENOMEM;
-	return r;
-}
-
-int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n)
+int sup_grant_env(struct sup *u, struct req *q)
 {
 	if (!q->rule || !q->rule->grants_secret)
 		return 0;
@@ -742,44 +638,37 @@ int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n)
 	    "GIT_CONFIG_PARAMETERS='core.fsmonitor'='false' 'submodule.recurse'='false' "
 	    "'diff.ignoreSubmodules'='all' 'status.submoduleSummary'='false' "
 	    "'fetch.recurseSubmodules'='false' 'push.recurseSubmodules'='no' "
-	    "'safe.bareRepository'='explicit' 'core.hooksPath'='";
-	/* The hooks: by an absolute path, the checked repository's (a relative one names the
-	 * .git/hooks of the repository git works in, as a clone's new one, which a command
-	 * can write before git runs post-checkout there); none for git clone and init, in no
-	 * repository, or one whose .git is a file. */
+	    "'safe.bareRepository'='explicit'";
+	/* The hooks: for a git told the workspace's repository, those its configuration
+	 * names, as plain git takes them (its .git/hooks, protected; or its core.hooksPath,
+	 * which the session made read-only or has commands write through a layer,
+	 * runnerd/cmd_run.c), so that the git its hooks run in another repository takes that
+	 * one's (runnerd's core.hooksPath took the workspace's there). Else by an absolute
+	 * path, the checked repository's .git/hooks (a relative one, or one the configuration
+	 * names, names the hooks of the repository git works in, as a clone's new one, which a
+	 * command can write before git runs post-checkout there); none for git clone and
+	 * init, in no repository, or one whose .git is a file. (runnerd serve: the container's
+	 * hooks directory is not looked at; runnerd's is taken.) */
 	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
 	bool makes = sub && (strcmp(sub, "clone") == 0 || strcmp(sub, "init") == 0 ||
 	                     strcmp(sub, "init-db") == 0);
-	if (pin_git_dir(q, makes) < 0)
-		return -ENOMEM;
+	int told = pin_git_dir(q, makes);
+	if (told < 0)
+		return told;
 	const char *top = q->git_top && strcmp(q->git_top, "/") ? q->git_top : "";
-	_cleanup_free_ char *hooks = NULL, *run = NULL;
-	if (q->git_top && q->git_top_dir && !makes ? asprintf(&hooks, "%s/.git/hooks", top) < 0
-	                                           : !(hooks = strdup("/dev/null")))
+	_cleanup_free_ char *hooks = NULL;
+	bool own = told && q->git_top && q->git_top_dir && !u->s->remote.on && u->s->workspace &&
+	           rd_path_within(u->s->workspace, q->git_top);
+	if (!own &&
+	    (q->git_top && q->git_top_dir && !makes ? asprintf(&hooks, "%s/.git/hooks", top) < 0
+	                                            : !(hooks = strdup("/dev/null"))))
 		return -ENOMEM;
-	if (strcmp(hooks, "/dev/null")) {
-		int r = hook_wrappers(u, hooks, &run, why, n);
-		if (r < 0)
-			return r;
-	}
-	/* What the hooks get back (RD_GRANT_GIT_SET): the values runnerd replaces. */
-	static const char *const set[] = {
-	    "GIT_CONFIG_PARAMETERS=", "GIT_CEILING_DIRECTORIES=", "GIT_ALLOW_PROTOCOL="};
-	for (size_t i = 0; run && i < ARRAY_SIZE(set); i++)
-		for (size_t k = 0; k < q->env.n_env; k++)
-			if (strncmp(q->env.envp[k], set[i], strlen(set[i])) == 0) {
-				_cleanup_free_ char *keep = NULL;
-				if (asprintf(&keep, "RUNNERD_HOOK_%s", q->env.envp[k]) < 0 ||
-				    rd_env_put(&q->env, keep) < 0)
-					return -ENOMEM;
-				break;
-			}
-	const char *hooks_path = run ? run : hooks;
-	_cleanup_free_ char *all = malloc(sizeof(params) + 4 * strlen(hooks_path) + 2);
+	_cleanup_free_ char *all = malloc(sizeof(params) + (hooks ? 4 * strlen(hooks) + 20 : 0));
 	if (!all)
 		return -ENOMEM;
-	/* Quoted as git quotes GIT_CONFIG_PARAMETERS; params ends in the opening quote. */
-	quoted(stpcpy(all, params) - 1, hooks_path);
+	char *o = stpcpy(all, params);
+	if (hooks)
+		quoted(stpcpy(o, " 'core.hooksPath'="), hooks);
 	if (rd_env_put(&q->env, all) < 0)
 		return -ENOMEM;
 	/* Nor a repository above the one its check took, where a command could have made one

@@ -23,10 +23,9 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n);
  * directories that lie where commands can write (a project's venv, ./node_modules/.bin),
  * GIT_ALLOW_PROTOCOL that lets git reach no local repository (whose hooks a command may have
  * written; git runs them with the secret), git's settings (GIT_CONFIG_PARAMETERS), and for
- * git itself the repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR), whose
- * hooks then run from a directory of the session's without those. Returns 0, -ENOMEM, or
- * -errno to refuse the exec with and why. */
-int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n);
+ * git itself the repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR).
+ * Returns 0 or -ENOMEM. */
+int sup_grant_env(struct sup *u, struct req *q);
 
 void sup_grants_free(struct sup *u);
 

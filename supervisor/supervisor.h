@@ -42,10 +42,6 @@ struct rd_session {
 	 * (a .git/commondir, a ~/.gitconfig, a .mcp.json): one that is there now may be a
 	 * command's, and no command a rule grants a secret runs while one is. */
 	const struct rd_strv *missing;
-	/* Where a granted git's hooks run from (supervisor/grant.c): a directory of the
-	 * session's that no command can write; NULL when no rule grants a secret, or it could
-	 * not be made. */
-	const char *git_hooks_dir;
 	/* Where the commands of any rule may write (the session's roots and every rule's own),
 	 * with what stays read-only in all of them: the session's protected paths and the agent's
 	 * own files, which each rule's view keeps read-only too. What a command could have

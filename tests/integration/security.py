@@ -882,14 +882,18 @@ def test_grant_git_late_repo(tmp):
 
 
 def test_grant_git_hooks_plain(tmp):
-    """A granted git is told its repository (test_grant_git_late_repo), but its hooks run as
-    plain git runs them: without GIT_DIR, GIT_WORK_TREE and GIT_COMMON_DIR, and without
-    runnerd's GIT_CONFIG_PARAMETERS, so that a hook that runs git in another repository (a
-    test suite's temporary one) works there. Before, that one took runnerd's absolute
-    core.hooksPath and ran the workspace's hooks there (a pre-commit that commits in a
-    repository of its own then ran itself for ever); the pin alone had its commit land in
-    the workspace. And the repository's own hooks still run: pre-commit, post-commit, from a
-    subdirectory too; a template does not."""
+    """A granted git is told its repository (test_grant_git_late_repo), and git hands that to
+    its hooks, as githooks(5) says it may: a hook that works in another repository clears
+    GIT_DIR and the rest first. It then works there with that repository's hooks: runnerd no
+    longer puts its own core.hooksPath in GIT_CONFIG_PARAMETERS for the workspace's
+    repository, whose hooks the session holds read-only. Before, the hook's git took the
+    workspace's hooks in the other repository (a pre-commit that commits in a repository of
+    its own ran itself for ever). The repository's own hooks still run: pre-commit,
+    post-commit, from a subdirectory too; a template does not. And a hook's own git in the
+    workspace is told the repository too: a command in the background that writes a
+    .git/commondir naming a repository of its own, while granted commits run a pre-commit
+    that fetches, had the hook's fetch run that repository's core.sshCommand with the token
+    (the build before)."""
     setup = git_grant(tmp, "hooks")
     if not setup:
         return
@@ -903,11 +907,12 @@ def test_grant_git_hooks_plain(tmp):
     other = os.path.join(tmp, "other")
     hooks = os.path.join(ws, ".git", "hooks")
     with open(os.path.join(hooks, "pre-commit"), "w") as f:
-        f.write("#!/bin/sh\necho \"pre=[${GIT_DIR-unset}][${GIT_WORK_TREE-unset}]"
-                "[$(pwd)][${GIT_CONFIG_PARAMETERS-unset}]\" >> %s/log\n"
+        f.write("#!/bin/sh\necho \"pre=[$(pwd)][${GIT_CONFIG_PARAMETERS-unset}]\" >> %s/log\n"
                 "[ \"$(pwd)\" = %s ] || exit 0\n"
+                "[ -e %s/fetch ] && { git fetch -q origin 2>/dev/null; exit 0; }\n"
+                "unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR\n"
                 "git init -q %s && git -C %s commit -q --allow-empty -m from-hook\n"
-                % (tmp, ws, other, other))
+                % (tmp, ws, tmp, other, other))
     with open(os.path.join(hooks, "post-commit"), "w") as f:
         f.write("#!/bin/sh\necho post=[$(git rev-parse --show-toplevel)] >> %s/log\n" % tmp)
     with open(os.path.join(hooks, "commit-msg.sample"), "w") as f:
@@ -921,7 +926,7 @@ def test_grant_git_hooks_plain(tmp):
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c",
                                             "cd sub && git commit -q --allow-empty -m mine; "
                                             "echo commit_rc=$?"]),
-                         env=env, cwd=ws, capture_output=True, text=True, timeout=60)
+                         env=env, cwd=ws, capture_output=True, text=True, timeout=120)
     log = open(os.path.join(tmp, "log")).read() if os.path.exists(os.path.join(tmp, "log")) \
         else ""
     mine = subprocess.run(["git", "-C", ws, "log", "--format=%s"], capture_output=True,
@@ -929,17 +934,45 @@ def test_grant_git_hooks_plain(tmp):
     theirs = subprocess.run(["git", "-C", other, "log", "--format=%s"], capture_output=True,
                             text=True).stdout.split()
     check("grant git hooks: the granted commit ran, and its hooks",
-          "commit_rc=0" in out.stdout and "pre=[" in log and "post=[%s]" % ws in log,
+          "commit_rc=0" in out.stdout and "pre=[%s]" % ws in log and "post=[%s]" % ws in log,
           out.stdout[-300:] + out.stderr[-300:] + log)
-    check("grant git hooks: a hook runs without GIT_DIR, GIT_WORK_TREE and runnerd's "
-          "GIT_CONFIG_PARAMETERS, at the top", "pre=[unset][unset][%s][unset]" % ws in log, log)
-    check("grant git hooks: a hook's commit in another repository lands there",
-          theirs == ["from-hook"] and mine == ["mine", "first"],
+    check("grant git hooks: a hook that clears git's variables commits in another "
+          "repository there", theirs == ["from-hook"] and mine == ["mine", "first"],
           "other: %r, workspace: %r" % (theirs, mine))
-    check("grant git hooks: a hook's git in another repository runs that one's hooks, not "
-          "the workspace's", "[%s]" % other not in log, log)
+    check("grant git hooks: the git a hook runs in another repository takes that one's hooks, "
+          "not the workspace's", "pre=[%s]" % other not in log, log)
+    check("grant git hooks: runnerd's core.hooksPath does not reach the hooks",
+          "pre=[" in log and "hooksPath" not in log, log)
     check("grant git hooks: a template (NAME.sample) does not run", "sample" not in log, log)
 
+    # The race, for the hook's own git.
+    leak = os.path.join(tmp, "leak")
+    evil = os.path.join(tmp, "evil")
+    subprocess.run(["git", "init", "-q", evil], check=True)
+    subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"], check=True,
+                   env=genv)
+    with open(os.path.join(evil, ".git", "config"), "a") as f:
+        f.write(git_ssh_trap(tmp, leak))
+    open(os.path.join(tmp, "fetch"), "w").close()
+    common.open_to_all(tmp)
+    for h in ("pre-commit", "post-commit", "commit-msg.sample"):
+        os.chmod(os.path.join(hooks, h), 0o755)
+    loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
+            "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
+    script = "\n".join([
+        "sh -c \"%s\" >/dev/null 2>&1 &" % loop,
+        "sleep 0.2",
+        "for i in $(seq 30); do git commit -q --allow-empty -m r 2>/dev/null; done",
+        "echo runs=done",
+        "kill %1; wait; rm -f .git/commondir .git/cd1",
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=300)
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    check("grant git hooks: the runs ran", "runs=done" in out.stdout,
+          out.stdout[-300:] + out.stderr[-300:])
+    check("grant git hooks: a hook's git, raced with a .git/commondir, ran no program of a "
+          "command's with the token", leaks == 0, "%d leaks in 30 commits" % leaks)
 
 def test_agent_programs(tmp):
     """The agent is a program, not only its first process: an npm launcher (a "#!/usr/bin/env

@@ -12,8 +12,11 @@ d = sys.argv[1]
 
 
 def mark(name, text=""):
-    with open(os.path.join(d, name), "w") as f:
+    """DIR/name made with text in it, at once (the test reads it as soon as it is there)."""
+    path = os.path.join(d, name)
+    with open(path + ".part", "w") as f:
         f.write(text)
+    os.rename(path + ".part", path)
 
 
 def wait(name):
