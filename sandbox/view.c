@@ -111,6 +111,67 @@ static int readonly_tree(const char *path)
 	return r;
 }
 
+/* git for a program a rule grants a secret (RD_VIEW_BIN_DIR; supervisor/grant.c sets what it
+ * reads): where that program started, git is told the repository runnerd checked there
+ * (RUNNERD_GIT_DIR, _WORK_TREE, _COMMON_DIR), so that a .git/commondir or a nearer .git a
+ * command made after the check is not taken; not where git is told another (-C, --git-dir,
+ * --work-tree, --bare, GIT_DIR) or makes one (clone, init), nor elsewhere (a clone's new
+ * directory, a hook's other repository). Then the real git (RUNNERD_GIT). */
+static const char git_shim[] =
+    "#!/bin/sh\n"
+    "# runnerd: git for a program a rule grants a secret\n"
+    "if [ -z \"${RUNNERD_GIT-}\" ]; then\n"
+    "\techo 'runnerd: git: RUNNERD_GIT is not set (this git is for granted programs)' >&2\n"
+    "\texit 127\n"
+    "fi\n"
+    "if [ -n \"${RUNNERD_GIT_DIR-}\" ] &&\n"
+    "\t[ -z \"${GIT_DIR+1}${GIT_WORK_TREE+1}${GIT_COMMON_DIR+1}\" ] &&\n"
+    "\t[ \"$(pwd -P)\" = \"${RUNNERD_GIT_CWD-}\" ]; then\n"
+    "\tpin=1 skip=\n"
+    "\tfor a do\n"
+    "\t\tif [ -n \"$skip\" ]; then skip=; continue; fi\n"
+    "\t\tcase $a in\n"
+    "\t\t-C | --git-dir | --git-dir=* | --work-tree | --work-tree=* | --bare) pin=; break ;;\n"
+    "\t\t-c | --namespace | --super-prefix | --config-env | --attr-source) skip=1 ;;\n"
+    "\t\t-*) ;;\n"
+    "\t\tclone | init | init-db) pin=; break ;;\n"
+    "\t\t*) break ;;\n"
+    "\t\tesac\n"
+    "\tdone\n"
+    "\tif [ -n \"$pin\" ]; then\n"
+    "\t\texport GIT_DIR=\"$RUNNERD_GIT_DIR\"\n"
+    "\t\t[ -z \"${RUNNERD_GIT_WORK_TREE-}\" ] || export GIT_WORK_TREE=\"$RUNNERD_GIT_WORK_TREE\"\n"
+    "\t\t[ -z \"${RUNNERD_GIT_COMMON_DIR-}\" ] || export "
+    "GIT_COMMON_DIR=\"$RUNNERD_GIT_COMMON_DIR\"\n"
+    "\tfi\n"
+    "fi\n"
+    "exec \"$RUNNERD_GIT\" \"$@\"\n";
+
+/* RD_VIEW_BIN_DIR: a tmpfs of its own (/dev's is noexec), with git_shim as git, read-only. */
+static int make_bin(struct rd_view_error *e)
+{
+	e->what = RD_VIEW_BIN_DIR;
+	if (mkdir(RD_VIEW_BIN_DIR, 0755) < 0 ||
+	    mount("tmpfs", RD_VIEW_BIN_DIR, "tmpfs", MS_NOSUID | MS_NODEV,
+	          "mode=0755,size=16k,nr_inodes=8") < 0)
+		return -errno;
+	e->what = RD_VIEW_BIN_DIR "/git";
+	int f = open(RD_VIEW_BIN_DIR "/git", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	if (f < 0)
+		return -errno;
+	ssize_t w = write(f, git_shim, sizeof(git_shim) - 1);
+	int r = w == (ssize_t)sizeof(git_shim) - 1 ? 0 : w < 0 ? -errno : -EIO;
+	if (close(f) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && fchmodat(AT_FDCWD, RD_VIEW_BIN_DIR "/git", 0755, 0) < 0)
+		r = -errno;
+	if (r == 0) {
+		e->what = "making " RD_VIEW_BIN_DIR " read-only";
+		r = set_readonly(RD_VIEW_BIN_DIR, 0);
+	}
+	return r;
+}
+
 static int make_dev(struct rd_view_error *e)
 {
 	enum { N = sizeof(dev_nodes) / sizeof(dev_nodes[0]) };
@@ -175,6 +236,8 @@ static int make_dev(struct rd_view_error *e)
 		r = -errno;
 		goto out;
 	}
+	if ((r = make_bin(e)) < 0)
+		goto out;
 	/* Nothing more is made in /dev itself: its tmpfs read-only (not what is mounted on it). */
 	e->what = "making /dev read-only";
 	r = set_readonly("/dev", 0);

@@ -18,6 +18,12 @@ struct rd_view_error {
  * not a tmpfs of its own for each mask). */
 #define RD_VIEW_EMPTY_DIR "/dev/.empty"
 
+/* A directory of the view's own, read-only, where the one program runnerd puts in every
+ * command's view lives: git for a program a rule grants a secret, first on its PATH
+ * (supervisor/grant.c), which tells git the repository runnerd checked where that program
+ * started. Not under /dev's tmpfs: that one is noexec. */
+#define RD_VIEW_BIN_DIR "/dev/.runnerd"
+
 /* Where commands may write (absolute paths, each once): everything else is read-only. */
 struct rd_view_paths {
 	char *const *write; /* the writable roots */

@@ -84,6 +84,7 @@ void sup_req_free(struct req *q)
 	free(q->map);
 	free(q->path);
 	free(q->git_top);
+	free(q->git_cwd);
 	free(q);
 }
 

@@ -66,6 +66,7 @@ struct req {
 	 * the repository its git is to take (sup_grant_reads); NULL if none. */
 	char *git_top;
 	bool git_top_dir; /* its .git a directory (not a file naming one elsewhere) */
+	char *git_cwd;    /* where the check started: the caller's cwd */
 };
 
 struct req *sup_req_new(void);

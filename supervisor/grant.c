@@ -538,6 +538,10 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 		return EACCES;
 	}
 	cwd[len] = '\0';
+	if (!(q->git_cwd = strdup(cwd))) {
+		snprintf(why, n, "out of memory checking a granted command's repository");
+		return ENOMEM;
+	}
 	return check_repo(u, q, cwd, why, n);
 }
 
@@ -549,12 +553,15 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
  * for clone and init, which make the repository GIT_DIR names; not where the agent started
  * with one of the three (its own, kept by rd_grant_pinned_names). git hands them to its hooks
  * and aliases, as githooks(5) says it may: a hook that works in another repository clears
- * them first. Other programs that run git (gh) are not told: they clone too, and git clone
- * refuses a GIT_WORK_TREE that is there (docs/configuration.md, "Grants"). Returns 1 when
- * told, 0 when not, -ENOMEM. */
-static int pin_git_dir(struct req *q, bool makes)
+ * them first. A granted program that is not git gets them as RUNNERD_GIT_DIR and so on, for
+ * the git of RD_VIEW_BIN_DIR (sandbox/view.c), first on its PATH, which tells the real git
+ * (RUNNERD_GIT) the repository where the program started, but not where git clones, inits or
+ * is told another (git clone refuses a GIT_WORK_TREE that is there; gh runs it). Returns 1
+ * when git itself is told, 0 when not, -ENOMEM. */
+static int pin_git_dir(struct req *q, bool makes, const char *real_git)
 {
-	if (!is_git(q) || makes)
+	bool git = is_git(q);
+	if ((git && makes) || (!git && !real_git))
 		return 0;
 	for (size_t i = 0; i < q->env.n_env; i++) {
 		const char *e = q->env.envp[i];
@@ -562,18 +569,23 @@ static int pin_git_dir(struct req *q, bool makes)
 		    strncmp(e, "GIT_COMMON_DIR=", 15) == 0)
 			return 0;
 	}
-	if (!q->git_top)
-		return rd_env_put(&q->env, "GIT_DIR=/dev/null") < 0 ? -ENOMEM : 1;
-	const char *top = strcmp(q->git_top, "/") ? q->git_top : "";
-	_cleanup_free_ char *dir = NULL, *tree = NULL, *common = NULL;
-	if (asprintf(&dir, "GIT_DIR=%s/.git", top) < 0 ||
-	    asprintf(&tree, "GIT_WORK_TREE=%s", q->git_top) < 0 ||
-	    (q->git_top_dir && asprintf(&common, "GIT_COMMON_DIR=%s/.git", top) < 0))
+	const char *pre = git ? "" : "RUNNERD_";
+	const char *top = q->git_top && strcmp(q->git_top, "/") ? q->git_top : "";
+	_cleanup_free_ char *dir = NULL, *tree = NULL, *common = NULL, *at = NULL, *prog = NULL;
+	if (q->git_top ? asprintf(&dir, "%sGIT_DIR=%s/.git", pre, top) < 0 ||
+	                     asprintf(&tree, "%sGIT_WORK_TREE=%s", pre, q->git_top) < 0 ||
+	                     (q->git_top_dir &&
+	                      asprintf(&common, "%sGIT_COMMON_DIR=%s/.git", pre, top) < 0)
+	               : asprintf(&dir, "%sGIT_DIR=/dev/null", pre) < 0)
 		return -ENOMEM;
-	if (rd_env_put(&q->env, dir) < 0 || rd_env_put(&q->env, tree) < 0 ||
-	    (common && rd_env_put(&q->env, common) < 0))
+	if (!git && (asprintf(&at, "RUNNERD_GIT_CWD=%s", q->git_cwd ? q->git_cwd : "") < 0 ||
+	             asprintf(&prog, "RUNNERD_GIT=%s", real_git) < 0))
 		return -ENOMEM;
-	return 1;
+	const char *const puts[] = {dir, tree, common, at, prog};
+	for (size_t i = 0; i < ARRAY_SIZE(puts); i++)
+		if (puts[i] && rd_env_put(&q->env, puts[i]) < 0)
+			return -ENOMEM;
+	return git;
 }
 
 /* s quoted as git quotes GIT_CONFIG_PARAMETERS: in ', with ' as '\''; appended to o. */
@@ -595,11 +607,15 @@ int sup_grant_env(struct sup *u, struct req *q)
 	for (size_t i = 0; i < q->env.n_env; i++)
 		if (strncmp(q->env.envp[i], "PATH=", 5) == 0)
 			path = q->env.envp[i] + 5;
+	/* The git a program that is not git finds first on that PATH (pin_git_dir). */
+	_cleanup_free_ char *real_git = NULL;
+	bool other = !is_git(q);
 	if (path) {
-		_cleanup_free_ char *out = malloc(strlen(path) + 6);
+		_cleanup_free_ char *out = malloc(strlen(path) + sizeof(RD_VIEW_BIN_DIR) + 6);
 		if (!out)
 			return -ENOMEM;
 		char *o = stpcpy(out, "PATH=");
+		char *first = o;
 		for (const char *e = path; *e;) {
 			size_t len = strcspn(e, ":");
 			char dir[PATH_MAX];
@@ -622,9 +638,23 @@ int sup_grant_env(struct sup *u, struct req *q)
 				memcpy(o, e, len);
 				o += len;
 			}
+			struct stat st;
+			if (keep && other && !real_git && len + 5 < sizeof(dir)) {
+				strcpy(dir + len, "/git");
+				if (stat(dir, &st) == 0 && S_ISREG(st.st_mode) &&
+				    access(dir, X_OK) == 0 && !(real_git = strdup(dir)))
+					return -ENOMEM;
+			}
 			e += len + (e[len] == ':');
 		}
 		*o = '\0';
+		/* That git's own first, for a program that is not git. */
+		if (real_git) {
+			size_t n = strlen(first);
+			memmove(first + sizeof(RD_VIEW_BIN_DIR), first, n + 1);
+			memcpy(first, RD_VIEW_BIN_DIR, sizeof(RD_VIEW_BIN_DIR) - 1);
+			first[sizeof(RD_VIEW_BIN_DIR) - 1] = n ? ':' : '\0';
+		}
 		if (rd_env_put(&q->env, out) < 0)
 			return -ENOMEM;
 	}
@@ -652,7 +682,7 @@ int sup_grant_env(struct sup *u, struct req *q)
 	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
 	bool makes = sub && (strcmp(sub, "clone") == 0 || strcmp(sub, "init") == 0 ||
 	                     strcmp(sub, "init-db") == 0);
-	int told = pin_git_dir(q, makes);
+	int told = pin_git_dir(q, makes, real_git);
 	if (told < 0)
 		return told;
 	const char *top = q->git_top && strcmp(q->git_top, "/") ? q->git_top : "";

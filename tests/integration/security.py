@@ -392,6 +392,27 @@ def git_grant(tmp, name):
     return "ghp_%s_%s" % (name, os.urandom(6).hex()), git, ws, prof
 
 
+def program_grant(tmp, name, prog):
+    """As git_grant, for another program that runs git (prog, found on PATH): (token, its
+    path, workspace, profile), or None if there is no git or no prog (skipped, said)."""
+    os.chmod(tmp, 0o755)
+    path = shutil.which(prog)
+    if not shutil.which("git") or not path:
+        common.skip_part("%s: git and %s are needed" % (name, prog))
+        return None
+    path = os.path.realpath(path)
+    ws = os.path.join(tmp, "ws")
+    os.makedirs(ws)
+    pin = {"sha256": hashlib.sha256(open(path, "rb").read()).hexdigest()} \
+        if os.geteuid() == 0 else {}
+    prof = write_profile(tmp, name, {
+        "default": "allow", "env_allow": [],
+        "rules": [dict({"action": "allow", "env_allow": ["GH_TOKEN"], "match": {"path": path}},
+                       **pin)]},
+        agent_env_allow=["GH_TOKEN"])
+    return "ghp_%s_%s" % (name, os.urandom(6).hex()), path, ws, prof
+
+
 def test_grant_repo_made(tmp):
     """A workspace that is no git repository at the start: a command makes one (git init)
     with a hook of its own. Its .git/hooks was protected in name only (missing at the start,
@@ -879,6 +900,90 @@ def test_grant_git_late_repo(tmp):
     check("grant git late repo: a granted commit in a subdirectory works",
           "commit_rc=0" in out.stdout and out.stdout.strip().endswith(ws),
           out.stdout[-300:] + out.stderr[-300:])
+
+
+def test_grant_other_git(tmp):
+    """A granted program that is not git but runs it (gh does; env stands for it here) finds
+    runnerd's git first on its PATH, which tells the real git the repository the grant's check
+    took where the program started. The build before: a command in the background that
+    wrote a .git/commondir, or moved a .git of its own in and out between the cwd and the
+    checked top, had some of 40 such fetches run its core.sshCommand with the token. Its git
+    still works as before: where it is told another repository (-C), clones one, runs in
+    another directory, from a subdirectory; and git is the real one's."""
+    setup = program_grant(tmp, "other", "env")
+    if not setup:
+        return
+    token, prog, ws, prof = setup
+    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@x")
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    os.makedirs(os.path.join(ws, "a", "b"))
+    subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", "mine"], check=True,
+                   env=genv)
+    other = os.path.join(tmp, "otherrepo")
+    subprocess.run(["git", "init", "-q", other], check=True)
+    subprocess.run(["git", "-C", other, "commit", "-q", "--allow-empty", "-m", "theirs"],
+                   check=True, env=genv)
+    env = base_env()
+    env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+    for kind, at, sub in (("commondir", ".git", "."), ("nearer", "..", "a/b")):
+        leak = os.path.join(tmp, "leak-" + kind)
+        evil = os.path.join(tmp, "evil-" + kind)
+        subprocess.run(["git", "init", "-q", evil], check=True)
+        subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"],
+                       check=True, env=genv)
+        with open(os.path.join(evil, ".git", "config"), "a") as f:
+            f.write(git_ssh_trap(tmp, leak))
+        common.open_to_all(tmp)
+        if kind == "commondir":
+            loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
+                    "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
+            clean = ".git/commondir .git/cd1"
+        else:
+            loop = ("cp -r {0} {1}/.gitx && while :; do mv {1}/.gitx {1}/.git; "
+                    "mv {1}/.git {1}/.gitx; done".format(os.path.join(evil, ".git"), at))
+            clean = "{0}/.git {0}/.gitx".format(at)
+        script = "\n".join([
+            "cd %s" % sub,
+            "sh -c \"%s\" >/dev/null 2>&1 &" % loop,
+            "sleep 0.2",
+            "for i in $(seq 40); do env git fetch -q origin 2>/dev/null; done; echo runs=done",
+            "kill %%1; wait; rm -rf %s" % clean,
+        ])
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                             capture_output=True, text=True, timeout=300)
+        check("grant other git (%s): the runs ran" % kind, "runs=done" in out.stdout,
+              out.stdout[-300:] + out.stderr[-300:])
+        leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+        check("grant other git (%s): no program of a command's ran with the token" % kind,
+              leaks == 0, "%d leaks in 40 fetches" % leaks)
+    served = git_daemon(tmp, genv)
+    if not served:
+        return
+    url, daemon = served
+    common.open_to_all(tmp)
+    script = "; ".join([
+        "echo top=$(cd a/b && env git rev-parse --show-toplevel)",
+        "echo log=$(env git log -1 --format=%s)",
+        "echo other=$(env git -C %s log -1 --format=%%s)" % other,
+        "echo there=$(env sh -c 'cd %s && git log -1 --format=%%s')" % other,
+        "env git clone -q %s cloned && echo clone=$(git -C cloned log -1 --format=%%s)" % url,
+        "echo version=$(env git --version)",
+    ])
+    try:
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        daemon.kill()
+        daemon.wait()
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    want = {"top": ws, "log": "mine", "other": "theirs", "there": "theirs", "clone": "s"}
+    check("grant other git: its git works where it is, with -C, elsewhere, and clones",
+          all(got.get(k) == v for k, v in want.items()),
+          repr(got) + out.stderr[-300:])
+    check("grant other git: the real git answers", got.get("version", "").startswith(
+        "git version"), repr(got))
 
 
 def test_grant_git_hooks_plain(tmp):
@@ -2036,6 +2141,7 @@ def main():
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks_plain,
+             test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,

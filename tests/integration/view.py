@@ -7,7 +7,8 @@ run it (docs/threat-model.md, "The command's view of the machine"):
   real; the test restores core_pattern, whatever happened. /proc/sysrq-trigger, /sys: read-only.
   The command is in a user namespace that is not the machine's, also when runnerd is root.
 - its own /dev: a few device nodes, its own devpts (a terminal outside, held open by the test,
-  is out of reach) and its own /dev/shm (a POSIX shm file outside is out of reach);
+  is out of reach), its own /dev/shm (a POSIX shm file outside is out of reach), and
+  /dev/.runnerd with runnerd's git alone, read-only;
 - its own System V IPC: a shared memory segment and a message queue made outside, each with a
   canary, are out of reach.
 
@@ -122,12 +123,17 @@ def test_view(tmp):
     check("view: the command's user namespace is not its caller's (%s)" % got["userns"],
           got["userns"] != os.readlink("/proc/self/ns/user"))
     want = {"null", "zero", "full", "random", "urandom", "ptmx", "fd", "stdin", "stdout",
-            "stderr", "pts", "shm", ".empty"} | ({"tty"} if os.path.exists("/dev/tty") else set())
+            "stderr", "pts", "shm", ".empty", ".runnerd"} | \
+        ({"tty"} if os.path.exists("/dev/tty") else set())
     check("view: /dev holds only the sandbox's own", set(got["dev"]) == want,
           "extra %s, missing %s" % (sorted(set(got["dev"]) - want),
                                     sorted(want - set(got["dev"]))))
     check("view: nothing can be made in /dev (%s)" % got["dev_write"],
           got["dev_write"] == "EROFS")
+    check("view: /dev/.runnerd holds runnerd's git alone, read-only (%s, %s)" % (
+        got["dev/.runnerd_write"], got["dev_bin_git_write"]),
+        got["dev_bin"] == ["git"] and got["dev/.runnerd_write"] == "EROFS" and
+        got["dev_bin_git_write"] == "EROFS", repr(got["dev_bin"]))
     check("view: /dev/pts is the sandbox's own devpts", got["pts"] == ["ptmx"], repr(got["pts"]))
     check("view: a terminal outside is out of reach (%s)" % got["tty"], got["tty"] == "ENOENT")
     check("view: the device nodes work", got["devices"] == [16, 16, 16], repr(got["devices"]))

@@ -43,7 +43,7 @@ try:
     out["sysrq"] = "opened"
 except OSError as e:
     out["sysrq"] = err(e)
-for name in ("sys", "dev"):
+for name in ("sys", "dev", "dev/.runnerd"):
     try:
         open("/%s/runnerd-probe" % name, "w").close()
         out[name + "_write"] = "written"
@@ -55,6 +55,12 @@ out["proc_readonly"] = {d: bool(os.statvfs(d).f_flag & os.ST_RDONLY)
                         for d in ("/proc/fs", "/proc/acpi", "/proc/scsi", "/proc/asound")
                         if os.path.isdir(d)}
 out["dev"] = sorted(os.listdir("/dev"))
+out["dev_bin"] = sorted(os.listdir("/dev/.runnerd")) if os.path.isdir("/dev/.runnerd") else None
+try:
+    open("/dev/.runnerd/git", "a").close()
+    out["dev_bin_git_write"] = "written"
+except OSError as e:
+    out["dev_bin_git_write"] = err(e)
 out["pts"] = sorted(os.listdir("/dev/pts"))
 try:
     with open("/dev/null", "wb") as f:
