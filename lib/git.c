@@ -1,8 +1,11 @@
 #include "lib/git.h"
 #include "lib/util.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -229,4 +232,51 @@ bool rd_git_modules_enter(const char *path)
 			return true;
 	}
 	return false;
+}
+
+bool rd_git_dir_of(const char *dotgit, char *gd, size_t n)
+{
+	struct stat st;
+	if (stat(dotgit, &st) < 0)
+		return false;
+	if (S_ISDIR(st.st_mode)) {
+		char real[PATH_MAX];
+		return realpath(dotgit, real) && (size_t)snprintf(gd, n, "%s", real) < n;
+	}
+	char buf[PATH_MAX + 16];
+	_cleanup_close_ int fd =
+	    S_ISREG(st.st_mode) ? open(dotgit, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (len <= 8 || strncmp(buf, "gitdir: ", 8) != 0)
+		return false;
+	while (len > 8 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		len--;
+	buf[len] = '\0';
+	const char *dir = buf + 8, *slash = strrchr(dotgit, '/');
+	return (size_t)(dir[0] == '/'
+	                    ? snprintf(gd, n, "%s", dir)
+	                    : snprintf(gd, n, "%.*s/%s", (int)(slash - dotgit), dotgit, dir)) < n;
+}
+
+bool rd_git_common_dir(const char *gd, char *common, size_t n)
+{
+	char path[PATH_MAX + 16], buf[PATH_MAX + 2], real[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/commondir", gd) >= sizeof(path))
+		return false;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT && realpath(gd, real) &&
+		       (size_t)snprintf(common, n, "%s", real) < n;
+	ssize_t len = read(fd, buf, sizeof(buf) - 1);
+	/* As git trims it: newlines at its end. */
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		len--;
+	if (len <= 0 || (size_t)len >= sizeof(buf) - 1 || memchr(buf, '\0', (size_t)len))
+		return false;
+	buf[len] = '\0';
+	const char *d = buf;
+	if ((size_t)(d[0] == '/' ? snprintf(path, sizeof(path), "%s", d)
+	                         : snprintf(path, sizeof(path), "%s/%s", gd, d)) >= sizeof(path))
+		return false;
+	return realpath(path, real) && (size_t)snprintf(common, n, "%s", real) < n;
 }

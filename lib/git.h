@@ -32,4 +32,15 @@ bool rd_git_config_inert(int dirfd, const char *name);
  * past? false if there is no such file. */
 bool rd_git_modules_enter(const char *path);
 
+/* The git directory that the .git at dotgit names, as git takes it, into gd: itself (a
+ * directory, or a symlink to one, resolved), or the directory a .git file names ("gitdir:
+ * DIR", relative to dotgit's directory, trailing newlines off), also through a symlink to such
+ * a file. false if it names none, or it does not fit. */
+bool rd_git_dir_of(const char *dotgit, char *gd, size_t n);
+
+/* The common directory of the git directory gd, as git takes it, into common (real path):
+ * the one its "commondir" file names (relative to gd), else gd itself. false if that cannot
+ * be read or resolved, or it does not fit. */
+bool rd_git_common_dir(const char *gd, char *common, size_t n);
+
 #endif

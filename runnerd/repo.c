@@ -137,33 +137,6 @@ void rd_repo_start(const char *workspace, struct rd_repo_start *start)
 	}
 }
 
-/* The git directory that the .git at dotgit names, as git takes it: itself (a directory, or
- * a symlink to one, resolved), or the directory a .git file names ("gitdir: DIR", relative to
- * dotgit's directory, trailing newlines off), also through a symlink to such a file. */
-static bool git_dir_of(const char *dotgit, char *gd, size_t n)
-{
-	struct stat st;
-	if (stat(dotgit, &st) < 0)
-		return false;
-	if (S_ISDIR(st.st_mode)) {
-		char real[PATH_MAX];
-		return realpath(dotgit, real) && (size_t)snprintf(gd, n, "%s", real) < n;
-	}
-	char buf[PATH_MAX + 16];
-	_cleanup_close_ int fd =
-	    S_ISREG(st.st_mode) ? open(dotgit, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
-	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (len <= 8 || strncmp(buf, "gitdir: ", 8) != 0)
-		return false;
-	while (len > 8 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
-		len--;
-	buf[len] = '\0';
-	const char *dir = buf + 8, *slash = strrchr(dotgit, '/');
-	return (size_t)(dir[0] == '/'
-	                    ? snprintf(gd, n, "%s", dir)
-	                    : snprintf(gd, n, "%.*s/%s", (int)(slash - dotgit), dotgit, dir)) < n;
-}
-
 static bool after(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
@@ -197,7 +170,7 @@ static void check_gitlinks(const char *workspace, const struct rd_repo_start *st
 		                     now.v[i]) >= sizeof(path))
 			continue;
 		snprintf(git, sizeof(git), "%s/.git", path);
-		if (!git_dir_of(git, gd, sizeof(gd)) ||
+		if (!rd_git_dir_of(git, gd, sizeof(gd)) ||
 		    (size_t)snprintf(config, sizeof(config), "%s/config", gd) >= sizeof(config) ||
 		    lstat(config, &st) < 0)
 			continue;
@@ -322,7 +295,7 @@ static void check_nested_one(const char *path, const char *workspace,
 	/* Changed (a rename into the workspace, git's own writes there): all of it is judged;
 	 * made: moved aside too. */
 	bool fresh = after(&st.st_ctim, &start->when), made = born_after(path, start);
-	if (!git_dir_of(path, gd, sizeof(gd)))
+	if (!rd_git_dir_of(path, gd, sizeof(gd)))
 		return;
 	const char *why = nested_why(gd, fresh || made, workspace, start);
 	if (why)

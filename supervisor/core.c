@@ -85,6 +85,8 @@ void sup_req_free(struct req *q)
 	free(q->path);
 	free(q->git_top);
 	free(q->git_cwd);
+	free(q->git_dir);
+	free(q->git_common);
 	free(q);
 }
 

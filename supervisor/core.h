@@ -67,6 +67,9 @@ struct req {
 	char *git_top;
 	bool git_top_dir; /* its .git a directory (not a file naming one elsewhere) */
 	char *git_cwd;    /* where the check started: the caller's cwd */
+	/* Its git directory and common directory, real paths, as the check took them (a .git
+	 * file's gitdir, and the commondir there). */
+	char *git_dir, *git_common;
 };
 
 struct req *sup_req_new(void);

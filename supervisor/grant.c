@@ -356,32 +356,84 @@ static bool sequencing(const struct req *q)
 	return true;
 }
 
-/* Whether git (a .git directory) stays where it is until a granted git has started: outside
- * the writable roots, or bound on itself in every command's view (a writable root of its own,
- * as the workspace's .git is; or on the way to a protected path there at the start), so that
- * no command can rename it away and put a repository of its own in its place between the
- * check and git's start. */
+/* Whether git (a .git directory) stays where it is until a granted git has started, in every
+ * command's view, so that no command can rename it away and put a repository of its own in
+ * its place between the check and git's start: outside the writable roots; on the way to a
+ * protected path there at the start (protect() in sandbox/view.c binds every directory from
+ * the deepest writable root down to it); or a writable root of the session's own (bound on
+ * itself) whose directory is one too, or read-only (the workspace's .git: a mount point in a
+ * mount point, neither of which can be renamed; a root of one rule's view alone is no mount
+ * in the others'). */
 static bool held_in_place(struct sup *u, const char *git)
 {
-	const struct rd_view_paths *v = any_view(u);
-	if (!rd_view_entry_replaceable(v, git))
-		for (size_t i = 0; i < v->n_protect; i++) {
-			if (!rd_path_within(v->protect[i], git))
-				continue;
-			/* A protected path missing at the start bound nothing on its way. */
-			bool missing = false;
-			for (size_t k = 0; u->s->missing && k < u->s->missing->n; k++)
-				missing =
-				    missing || strcmp(u->s->missing->v[k], v->protect[i]) == 0;
-			if (!missing)
-				return true;
-		}
+	const struct rd_view_paths *v = any_view(u), *own = &u->s->view;
 	if (!rd_view_writable_root(v, git))
 		return true;
-	for (size_t i = 0; i < v->n_write; i++)
-		if (strcmp(v->write[i], git) == 0)
+	for (size_t i = 0; i < v->n_protect; i++) {
+		if (!rd_path_within(v->protect[i], git))
+			continue;
+		/* A protected path missing at the start bound nothing on its way. */
+		bool missing = false;
+		for (size_t k = 0; u->s->missing && k < u->s->missing->n; k++)
+			missing = missing || strcmp(u->s->missing->v[k], v->protect[i]) == 0;
+		if (!missing)
 			return true;
-	return false;
+	}
+	char up[PATH_MAX];
+	const char *slash = strrchr(git, '/');
+	if (!slash || (size_t)snprintf(up, sizeof(up), "%.*s",
+	                               slash == git ? 1 : (int)(slash - git), git) >= sizeof(up))
+		return false;
+	bool root = false, up_root = !rd_view_writable_root(v, up);
+	for (size_t i = 0; i < own->n_write; i++) {
+		root = root || strcmp(own->write[i], git) == 0;
+		up_root = up_root || strcmp(own->write[i], up) == 0;
+	}
+	return root && up_root;
+}
+
+/* For a .git that is a file (a linked worktree's, a submodule's): the directory it names (gd)
+ * and that one's common directory (common), whose configuration, hooks and commondir git
+ * reads, judged as the check judges a .git directory's; NULL, or what makes it one a command
+ * could have turned (a worktree outside the workspace whose .git/worktrees/NAME/commondir, in
+ * the workspace, a command rewrote to name a repository of its own). */
+static const char *linked_repo(struct sup *u, const char *git, char *gd, char *common)
+{
+	const struct rd_view_paths *v = any_view(u);
+	char named[PATH_MAX], p[PATH_MAX + 32];
+	if (!rd_git_dir_of(git, named, sizeof(named)) || !realpath(named, gd))
+		return "is a file that names no git directory runnerd can follow";
+	if (!rd_git_common_dir(gd, common, PATH_MAX))
+		return "names a git directory whose commondir runnerd cannot follow";
+	snprintf(p, sizeof(p), "%s/config", common);
+	if (rd_view_writable_root(v, p))
+		return "names a repository whose configuration commands can write";
+	snprintf(p, sizeof(p), "%s/hooks", common);
+	if (rd_view_writable_root(v, p))
+		return "names a repository whose hooks commands can write";
+	/* (The git directory itself may be a command's to swap, as .git/worktrees/NAME: git is
+	 * told its common directory, and takes from it only HEAD, the index and the logs, and a
+	 * config.worktree where the configuration says so, below.) */
+	if (!held_in_place(u, common))
+		return "names a common git directory that lies where commands can write, and is "
+		       "not held in place";
+	/* A configuration of the worktree's own, which extensions.worktreeConfig has git read
+	 * (the whole configuration looked at for the word, as a check that cannot miss it). */
+	snprintf(p, sizeof(p), "%s/config", common);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	char buf[65536];
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	bool per_tree = len < 0 || len == (ssize_t)sizeof(buf) - 1;
+	if (len >= 0) {
+		buf[len] = '\0';
+		for (char *c = buf; c < buf + len; c++)
+			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+		per_tree = per_tree || memmem(buf, (size_t)len, "worktreeconfig", 14);
+	}
+	snprintf(p, sizeof(p), "%s/config.worktree", gd);
+	if (per_tree && rd_view_writable_root(v, p))
+		return "names a git directory whose config.worktree commands can write";
+	return NULL;
 }
 
 /* The git repository git would take for a command in dir: the nearest .git at or above it
@@ -413,10 +465,15 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 		snprintf(git, sizeof(git), "%s/.git", top);
 		if (lstat(git, &st) == 0) {
 			const char *what = NULL;
+			char gd[PATH_MAX + 8], common[PATH_MAX + 8];
+			snprintf(gd, sizeof(gd), "%s", git);
+			snprintf(common, sizeof(common), "%s", git);
 			if (!S_ISDIR(st.st_mode)) {
 				if (rd_view_writable_root(any_view(u), git))
 					what = "is a file (or symlink) commands can write, which "
 					       "names the repository git takes";
+				else
+					what = linked_repo(u, git, gd, common);
 			} else {
 				if (!held_in_place(u, git))
 					what = "lies where commands can write, and is not held in "
@@ -468,7 +525,8 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 					    "further up";
 			}
 			q->git_top_dir = S_ISDIR(st.st_mode);
-			if (!what && !(q->git_top = strdup(cur))) {
+			if (!what && (!(q->git_top = strdup(cur)) || !(q->git_dir = strdup(gd)) ||
+			              !(q->git_common = strdup(common)))) {
 				snprintf(why, n,
 				         "out of memory checking a granted command's repository");
 				return ENOMEM;
@@ -556,8 +614,9 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
  * them first. A granted program that is not git gets them as RUNNERD_GIT_DIR and so on, for
  * the git of RD_VIEW_BIN_DIR (sandbox/view.c), first on its PATH, which tells the real git
  * (RUNNERD_GIT) the repository where the program started, but not where git clones, inits or
- * is told another (git clone refuses a GIT_WORK_TREE that is there; gh runs it). Returns 1
- * when git itself is told, 0 when not, -ENOMEM. */
+ * is told another (git clone refuses a GIT_WORK_TREE that is there; gh runs it). For a .git
+ * file, the directory it names and its common directory, as the check took them. Returns 0
+ * or -ENOMEM. */
 static int pin_git_dir(struct req *q, bool makes, const char *real_git)
 {
 	bool git = is_git(q);
@@ -570,12 +629,10 @@ static int pin_git_dir(struct req *q, bool makes, const char *real_git)
 			return 0;
 	}
 	const char *pre = git ? "" : "RUNNERD_";
-	const char *top = q->git_top && strcmp(q->git_top, "/") ? q->git_top : "";
 	_cleanup_free_ char *dir = NULL, *tree = NULL, *common = NULL, *at = NULL, *prog = NULL;
-	if (q->git_top ? asprintf(&dir, "%sGIT_DIR=%s/.git", pre, top) < 0 ||
+	if (q->git_top ? asprintf(&dir, "%sGIT_DIR=%s", pre, q->git_dir) < 0 ||
 	                     asprintf(&tree, "%sGIT_WORK_TREE=%s", pre, q->git_top) < 0 ||
-	                     (q->git_top_dir &&
-	                      asprintf(&common, "%sGIT_COMMON_DIR=%s/.git", pre, top) < 0)
+	                     asprintf(&common, "%sGIT_COMMON_DIR=%s", pre, q->git_common) < 0
 	               : asprintf(&dir, "%sGIT_DIR=/dev/null", pre) < 0)
 		return -ENOMEM;
 	if (!git && (asprintf(&at, "RUNNERD_GIT_CWD=%s", q->git_cwd ? q->git_cwd : "") < 0 ||
@@ -585,7 +642,7 @@ static int pin_git_dir(struct req *q, bool makes, const char *real_git)
 	for (size_t i = 0; i < ARRAY_SIZE(puts); i++)
 		if (puts[i] && rd_env_put(&q->env, puts[i]) < 0)
 			return -ENOMEM;
-	return git;
+	return 0;
 }
 
 /* s quoted as git quotes GIT_CONFIG_PARAMETERS: in ', with ' as '\''; appended to o. */
@@ -669,36 +726,25 @@ int sup_grant_env(struct sup *u, struct req *q)
 	    "'diff.ignoreSubmodules'='all' 'status.submoduleSummary'='false' "
 	    "'fetch.recurseSubmodules'='false' 'push.recurseSubmodules'='no' "
 	    "'safe.bareRepository'='explicit'";
-	/* The hooks: for a git told the workspace's repository, those its configuration
-	 * names, as plain git takes them (its .git/hooks, protected; or its core.hooksPath,
-	 * which the session made read-only or has commands write through a layer,
-	 * runnerd/cmd_run.c), so that the git its hooks run in another repository takes that
-	 * one's (runnerd's core.hooksPath took the workspace's there). Else by an absolute
-	 * path, the checked repository's .git/hooks (a relative one, or one the configuration
-	 * names, names the hooks of the repository git works in, as a clone's new one, which a
-	 * command can write before git runs post-checkout there); none for git clone and
-	 * init, in no repository, or one whose .git is a file. (runnerd serve: the container's
-	 * hooks directory is not looked at; runnerd's is taken.) */
+	/* The hooks: by an absolute path, the checked repository's .git/hooks, protected (a
+	 * relative one names the hooks of the repository git works in, as a clone's new one,
+	 * which a command can write before git runs post-checkout there; one the configuration
+	 * names, as husky's .husky/_, runs files of the work tree that commands write); none for
+	 * git clone and init, in no repository, or one whose .git is a file. */
 	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
 	bool makes = sub && (strcmp(sub, "clone") == 0 || strcmp(sub, "init") == 0 ||
 	                     strcmp(sub, "init-db") == 0);
-	int told = pin_git_dir(q, makes, real_git);
-	if (told < 0)
-		return told;
+	if (pin_git_dir(q, makes, real_git) < 0)
+		return -ENOMEM;
 	const char *top = q->git_top && strcmp(q->git_top, "/") ? q->git_top : "";
 	_cleanup_free_ char *hooks = NULL;
-	bool own = told && q->git_top && q->git_top_dir && !u->s->remote.on && u->s->workspace &&
-	           rd_path_within(u->s->workspace, q->git_top);
-	if (!own &&
-	    (q->git_top && q->git_top_dir && !makes ? asprintf(&hooks, "%s/.git/hooks", top) < 0
-	                                            : !(hooks = strdup("/dev/null"))))
+	if (q->git_top && q->git_top_dir && !makes ? asprintf(&hooks, "%s/.git/hooks", top) < 0
+	                                           : !(hooks = strdup("/dev/null")))
 		return -ENOMEM;
-	_cleanup_free_ char *all = malloc(sizeof(params) + (hooks ? 4 * strlen(hooks) + 20 : 0));
+	_cleanup_free_ char *all = malloc(sizeof(params) + 4 * strlen(hooks) + 20);
 	if (!all)
 		return -ENOMEM;
-	char *o = stpcpy(all, params);
-	if (hooks)
-		quoted(stpcpy(o, " 'core.hooksPath'="), hooks);
+	quoted(stpcpy(stpcpy(all, params), " 'core.hooksPath'="), hooks);
 	if (rd_env_put(&q->env, all) < 0)
 		return -ENOMEM;
 	/* Nor a repository above the one its check took, where a command could have made one

@@ -28,6 +28,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -986,19 +987,73 @@ def test_grant_other_git(tmp):
         "git version"), repr(got))
 
 
-def test_grant_git_hooks_plain(tmp):
+def test_grant_git_worktree(tmp):
+    """A linked worktree outside the writable roots (its .git file read-only to commands), of
+    the workspace's repository: its git directory, .git/worktrees/NAME in the workspace, is
+    the commands' to write. A command that wrote a commondir there naming a repository of its
+    own had a granted git fetch in the worktree take that one's configuration and run its
+    core.sshCommand with the token (the build before). Now the check follows the .git file
+    and its commondir, refuses that, and tells git the directories it took; a granted git
+    in a worktree left alone works."""
+    setup = git_grant(tmp, "worktree")
+    if not setup:
+        return
+    token, git, ws, prof = setup
+    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@x")
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", "mine"], check=True,
+                   env=genv)
+    # Outside the writable roots: a directory of the home (read-only to commands).
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    outside = tempfile.mkdtemp(prefix="rd-wt-", dir=home)
+    try:
+        os.chmod(outside, 0o755)
+        wt = os.path.join(outside, "wt")
+        subprocess.run(["git", "-C", ws, "worktree", "add", "-q", wt], check=True, env=genv)
+        leak = os.path.join(tmp, "leak")
+        evil = os.path.join(tmp, "evil")
+        subprocess.run(["git", "init", "-q", "--bare", evil], check=True)
+        with open(os.path.join(evil, "config"), "a") as f:
+            f.write(git_ssh_trap(tmp, leak))
+        common.open_to_all(tmp)
+        gd = os.path.join(ws, ".git", "worktrees", "wt")
+        env = base_env()
+        env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+        script = "; ".join([
+            "(cd %s && git log -1 --format=log=%%s; echo plain_rc=$?)" % wt,
+            "sh -c 'cp %s/commondir %s/commondir.x; echo %s > %s/commondir'" % (
+                gd, gd, evil, gd),
+            "(cd %s && git fetch -q origin 2>/dev/null; echo fetch_rc=$?)" % wt,
+            "sh -c 'mv %s/commondir.x %s/commondir'" % (gd, gd),
+        ])
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                             capture_output=True, text=True, timeout=120)
+        got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+        leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+        check("grant git worktree: a granted git in the worktree works",
+              got.get("log") == "mine" and got.get("plain_rc") == "0",
+              repr(got) + out.stderr[-300:])
+        check("grant git worktree: a commondir a command wrote in .git/worktrees/NAME runs "
+              "nothing with the token", leaks == 0 and got.get("fetch_rc") not in (None, "0"),
+              "%d leaks, %r" % (leaks, got))
+    finally:
+        subprocess.run(["git", "-C", ws, "worktree", "remove", "--force", wt],
+                       capture_output=True)
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def test_grant_git_hooks(tmp):
     """A granted git is told its repository (test_grant_git_late_repo), and git hands that to
-    its hooks, as githooks(5) says it may: a hook that works in another repository clears
-    GIT_DIR and the rest first. It then works there with that repository's hooks: runnerd no
-    longer puts its own core.hooksPath in GIT_CONFIG_PARAMETERS for the workspace's
-    repository, whose hooks the session holds read-only. Before, the hook's git took the
-    workspace's hooks in the other repository (a pre-commit that commits in a repository of
-    its own ran itself for ever). The repository's own hooks still run: pre-commit,
-    post-commit, from a subdirectory too; a template does not. And a hook's own git in the
-    workspace is told the repository too: a command in the background that writes a
-    .git/commondir naming a repository of its own, while granted commits run a pre-commit
-    that fetches, had the hook's fetch run that repository's core.sshCommand with the token
-    (the build before)."""
+    its hooks, as githooks(5) says it may: a hook's own git in the workspace is told the
+    repository too. A command in the background that writes a .git/commondir naming a
+    repository of its own, while granted commits run a pre-commit that fetches, had the
+    hook's fetch run that repository's core.sshCommand with the token (the build before). A
+    hook that works in another repository clears git's variables first (GIT_CONFIG_PARAMETERS
+    too, which names runnerd's core.hooksPath), and works there, with that one's hooks. The
+    repository's own hooks still run: pre-commit, post-commit, from a subdirectory too; a
+    template does not."""
     setup = git_grant(tmp, "hooks")
     if not setup:
         return
@@ -1015,7 +1070,7 @@ def test_grant_git_hooks_plain(tmp):
         f.write("#!/bin/sh\necho \"pre=[$(pwd)][${GIT_CONFIG_PARAMETERS-unset}]\" >> %s/log\n"
                 "[ \"$(pwd)\" = %s ] || exit 0\n"
                 "[ -e %s/fetch ] && { git fetch -q origin 2>/dev/null; exit 0; }\n"
-                "unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR\n"
+                "unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_CONFIG_PARAMETERS\n"
                 "git init -q %s && git -C %s commit -q --allow-empty -m from-hook\n"
                 % (tmp, ws, tmp, other, other))
     with open(os.path.join(hooks, "post-commit"), "w") as f:
@@ -1046,8 +1101,6 @@ def test_grant_git_hooks_plain(tmp):
           "other: %r, workspace: %r" % (theirs, mine))
     check("grant git hooks: the git a hook runs in another repository takes that one's hooks, "
           "not the workspace's", "pre=[%s]" % other not in log, log)
-    check("grant git hooks: runnerd's core.hooksPath does not reach the hooks",
-          "pre=[" in log and "hooksPath" not in log, log)
     check("grant git hooks: a template (NAME.sample) does not run", "sample" not in log, log)
 
     # The race, for the hook's own git.
@@ -2140,7 +2193,7 @@ def main():
     # A crash of a test is a failure, never a pass.
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
-             test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks_plain,
+             test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
