@@ -371,35 +371,15 @@ def test_grant_repos(tmp):
           after.stdout + after.stderr)
 
 
-def git_grant(tmp, name):
-    """For a test of a rule that grants GH_TOKEN to git: (token, git, workspace, profile), the
-    workspace made (tmp/ws), or None if there is no git (skipped, said). As root, where every
-    file is the agent's to replace, the rule pins git by sha256."""
-    os.chmod(tmp, 0o755)
-    git = shutil.which("git")
-    if not git:
-        common.skip_part("%s: git is needed" % name)
-        return None
-    git = os.path.realpath(git)
-    ws = os.path.join(tmp, "ws")
-    os.makedirs(ws)
-    pin = {"sha256": hashlib.sha256(open(git, "rb").read()).hexdigest()} \
-        if os.geteuid() == 0 else {}
-    prof = write_profile(tmp, name, {
-        "default": "allow", "env_allow": [],
-        "rules": [dict({"action": "allow", "env_allow": ["GH_TOKEN"], "match": {"path": git}},
-                       **pin)]},
-        agent_env_allow=["GH_TOKEN"])
-    return "ghp_%s_%s" % (name, os.urandom(6).hex()), git, ws, prof
-
-
-def program_grant(tmp, name, prog):
-    """As git_grant, for another program that runs git (prog, found on PATH): (token, its
-    path, workspace, profile), or None if there is no git or no prog (skipped, said)."""
+def git_grant(tmp, name, prog="git"):
+    """For a test of a rule that grants GH_TOKEN to git, or to another program that runs git
+    (prog, found on PATH): (token, the program's path, workspace, profile), the workspace made
+    (tmp/ws), or None if there is no git or no prog (skipped, said). As root, where every file
+    is the agent's to replace, the rule pins the program by sha256."""
     os.chmod(tmp, 0o755)
     path = shutil.which(prog)
     if not shutil.which("git") or not path:
-        common.skip_part("%s: git and %s are needed" % (name, prog))
+        common.skip_part("%s: git%s is needed" % (name, "" if prog == "git" else " and " + prog))
         return None
     path = os.path.realpath(path)
     ws = os.path.join(tmp, "ws")
@@ -412,6 +392,26 @@ def program_grant(tmp, name, prog):
                        **pin)]},
         agent_env_allow=["GH_TOKEN"])
     return "ghp_%s_%s" % (name, os.urandom(6).hex()), path, ws, prof
+
+
+IDENTITY = dict(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@x")
+
+
+def granted_repo(tmp, name, prog="git", first="mine"):
+    """git_grant, with the workspace a repository of one commit (first): (token, workspace,
+    profile, git's environment here, the agent's environment with the token), or None."""
+    setup = git_grant(tmp, name, prog)
+    if not setup:
+        return None
+    token, _, ws, prof = setup
+    genv = dict(os.environ, **IDENTITY)
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", first], check=True,
+                   env=genv)
+    env = base_env()
+    env.update(GH_TOKEN=token, **IDENTITY)
+    return token, ws, prof, genv, env
 
 
 def test_grant_repo_made(tmp):
@@ -612,6 +612,42 @@ def git_ssh_trap(tmp, leak):
         f.write('echo "$GH_TOKEN" >> %s\nexit 1\n' % leak)
     return ("[core]\n\tsshCommand = sh %s\n[remote \"origin\"]\n"
             "\turl = ssh://git@127.0.0.1/x\n" % prog)
+
+
+def race_grant(tmp, prof, env, genv, top, kind, at, sub, cmd, n=40):
+    """A command in the background that, over and over, writes a .git/commondir naming a
+    repository of its own (kind "commondir"), or moves a .git of its own in and out of the
+    directory at (relative to sub), while the agent (started in top) runs cmd n times in sub;
+    the command's repository reaches its remote through a program that writes GH_TOKEN to a
+    file. Returns (whether the runs ran, how many tokens that program wrote, the output)."""
+    leak = os.path.join(tmp, "leak-" + kind)
+    evil = os.path.join(tmp, "evil-" + kind)
+    subprocess.run(["git", "init", "-q", evil], check=True)
+    subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"],
+                   check=True, env=genv)
+    with open(os.path.join(evil, ".git", "config"), "a") as f:
+        f.write(git_ssh_trap(tmp, leak))
+    common.open_to_all(evil)
+    os.chmod(tmp, 0o777)
+    if kind == "commondir":
+        loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
+                "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
+        clean = ".git/commondir .git/cd1"
+    else:
+        loop = ("cp -r {0} {1}/.gitx && while :; do mv {1}/.gitx {1}/.git; "
+                "mv {1}/.git {1}/.gitx; done".format(os.path.join(evil, ".git"), at))
+        clean = "{0}/.git {0}/.gitx".format(at)
+    script = "\n".join([
+        "cd %s" % sub,
+        "sh -c \"%s\" >/dev/null 2>&1 &" % loop,
+        "sleep 0.2",
+        "for i in $(seq %d); do %s 2>/dev/null; done; echo runs=done" % (n, cmd),
+        "kill %%1; wait; rm -rf %s" % clean,
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=top,
+                         capture_output=True, text=True, timeout=300)
+    leaks = open(leak).read().count(env["GH_TOKEN"]) if os.path.exists(leak) else 0
+    return "runs=done" in out.stdout, leaks, out.stdout[-300:] + out.stderr[-300:]
 
 
 def git_daemon(tmp, genv):
@@ -837,18 +873,11 @@ def test_grant_git_late_repo(tmp):
     build before: about half of 40 in the first two). The granted git is now told which
     repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR), or that there is none
     (GIT_DIR=/dev/null)."""
-    setup = git_grant(tmp, "late")
+    setup = granted_repo(tmp, "late")
     if not setup:
         return
-    token, git, ws, prof = setup
-    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
-                GIT_COMMITTER_EMAIL="t@x")
-    subprocess.run(["git", "init", "-q", ws], check=True)
+    token, ws, prof, genv, env = setup
     os.makedirs(os.path.join(ws, "a", "b"))
-    with open(os.path.join(ws, "a", "b", "f"), "w") as f:
-        f.write("f\n")
-    subprocess.run(["git", "-C", ws, "add", "."], check=True)
-    subprocess.run(["git", "-C", ws, "commit", "-q", "-m", "a"], check=True, env=genv)
     plain = os.path.join(tmp, "plain")
     os.makedirs(plain)
     # The workspace (runnerd's cwd), where the command's repository goes relative to the cwd
@@ -856,46 +885,14 @@ def test_grant_git_late_repo(tmp):
     where = {"commondir": (ws, ".git", "."), "nearer": (ws, "..", "a/b"),
              "none": (plain, ".", ".")}
     for kind, (top, at, sub) in where.items():
-        leak = os.path.join(tmp, "leak-" + kind)
-        evil = os.path.join(tmp, "evil-" + kind)
-        subprocess.run(["git", "init", "-q", evil], check=True)
-        subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"],
-                       check=True, env=genv)
-        with open(os.path.join(evil, ".git", "config"), "a") as f:
-            f.write(git_ssh_trap(tmp, leak))
-        common.open_to_all(tmp)
-        if kind == "commondir":
-            loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
-                    "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
-            clean = ".git/commondir .git/cd1"
-        else:
-            loop = ("cp -r {0} {1}/.gitx && while :; do mv {1}/.gitx {1}/.git; "
-                    "mv {1}/.git {1}/.gitx; done".format(os.path.join(evil, ".git"), at))
-            clean = "{0}/.git {0}/.gitx".format(at)
-        script = "\n".join([
-            "cd %s" % sub,
-            "sh -c \"%s\" >/dev/null 2>&1 &" % loop,
-            "sleep 0.2",
-            "for i in $(seq 40); do git fetch -q origin 2>/dev/null; "
-            "echo rc=$?; done; echo runs=done",
-            "kill %%1; wait; rm -rf %s" % clean,
-        ])
-        env = base_env()
-        env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
-                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
-        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=top,
-                             capture_output=True, text=True, timeout=300)
-        check("grant git late repo (%s): the runs ran" % kind, "runs=done" in out.stdout,
-              out.stdout[-300:] + out.stderr[-300:])
-        leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+        ran, leaks, out = race_grant(tmp, prof, env, genv, top, kind, at, sub,
+                                     "git fetch -q origin")
+        check("grant git late repo (%s): the runs ran" % kind, ran, out)
         check("grant git late repo (%s): no program of a command's ran with the token" % kind,
               leaks == 0, "%d leaks in 40 fetches" % leaks)
     # The granted git still works where it is: a commit in a subdirectory, a status, the top.
     script = "cd a/b && git commit -q --allow-empty -m sub; echo commit_rc=$?; " \
              "git status --short; git rev-parse --show-toplevel"
-    env = base_env()
-    env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
                          capture_output=True, text=True, timeout=60)
     check("grant git late repo: a granted commit in a subdirectory works",
@@ -911,52 +908,19 @@ def test_grant_other_git(tmp):
     checked top, had some of 40 such fetches run its core.sshCommand with the token. Its git
     still works as before: where it is told another repository (-C), clones one, runs in
     another directory, from a subdirectory; and git is the real one's."""
-    setup = program_grant(tmp, "other", "env")
+    setup = granted_repo(tmp, "other", "env")
     if not setup:
         return
-    token, prog, ws, prof = setup
-    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
-                GIT_COMMITTER_EMAIL="t@x")
-    subprocess.run(["git", "init", "-q", ws], check=True)
+    token, ws, prof, genv, env = setup
     os.makedirs(os.path.join(ws, "a", "b"))
-    subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", "mine"], check=True,
-                   env=genv)
     other = os.path.join(tmp, "otherrepo")
     subprocess.run(["git", "init", "-q", other], check=True)
     subprocess.run(["git", "-C", other, "commit", "-q", "--allow-empty", "-m", "theirs"],
                    check=True, env=genv)
-    env = base_env()
-    env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
     for kind, at, sub in (("commondir", ".git", "."), ("nearer", "..", "a/b")):
-        leak = os.path.join(tmp, "leak-" + kind)
-        evil = os.path.join(tmp, "evil-" + kind)
-        subprocess.run(["git", "init", "-q", evil], check=True)
-        subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"],
-                       check=True, env=genv)
-        with open(os.path.join(evil, ".git", "config"), "a") as f:
-            f.write(git_ssh_trap(tmp, leak))
-        common.open_to_all(tmp)
-        if kind == "commondir":
-            loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
-                    "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
-            clean = ".git/commondir .git/cd1"
-        else:
-            loop = ("cp -r {0} {1}/.gitx && while :; do mv {1}/.gitx {1}/.git; "
-                    "mv {1}/.git {1}/.gitx; done".format(os.path.join(evil, ".git"), at))
-            clean = "{0}/.git {0}/.gitx".format(at)
-        script = "\n".join([
-            "cd %s" % sub,
-            "sh -c \"%s\" >/dev/null 2>&1 &" % loop,
-            "sleep 0.2",
-            "for i in $(seq 40); do env git fetch -q origin 2>/dev/null; done; echo runs=done",
-            "kill %%1; wait; rm -rf %s" % clean,
-        ])
-        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
-                             capture_output=True, text=True, timeout=300)
-        check("grant other git (%s): the runs ran" % kind, "runs=done" in out.stdout,
-              out.stdout[-300:] + out.stderr[-300:])
-        leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+        ran, leaks, out = race_grant(tmp, prof, env, genv, ws, kind, at, sub,
+                                     "env git fetch -q origin")
+        check("grant other git (%s): the runs ran" % kind, ran, out)
         check("grant other git (%s): no program of a command's ran with the token" % kind,
               leaks == 0, "%d leaks in 40 fetches" % leaks)
     served = git_daemon(tmp, genv)
@@ -995,15 +959,10 @@ def test_grant_git_worktree(tmp):
     core.sshCommand with the token (the build before). Now the check follows the .git file
     and its commondir, refuses that, and tells git the directories it took; a granted git
     in a worktree left alone works."""
-    setup = git_grant(tmp, "worktree")
+    setup = granted_repo(tmp, "worktree")
     if not setup:
         return
-    token, git, ws, prof = setup
-    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
-                GIT_COMMITTER_EMAIL="t@x")
-    subprocess.run(["git", "init", "-q", ws], check=True)
-    subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", "mine"], check=True,
-                   env=genv)
+    token, ws, prof, genv, env = setup
     # Outside the writable roots: a directory of the home (read-only to commands).
     home = pwd.getpwuid(os.geteuid()).pw_dir
     outside = tempfile.mkdtemp(prefix="rd-wt-", dir=home)
@@ -1018,9 +977,6 @@ def test_grant_git_worktree(tmp):
             f.write(git_ssh_trap(tmp, leak))
         common.open_to_all(tmp)
         gd = os.path.join(ws, ".git", "worktrees", "wt")
-        env = base_env()
-        env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
-                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
         script = "; ".join([
             "(cd %s && git log -1 --format=log=%%s; echo plain_rc=$?)" % wt,
             "sh -c 'cp %s/commondir %s/commondir.x; echo %s > %s/commondir'" % (
@@ -1054,16 +1010,11 @@ def test_grant_git_hooks(tmp):
     too, which names runnerd's core.hooksPath), and works there, with that one's hooks. The
     repository's own hooks still run: pre-commit, post-commit, from a subdirectory too; a
     template does not."""
-    setup = git_grant(tmp, "hooks")
+    setup = granted_repo(tmp, "hooks", first="first")
     if not setup:
         return
-    token, git, ws, prof = setup
-    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
-                GIT_COMMITTER_EMAIL="t@x")
-    subprocess.run(["git", "init", "-q", ws], check=True)
+    token, ws, prof, genv, env = setup
     os.makedirs(os.path.join(ws, "sub"))
-    subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", "first"],
-                   check=True, env=genv)
     other = os.path.join(tmp, "other")
     hooks = os.path.join(ws, ".git", "hooks")
     with open(os.path.join(hooks, "pre-commit"), "w") as f:
@@ -1080,9 +1031,6 @@ def test_grant_git_hooks(tmp):
     common.open_to_all(tmp)
     for h in ("pre-commit", "post-commit", "commit-msg.sample"):
         os.chmod(os.path.join(hooks, h), 0o755)
-    env = base_env()
-    env.update(GH_TOKEN=token, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c",
                                             "cd sub && git commit -q --allow-empty -m mine; "
                                             "echo commit_rc=$?"]),
@@ -1104,31 +1052,10 @@ def test_grant_git_hooks(tmp):
     check("grant git hooks: a template (NAME.sample) does not run", "sample" not in log, log)
 
     # The race, for the hook's own git.
-    leak = os.path.join(tmp, "leak")
-    evil = os.path.join(tmp, "evil")
-    subprocess.run(["git", "init", "-q", evil], check=True)
-    subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"], check=True,
-                   env=genv)
-    with open(os.path.join(evil, ".git", "config"), "a") as f:
-        f.write(git_ssh_trap(tmp, leak))
     open(os.path.join(tmp, "fetch"), "w").close()
-    common.open_to_all(tmp)
-    for h in ("pre-commit", "post-commit", "commit-msg.sample"):
-        os.chmod(os.path.join(hooks, h), 0o755)
-    loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
-            "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
-    script = "\n".join([
-        "sh -c \"%s\" >/dev/null 2>&1 &" % loop,
-        "sleep 0.2",
-        "for i in $(seq 30); do git commit -q --allow-empty -m r 2>/dev/null; done",
-        "echo runs=done",
-        "kill %1; wait; rm -f .git/commondir .git/cd1",
-    ])
-    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
-                         capture_output=True, text=True, timeout=300)
-    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
-    check("grant git hooks: the runs ran", "runs=done" in out.stdout,
-          out.stdout[-300:] + out.stderr[-300:])
+    ran, leaks, out = race_grant(tmp, prof, env, genv, ws, "commondir", ".git", ".",
+                                 "git commit -q --allow-empty -m r", n=30)
+    check("grant git hooks: the runs ran", ran, out)
     check("grant git hooks: a hook's git, raced with a .git/commondir, ran no program of a "
           "command's with the token", leaks == 0, "%d leaks in 30 commits" % leaks)
 
