@@ -319,6 +319,21 @@ int rd_env_put(struct rd_env_result *r, const char *entry)
 	return 0;
 }
 
+void rd_env_drop_prefix(struct rd_env_result *r, const char *prefix)
+{
+	size_t n = 0, len = strlen(prefix);
+	for (size_t i = 0; i < r->n_env; i++) {
+		if (strncmp(r->envp[i], prefix, len) == 0) {
+			r->bytes -= strlen(r->envp[i]) + 1;
+			continue;
+		}
+		r->envp[n++] = r->envp[i];
+	}
+	if (r->envp)
+		r->envp[n] = NULL;
+	r->n_env = n;
+}
+
 int rd_env_secret_entries(const struct rd_env_result *r, struct rd_strv *out)
 {
 	*out = (struct rd_strv){0};

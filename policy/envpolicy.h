@@ -113,6 +113,9 @@ void rd_env_result_free(struct rd_env_result *r);
  * stripped (RD_ENV_DENIED_GRANT) if the agent had none. */
 void rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char *const *start);
 
+/* Every entry of r whose text starts with prefix ("NAME=" for one name) taken out. */
+void rd_env_drop_prefix(struct rd_env_result *r, const char *prefix);
+
 /* entry ("NAME=value", copied) in r's output in place of any variable of that name, or added
  * at its end: a value of runnerd's own (the audit's verdicts do not list it). Returns 0 or
  * -ENOMEM (r unchanged). */

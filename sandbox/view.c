@@ -112,11 +112,15 @@ static int readonly_tree(const char *path)
 }
 
 /* git for a program a rule grants a secret (RD_VIEW_BIN_DIR; supervisor/grant.c sets what it
- * reads): where that program started, git is told the repository runnerd checked there
- * (RUNNERD_GIT_DIR, _WORK_TREE, _COMMON_DIR), so that a .git/commondir or a nearer .git a
- * command made after the check is not taken; not where git is told another (-C, --git-dir,
- * --work-tree, --bare, GIT_DIR) or makes one (clone, init), nor elsewhere (a clone's new
- * directory, a hook's other repository). Then the real git (RUNNERD_GIT). */
+ * reads). Run at or under the work tree runnerd checked (or, with none, where the program
+ * started), by the directory it is in, not by the path it started in (which a command may
+ * rename), it tells git that repository (RUNNERD_GIT_DIR, _WORK_TREE, _COMMON_DIR), so that a
+ * .git/commondir or a nearer .git a command made after the check is not taken; and where a
+ * .git is there now between it and that top (one made since: a command's, or the program's
+ * own git init), it refuses, as git would work on the wrong repository. Not where git is
+ * told another (-C, --git-dir, --work-tree, --bare, GIT_DIR) or makes one (clone, init), nor
+ * elsewhere (a clone's new directory, a hook's other repository). Then the real git
+ * (RUNNERD_GIT). */
 static const char git_shim[] =
     "#!/bin/sh\n"
     "# runnerd: git for a program a rule grants a secret\n"
@@ -124,9 +128,9 @@ static const char git_shim[] =
     "\techo 'runnerd: git: RUNNERD_GIT is not set (this git is for granted programs)' >&2\n"
     "\texit 127\n"
     "fi\n"
-    "if [ -n \"${RUNNERD_GIT_DIR-}\" ] &&\n"
-    "\t[ -z \"${GIT_DIR+1}${GIT_WORK_TREE+1}${GIT_COMMON_DIR+1}\" ] &&\n"
-    "\t[ \"$(pwd -P)\" = \"${RUNNERD_GIT_CWD-}\" ]; then\n"
+    "pin=\n"
+    "if [ -n \"${RUNNERD_GIT_DIR-}\" ] && [ -z "
+    "\"${GIT_DIR+1}${GIT_WORK_TREE+1}${GIT_COMMON_DIR+1}\" ]; then\n"
     "\tpin=1 skip=\n"
     "\tfor a do\n"
     "\t\tif [ -n \"$skip\" ]; then skip=; continue; fi\n"
@@ -138,12 +142,32 @@ static const char git_shim[] =
     "\t\t*) break ;;\n"
     "\t\tesac\n"
     "\tdone\n"
-    "\tif [ -n \"$pin\" ]; then\n"
-    "\t\texport GIT_DIR=\"$RUNNERD_GIT_DIR\"\n"
-    "\t\t[ -z \"${RUNNERD_GIT_WORK_TREE-}\" ] || export GIT_WORK_TREE=\"$RUNNERD_GIT_WORK_TREE\"\n"
-    "\t\t[ -z \"${RUNNERD_GIT_COMMON_DIR-}\" ] || export "
-    "GIT_COMMON_DIR=\"$RUNNERD_GIT_COMMON_DIR\"\n"
-    "\tfi\n"
+    "fi\n"
+    "if [ -n \"$pin\" ]; then\n"
+    "\there=$(pwd -P && echo .) || exit 128\n"
+    "\there=${here%??}\n"
+    "\ttop=${RUNNERD_GIT_WORK_TREE:-$RUNNERD_GIT_CWD}\n"
+    "\ttop=${top%/}\n"
+    "\tcase $here/ in\n"
+    "\t\"$top\"/*) ;;\n"
+    "\t*) pin= ;;\n"
+    "\tesac\n"
+    "fi\n"
+    "if [ -n \"$pin\" ]; then\n"
+    "\td=$here\n"
+    "\twhile ! { [ -n \"${RUNNERD_GIT_WORK_TREE-}\" ] && [ \"$d\" = \"$top\" ]; }; do\n"
+    "\t\tif [ -e \"$d/.git\" ] || [ -L \"$d/.git\" ]; then\n"
+    "\t\t\techo \"runnerd: git: $d/.git was made after runnerd checked the repository of\" \\\n"
+    "\t\t\t\t\"this program that holds a secret (${RUNNERD_GIT_WORK_TREE:-none}),\" \\\n"
+    "\t\t\t\t\"so its git does not work there; run git there without the secret\" >&2\n"
+    "\t\t\texit 128\n"
+    "\t\tfi\n"
+    "\t\t[ -n \"$d\" ] || break\n"
+    "\t\td=${d%/*}\n"
+    "\tdone\n"
+    "\texport GIT_DIR=\"$RUNNERD_GIT_DIR\"\n"
+    "\t[ -z \"${RUNNERD_GIT_WORK_TREE-}\" ] || export GIT_WORK_TREE=\"$RUNNERD_GIT_WORK_TREE\"\n"
+    "\t[ -z \"${RUNNERD_GIT_COMMON_DIR-}\" ] || export GIT_COMMON_DIR=\"$RUNNERD_GIT_COMMON_DIR\"\n"
     "fi\n"
     "exec \"$RUNNERD_GIT\" \"$@\"\n";
 

@@ -465,10 +465,11 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 		snprintf(git, sizeof(git), "%s/.git", top);
 		if (lstat(git, &st) == 0) {
 			const char *what = NULL;
+			bool is_dir = S_ISDIR(st.st_mode);
 			char gd[PATH_MAX + 8], common[PATH_MAX + 8];
 			snprintf(gd, sizeof(gd), "%s", git);
 			snprintf(common, sizeof(common), "%s", git);
-			if (!S_ISDIR(st.st_mode)) {
+			if (!is_dir) {
 				if (rd_view_writable_root(any_view(u), git))
 					what = "is a file (or symlink) commands can write, which "
 					       "names the repository git takes";
@@ -488,43 +489,43 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 						        ? "has hooks that commands can write"
 						        : "has a configuration commands can write";
 				}
-				/* A rebase, cherry-pick or revert in progress, for one that
-				 * would go on with it: its todo and options are files commands
-				 * can write (an exec line, a strategy of the work tree's). */
-				static const char *const seq[] = {"rebase-merge", "rebase-apply",
-				                                  "sequencer"};
-				for (size_t i = 0; !what && sequencing(q) && i < ARRAY_SIZE(seq);
-				     i++) {
-					snprintf(sub, sizeof(sub), "%s/%s", git, seq[i]);
-					if (lstat(sub, &st) == 0)
-						what = "has a rebase, cherry-pick or revert in "
-						       "progress, whose todo commands could have "
-						       "written (an exec line runs with the "
-						       "secret); check it, and go on with it "
-						       "where no secret is granted, or abort it";
-				}
-				/* The work tree's .gitmodules, which commands can write: a
-				 * submodule's ignore or fetchRecurseSubmodules there overrides the
-				 * settings that keep a granted git out of submodules. */
-				snprintf(sub, sizeof(sub), "%s/.gitmodules", top);
-				if (!what && rd_git_modules_enter(sub))
-					what = "has a .gitmodules that has git go into a "
-					       "submodule (ignore other than all, "
-					       "fetchRecurseSubmodules), whose configuration and "
-					       "hooks commands can write";
 				snprintf(sub, sizeof(sub), "%s/commondir", git);
 				if (!what && lstat(sub, &st) == 0)
 					what = "has a commondir, which names another repository's "
 					       "hooks and configuration";
-				/* A HEAD git would not take: it would look further up, at what
-				 * commands may have made (the workspace as a bare repository). */
-				snprintf(sub, sizeof(sub), "%s/HEAD", git);
-				if (!what && !rd_git_head_valid(AT_FDCWD, sub, NULL, 0))
-					what =
-					    "has a HEAD git would not take, so that it would look "
-					    "further up";
 			}
-			q->git_top_dir = S_ISDIR(st.st_mode);
+			/* A rebase, cherry-pick or revert in progress, for one that would go on
+			 * with it: its todo and options are files commands can write (an exec
+			 * line, a strategy of the work tree's), in the git directory (a linked
+			 * worktree's own, .git/worktrees/NAME). */
+			static const char *const seq[] = {"rebase-merge", "rebase-apply",
+			                                  "sequencer"};
+			for (size_t i = 0; !what && sequencing(q) && i < ARRAY_SIZE(seq); i++) {
+				snprintf(sub, sizeof(sub), "%s/%s", gd, seq[i]);
+				if (lstat(sub, &st) == 0)
+					what =
+					    "has a rebase, cherry-pick or revert in progress, "
+					    "whose todo commands could have written (an exec line "
+					    "runs with the secret); check it, and go on with it "
+					    "where no secret is granted, or abort it";
+			}
+			/* The work tree's .gitmodules, which commands can write: a submodule's
+			 * ignore or fetchRecurseSubmodules there overrides the settings that keep
+			 * a granted git out of submodules. */
+			snprintf(sub, sizeof(sub), "%s/.gitmodules", top);
+			if (!what && rd_git_modules_enter(sub))
+				what =
+				    "has a .gitmodules that has git go into a submodule (ignore "
+				    "other than all, fetchRecurseSubmodules), whose configuration "
+				    "and hooks commands can write";
+			/* A HEAD git would not take: it would look further up, at what commands
+			 * may have made (the workspace as a bare repository). */
+			snprintf(sub, sizeof(sub), "%s/HEAD", gd);
+			if (!what && !rd_git_head_valid(AT_FDCWD, sub, NULL, 0))
+				what =
+				    "has a HEAD git would not take, so that it would look further "
+				    "up";
+			q->git_top_dir = is_dir;
 			if (!what && (!(q->git_top = strdup(cur)) || !(q->git_dir = strdup(gd)) ||
 			              !(q->git_common = strdup(common)))) {
 				snprintf(why, n,
@@ -603,6 +604,37 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 	return check_repo(u, q, cwd, why, n);
 }
 
+/* Does q's environment name a repository (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR: the
+ * agent's own, from its start)? */
+static bool names_repo(const struct req *q)
+{
+	for (size_t i = 0; i < q->env.n_env; i++) {
+		const char *e = q->env.envp[i];
+		if (strncmp(e, "GIT_DIR=", 8) == 0 || strncmp(e, "GIT_WORK_TREE=", 14) == 0 ||
+		    strncmp(e, "GIT_COMMON_DIR=", 15) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The git a granted program that is not git would find first in dir (an entry of its PATH,
+ * kept): its real path, if that is a program outside the writable roots; NULL if none, or
+ * -ENOMEM in *e. *own says whether the agent's user could replace it (check_replaceable). */
+static char *git_in(struct sup *u, const char *dir, bool *own, int *e)
+{
+	char p[PATH_MAX + 8], real[PATH_MAX], why[PATH_MAX + 128];
+	struct stat st;
+	if ((size_t)snprintf(p, sizeof(p), "%s/git", dir) >= sizeof(p) || !realpath(p, real) ||
+	    stat(real, &st) < 0 || !S_ISREG(st.st_mode) || access(real, X_OK) < 0 ||
+	    rd_view_writable_root(any_view(u), real))
+		return NULL;
+	*own = check_replaceable(real, st.st_dev, st.st_ino, why, sizeof(why)) != 0;
+	char *r = strdup(real);
+	if (!r)
+		*e = -ENOMEM;
+	return r;
+}
+
 /* A granted git takes the repository its check took, not one a command made since: a
  * .git/commondir written after the check (git would take hooks and configuration from the
  * directory it names), or a .git between the cwd and the checked top. GIT_DIR, GIT_WORK_TREE
@@ -620,14 +652,8 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 static int pin_git_dir(struct req *q, bool makes, const char *real_git)
 {
 	bool git = is_git(q);
-	if ((git && makes) || (!git && !real_git))
+	if ((git && makes) || (!git && !real_git) || names_repo(q))
 		return 0;
-	for (size_t i = 0; i < q->env.n_env; i++) {
-		const char *e = q->env.envp[i];
-		if (strncmp(e, "GIT_DIR=", 8) == 0 || strncmp(e, "GIT_WORK_TREE=", 14) == 0 ||
-		    strncmp(e, "GIT_COMMON_DIR=", 15) == 0)
-			return 0;
-	}
 	const char *pre = git ? "" : "RUNNERD_";
 	_cleanup_free_ char *dir = NULL, *tree = NULL, *common = NULL, *at = NULL, *prog = NULL;
 	if (q->git_top ? asprintf(&dir, "%sGIT_DIR=%s", pre, q->git_dir) < 0 ||
@@ -664,9 +690,12 @@ int sup_grant_env(struct sup *u, struct req *q)
 	for (size_t i = 0; i < q->env.n_env; i++)
 		if (strncmp(q->env.envp[i], "PATH=", 5) == 0)
 			path = q->env.envp[i] + 5;
-	/* The git a program that is not git finds first on that PATH (pin_git_dir). */
-	_cleanup_free_ char *real_git = NULL;
-	bool other = !is_git(q);
+	/* The git a program that is not git finds on that PATH (pin_git_dir): the first that
+	 * the agent's user cannot replace, else the first (which the program would run
+	 * anyway: as root, every file is the agent's to replace). Never one a caller names. */
+	rd_env_drop_prefix(&q->env, "RUNNERD_GIT");
+	_cleanup_free_ char *real_git = NULL, *own_git = NULL;
+	bool other = !is_git(q) && !names_repo(q);
 	if (path) {
 		_cleanup_free_ char *out = malloc(strlen(path) + sizeof(RD_VIEW_BIN_DIR) + 6);
 		if (!out)
@@ -695,17 +724,30 @@ int sup_grant_env(struct sup *u, struct req *q)
 				memcpy(o, e, len);
 				o += len;
 			}
-			struct stat st;
-			if (keep && other && !real_git && len + 5 < sizeof(dir)) {
-				strcpy(dir + len, "/git");
-				if (stat(dir, &st) == 0 && S_ISREG(st.st_mode) &&
-				    access(dir, X_OK) == 0 && !(real_git = strdup(dir)))
-					return -ENOMEM;
+			if (keep && other && !real_git) {
+				bool own = false;
+				int err = 0;
+				char *g = git_in(u, dir, &own, &err);
+				if (err)
+					return err;
+				if (g && !own)
+					real_git = g;
+				else if (g && !own_git)
+					own_git = g;
+				else
+					free(g);
 			}
 			e += len + (e[len] == ':');
 		}
 		*o = '\0';
-		/* That git's own first, for a program that is not git. */
+		if (!real_git)
+			real_git = steal_pointer(&own_git);
+		/* runnerd's git first, for a program that is not git; its script needs /bin/sh
+		 * (without it, programs that search PATH on would run the real git as it is). */
+		if (real_git && access("/bin/sh", X_OK) < 0) {
+			free(real_git);
+			real_git = NULL;
+		}
 		if (real_git) {
 			size_t n = strlen(first);
 			memmove(first + sizeof(RD_VIEW_BIN_DIR), first, n + 1);

@@ -950,6 +950,68 @@ def test_grant_other_git(tmp):
     check("grant other git: the real git answers", got.get("version", "").startswith(
         "git version"), repr(got))
 
+    # The directory it started in renamed, with a .git of the command's put in it, before
+    # the program runs git there: runnerd's git knows the directory by where it is, not by
+    # the name it had (before, it took the name's mismatch for elsewhere, and git took the
+    # command's repository). And its own git init there, then a commit: refused, not done
+    # in the workspace's repository.
+    leak = os.path.join(tmp, "leak-rename")
+    evil = os.path.join(tmp, "evil-rename")
+    subprocess.run(["git", "init", "-q", evil], check=True)
+    with open(os.path.join(evil, ".git", "config"), "a") as f:
+        f.write(git_ssh_trap(tmp, leak))
+    common.open_to_all(evil)
+    script = "\n".join([
+        "mkdir -p sub && cd sub",
+        "(sleep 0.5; cp -r %s/.git %s/sub/.git; mv %s/sub %s/sub2) &" % (evil, ws, ws, ws),
+        "env sh -c 'sleep 2; git fetch -q origin 2>/dev/null; echo renamed_rc=$?'",
+        "wait; cd %s; rm -rf sub2" % ws,
+        "mkdir new && cd new && env sh -c 'git init -q && git commit -q --allow-empty -m x; "
+        "echo init_rc=$?'",
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=120)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    check("grant other git: a start directory renamed, with a .git of a command's in it, runs "
+          "nothing with the token", leaks == 0 and got.get("renamed_rc") not in (None, "0"),
+          "%d leaks, %r %s" % (leaks, got, out.stderr[-300:]))
+    mine = subprocess.run(["git", "-C", ws, "log", "--format=%s"], capture_output=True,
+                          text=True).stdout.split()
+    check("grant other git: its own git init, then a commit there, is refused, not done in "
+          "the workspace's repository", got.get("init_rc") not in (None, "0") and
+          mine == ["mine"] and "was made after runnerd checked" in out.stderr,
+          "%r, workspace log %r: %s" % (got, mine, out.stderr[-300:]))
+
+    # Which git it runs: never one a caller names (RUNNERD_GIT, where a profile passes such
+    # names); the first on its PATH that the agent's user cannot replace (as root every
+    # file is the agent's to replace: the first).
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    mine_bin = tempfile.mkdtemp(prefix="rd-bin-", dir=home)
+    try:
+        os.chmod(mine_bin, 0o755)
+        with open(os.path.join(mine_bin, "git"), "w") as f:
+            f.write("#!/bin/sh\necho fake\n")
+        os.chmod(os.path.join(mine_bin, "git"), 0o755)
+        with open(prof) as f:
+            loose = json.load(f)
+        loose["commands"]["env_allow"] = ["RUNNERD_GIT*"]
+        loose["name"] = "loose"
+        with open(os.path.join(tmp, "loose.json"), "w") as f:
+            json.dump(loose, f)
+        penv = dict(env, PATH=mine_bin + ":" + env["PATH"])
+        out = subprocess.run(runnerd_cmd(os.path.join(tmp, "loose.json"), [
+            "bash", "-c", "RUNNERD_GIT=/bin/false env sh -c 'echo rg=$RUNNERD_GIT'"]),
+            env=penv, cwd=ws, capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(mine_bin, ignore_errors=True)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    want = os.path.join(mine_bin, "git") if os.geteuid() == 0 else \
+        os.path.realpath(shutil.which("git"))
+    check("grant other git: the git it runs is not a caller's, nor one the agent's user could "
+          "replace (as root: the first)", got.get("rg") == want,
+          "%r, want %s: %s" % (got, want, out.stderr[-300:]))
+
 
 def test_grant_git_worktree(tmp):
     """A linked worktree outside the writable roots (its .git file read-only to commands), of
@@ -977,12 +1039,21 @@ def test_grant_git_worktree(tmp):
             f.write(git_ssh_trap(tmp, leak))
         common.open_to_all(tmp)
         gd = os.path.join(ws, ".git", "worktrees", "wt")
+        # A rebase stopped in the worktree, whose todo (in gd, the commands' to write) has an
+        # exec line: refused as in the main worktree (before, it ran with the token).
+        subprocess.run(["git", "-C", wt, "commit", "-q", "--allow-empty", "-m", "w1"],
+                       check=True, env=genv)
+        subprocess.run(["git", "-C", wt, "rebase", "-q", "-i", "HEAD~1"], capture_output=True,
+                       env=dict(genv, GIT_SEQUENCE_EDITOR="sed -i '1i break'"))
+        with open(os.path.join(gd, "rebase-merge", "git-rebase-todo"), "w") as f:
+            f.write("exec sh -c 'echo $GH_TOKEN >> %s'\n" % leak)
         script = "; ".join([
             "(cd %s && git log -1 --format=log=%%s; echo plain_rc=$?)" % wt,
             "sh -c 'cp %s/commondir %s/commondir.x; echo %s > %s/commondir'" % (
                 gd, gd, evil, gd),
             "(cd %s && git fetch -q origin 2>/dev/null; echo fetch_rc=$?)" % wt,
             "sh -c 'mv %s/commondir.x %s/commondir'" % (gd, gd),
+            "(cd %s && git rebase --continue >/dev/null 2>&1; echo cont_rc=$?)" % wt,
         ])
         out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
                              capture_output=True, text=True, timeout=120)
@@ -991,10 +1062,12 @@ def test_grant_git_worktree(tmp):
         check("grant git worktree: a granted git in the worktree works",
               got.get("log") == "mine" and got.get("plain_rc") == "0",
               repr(got) + out.stderr[-300:])
-        check("grant git worktree: a commondir a command wrote in .git/worktrees/NAME runs "
-              "nothing with the token", leaks == 0 and got.get("fetch_rc") not in (None, "0"),
-              "%d leaks, %r" % (leaks, got))
+        check("grant git worktree: a commondir a command wrote in .git/worktrees/NAME, or a "
+              "rebase's todo there, runs nothing with the token",
+              leaks == 0 and got.get("fetch_rc") not in (None, "0") and
+              got.get("cont_rc") not in (None, "0"), "%d leaks, %r" % (leaks, got))
     finally:
+        subprocess.run(["git", "-C", wt, "rebase", "--abort"], capture_output=True)
         subprocess.run(["git", "-C", ws, "worktree", "remove", "--force", wt],
                        capture_output=True)
         shutil.rmtree(outside, ignore_errors=True)
