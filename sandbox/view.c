@@ -112,15 +112,16 @@ static int readonly_tree(const char *path)
 }
 
 /* git for a program a rule grants a secret (RD_VIEW_BIN_DIR; supervisor/grant.c sets what it
- * reads). Run at or under the work tree runnerd checked (or, with none, where the program
- * started), by the directory it is in, not by the path it started in (which a command may
- * rename), it tells git that repository (RUNNERD_GIT_DIR, _WORK_TREE, _COMMON_DIR), so that a
- * .git/commondir or a nearer .git a command made after the check is not taken; and where a
- * .git is there now between it and that top (one made since: a command's, or the program's
- * own git init), it refuses, as git would work on the wrong repository. Not where git is
- * told another (-C, --git-dir, --work-tree, --bare, GIT_DIR) or makes one (clone, init), nor
- * elsewhere (a clone's new directory, a hook's other repository). Then the real git
- * (RUNNERD_GIT). */
+ * reads). Where git is to work (the directory it runs in, and any -C) at or under
+ * RUNNERD_GIT_TOP (the work tree runnerd checked; with none, the writable root the program
+ * started in, which no command can rename it out of), known by where it is, not by a name a
+ * command may rename, it tells git that repository (RUNNERD_GIT_DIR, _WORK_TREE,
+ * _COMMON_DIR), so that a .git/commondir or a nearer .git a command made after the check is
+ * not taken; and where a .git is there now between that directory and the top (another
+ * repository, or one made since: a command's, the program's own git init, a clone), it
+ * refuses, as git would work on a repository commands can configure. Not where git is told
+ * one (--git-dir, --work-tree, --bare, GIT_DIR) or makes one (clone, init), nor elsewhere.
+ * Then the real git (RUNNERD_GIT). */
 static const char git_shim[] =
     "#!/bin/sh\n"
     "# runnerd: git for a program a rule grants a secret\n"
@@ -131,11 +132,23 @@ static const char git_shim[] =
     "pin=\n"
     "if [ -n \"${RUNNERD_GIT_DIR-}\" ] && [ -z "
     "\"${GIT_DIR+1}${GIT_WORK_TREE+1}${GIT_COMMON_DIR+1}\" ]; then\n"
-    "\tpin=1 skip=\n"
+    "\tpin=1 skip= cdir=\n"
+    "\there=$(pwd -P && echo .) || exit 128\n"
+    "\there=${here%??}\n"
     "\tfor a do\n"
+    "\t\tif [ -n \"$cdir\" ]; then\n"
+    "\t\t\tcase $a in /*) to=$a ;; *) to=$here/$a ;; esac\n"
+    "\t\t\there=$(cd -P \"$to\" 2>/dev/null && pwd -P && echo .) || {\n"
+    "\t\t\t\techo \"runnerd: git: cannot change to $a\" >&2\n"
+    "\t\t\t\texit 128\n"
+    "\t\t\t}\n"
+    "\t\t\there=${here%??} cdir=\n"
+    "\t\t\tcontinue\n"
+    "\t\tfi\n"
     "\t\tif [ -n \"$skip\" ]; then skip=; continue; fi\n"
     "\t\tcase $a in\n"
-    "\t\t-C | --git-dir | --git-dir=* | --work-tree | --work-tree=* | --bare) pin=; break ;;\n"
+    "\t\t-C) cdir=1 ;;\n"
+    "\t\t--git-dir | --git-dir=* | --work-tree | --work-tree=* | --bare) pin=; break ;;\n"
     "\t\t-c | --namespace | --super-prefix | --config-env | --attr-source) skip=1 ;;\n"
     "\t\t-*) ;;\n"
     "\t\tclone | init | init-db) pin=; break ;;\n"
@@ -144,10 +157,7 @@ static const char git_shim[] =
     "\tdone\n"
     "fi\n"
     "if [ -n \"$pin\" ]; then\n"
-    "\there=$(pwd -P && echo .) || exit 128\n"
-    "\there=${here%??}\n"
-    "\ttop=${RUNNERD_GIT_WORK_TREE:-$RUNNERD_GIT_CWD}\n"
-    "\ttop=${top%/}\n"
+    "\ttop=${RUNNERD_GIT_TOP%/}\n"
     "\tcase $here/ in\n"
     "\t\"$top\"/*) ;;\n"
     "\t*) pin= ;;\n"
@@ -157,9 +167,11 @@ static const char git_shim[] =
     "\td=$here\n"
     "\twhile ! { [ -n \"${RUNNERD_GIT_WORK_TREE-}\" ] && [ \"$d\" = \"$top\" ]; }; do\n"
     "\t\tif [ -e \"$d/.git\" ] || [ -L \"$d/.git\" ]; then\n"
-    "\t\t\techo \"runnerd: git: $d/.git was made after runnerd checked the repository of\" \\\n"
-    "\t\t\t\t\"this program that holds a secret (${RUNNERD_GIT_WORK_TREE:-none}),\" \\\n"
-    "\t\t\t\t\"so its git does not work there; run git there without the secret\" >&2\n"
+    "\t\t\techo \"runnerd: git: $d/.git lies between here and the repository runnerd\" \\\n"
+    "\t\t\t\t\"checked for this program, which holds a secret\" \\\n"
+    "\t\t\t\t\"(${RUNNERD_GIT_WORK_TREE:-none}): another repository, or one made\" \\\n"
+    "\t\t\t\t\"since, whose configuration commands can write; run git there without\" \\\n"
+    "\t\t\t\t\"the secret\" >&2\n"
     "\t\t\texit 128\n"
     "\t\tfi\n"
     "\t\t[ -n \"$d\" ] || break\n"

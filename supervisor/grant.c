@@ -649,7 +649,7 @@ static char *git_in(struct sup *u, const char *dir, bool *own, int *e)
  * is told another (git clone refuses a GIT_WORK_TREE that is there; gh runs it). For a .git
  * file, the directory it names and its common directory, as the check took them. Returns 0
  * or -ENOMEM. */
-static int pin_git_dir(struct req *q, bool makes, const char *real_git)
+static int pin_git_dir(struct sup *u, struct req *q, bool makes, const char *real_git)
 {
 	bool git = is_git(q);
 	if ((git && makes) || (!git && !real_git) || names_repo(q))
@@ -661,7 +661,15 @@ static int pin_git_dir(struct req *q, bool makes, const char *real_git)
 	                     asprintf(&common, "%sGIT_COMMON_DIR=%s", pre, q->git_common) < 0
 	               : asprintf(&dir, "%sGIT_DIR=/dev/null", pre) < 0)
 		return -ENOMEM;
-	if (!git && (asprintf(&at, "RUNNERD_GIT_CWD=%s", q->git_cwd ? q->git_cwd : "") < 0 ||
+	/* Where runnerd's git pins: the work tree; with none, the writable root of the session
+	 * the program starts in (a mount, which no command can rename a directory out of), or
+	 * where it starts, outside them. */
+	const char *area = q->git_top;
+	if (!area && q->git_cwd)
+		area = rd_view_writable_root(&u->s->view, q->git_cwd);
+	if (!area)
+		area = q->git_cwd ? q->git_cwd : "/";
+	if (!git && (asprintf(&at, "RUNNERD_GIT_TOP=%s", area) < 0 ||
 	             asprintf(&prog, "RUNNERD_GIT=%s", real_git) < 0))
 		return -ENOMEM;
 	const char *const puts[] = {dir, tree, common, at, prog};
@@ -776,7 +784,7 @@ int sup_grant_env(struct sup *u, struct req *q)
 	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
 	bool makes = sub && (strcmp(sub, "clone") == 0 || strcmp(sub, "init") == 0 ||
 	                     strcmp(sub, "init-db") == 0);
-	if (pin_git_dir(q, makes, real_git) < 0)
+	if (pin_git_dir(u, q, makes, real_git) < 0)
 		return -ENOMEM;
 	const char *top = q->git_top && strcmp(q->git_top, "/") ? q->git_top : "";
 	_cleanup_free_ char *hooks = NULL;

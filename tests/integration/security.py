@@ -961,26 +961,50 @@ def test_grant_other_git(tmp):
     with open(os.path.join(evil, ".git", "config"), "a") as f:
         f.write(git_ssh_trap(tmp, leak))
     common.open_to_all(evil)
+    plant = "(sleep 0.5; cp -r %s/.git %%s/.git%%s) &" % evil
+    late = "env sh -c 'sleep 2; git %s fetch -q origin 2>/dev/null; echo %s_rc=$?'"
     script = "\n".join([
         "mkdir -p sub && cd sub",
-        "(sleep 0.5; cp -r %s/.git %s/sub/.git; mv %s/sub %s/sub2) &" % (evil, ws, ws, ws),
-        "env sh -c 'sleep 2; git fetch -q origin 2>/dev/null; echo renamed_rc=$?'",
-        "wait; cd %s; rm -rf sub2" % ws,
+        plant % ("%s/sub" % ws, "; mv %s/sub %s/sub2" % (ws, ws)),
+        late % ("", "renamed"),
+        "wait; cd %s; rm -rf sub2; mkdir c" % ws,
+        plant % ("%s/c" % ws, ""),
+        late % ("-C c", "dash_c"),
+        "wait; rm -rf c",
         "mkdir new && cd new && env sh -c 'git init -q && git commit -q --allow-empty -m x; "
         "echo init_rc=$?'",
     ])
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
                          capture_output=True, text=True, timeout=120)
     got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    # And in a workspace that is no repository: the start directory renamed, or the program
+    # gone up to a directory where a command made a .git.
+    plain = os.path.join(tmp, "plain")
+    os.makedirs(os.path.join(plain, "up"))
+    common.open_to_all(plain)
+    script = "\n".join([
+        "mkdir -p sub && cd sub",
+        plant % ("%s/sub" % plain, "; mv %s/sub %s/sub2" % (plain, plain)),
+        late % ("", "plain_renamed"),
+        "wait; cd %s; rm -rf sub2; cd up" % plain,
+        plant % (plain, ""),
+        "env sh -c 'sleep 2; cd ..; git fetch -q origin 2>/dev/null; echo plain_up_rc=$?'",
+        "wait; rm -rf %s/.git" % plain,
+    ])
+    out2 = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=plain,
+                          capture_output=True, text=True, timeout=120)
+    got.update(l.split("=", 1) for l in out2.stdout.splitlines() if "=" in l)
     leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
-    check("grant other git: a start directory renamed, with a .git of a command's in it, runs "
-          "nothing with the token", leaks == 0 and got.get("renamed_rc") not in (None, "0"),
-          "%d leaks, %r %s" % (leaks, got, out.stderr[-300:]))
+    ran = ("renamed_rc", "dash_c_rc", "plain_renamed_rc", "plain_up_rc")
+    check("grant other git: a start directory renamed, with a .git of a command's in it, git -C "
+          "into one, or up into one, in a repository or none, runs nothing with the token",
+          leaks == 0 and all(got.get(k) not in (None, "0") for k in ran),
+          "%d leaks, %r %s %s" % (leaks, got, out.stderr[-300:], out2.stderr[-300:]))
     mine = subprocess.run(["git", "-C", ws, "log", "--format=%s"], capture_output=True,
                           text=True).stdout.split()
     check("grant other git: its own git init, then a commit there, is refused, not done in "
           "the workspace's repository", got.get("init_rc") not in (None, "0") and
-          mine == ["mine"] and "was made after runnerd checked" in out.stderr,
+          mine == ["mine"] and "lies between here and the repository" in out.stderr,
           "%r, workspace log %r: %s" % (got, mine, out.stderr[-300:]))
 
     # Which git it runs: never one a caller names (RUNNERD_GIT, where a profile passes such
