@@ -180,6 +180,17 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 				       "(filter-branch, submodule, bisect, difftool, mergetool, "
 				       "send-email, daemon, instaweb, merge-index, remote-ext, "
 				       "receive-pack, upload-pack, …)";
+			/* A new repository, whose configuration (a filter, a credential
+			 * helper) commands can write while git makes it and goes on reading
+			 * it. */
+			if (strcmp(sub, "clone") == 0)
+				return "git clone (commands can write the new repository's "
+				       "configuration while git makes it, and git reads it again: "
+				       "a "
+				       "smudge filter or a credential helper of a command's runs "
+				       "with "
+				       "the secret); clone where no secret is granted, or outside "
+				       "runnerd";
 			continue;
 		}
 		if (strncmp(a, "--", 2) == 0) {
@@ -203,6 +214,17 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 				       "(--recurse-submodules, --ignore-submodules other than "
 				       "=all, --submodule other than =short): their configuration "
 				       "and hooks are where commands can write";
+			/* Going on with a rebase, cherry-pick or revert: one in progress is
+			 * refused (supervisor/grant.c), but a command can move one in between
+			 * that check and git's start. */
+			static const char *const seqs[] = {"rebase", "cherry-pick", "revert", "am"};
+			if (in_list(sub, seqs, ARRAY_SIZE(seqs)) &&
+			    (strcmp(a, "--continue") == 0 || strcmp(a, "--skip") == 0 ||
+			     strcmp(a, "--edit-todo") == 0 || strcmp(a, "--resolved") == 0))
+				return "going on with a rebase, cherry-pick, revert or am "
+				       "(--continue, --skip, --edit-todo): its todo is a file "
+				       "commands can write; go on with it where no secret is "
+				       "granted";
 			/* A merge strategy is a program git-merge-NAME: with a "/", one of the
 			 * work tree's. */
 			if (long_opt(a, "--strategy", 6) && strchr(v ? v : next ? next : "", '/'))

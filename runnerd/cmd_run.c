@@ -370,6 +370,8 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	 * write the caches, so that nothing they put there runs in the user's git outside, and
 	 * husky's own install still works. Made, empty, when missing. (runnerd serve: the
 	 * container's git is not the host's to run.) */
+	if (!who.served)
+		rd_repo_find_git(write, home);
 	_cleanup_free_ char *hooks = who.served ? NULL : rd_repo_hooks_dir(workspace);
 	if (hooks && (!rd_strv_within(write, hooks) || rd_strv_within(protect, hooks) ||
 	              rd_strv_within(&caches, hooks))) {

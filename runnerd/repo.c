@@ -23,9 +23,47 @@ extern char **environ;
 /* git -C workspace ARGS..., as the user, stdin and stderr /dev/null: fn is called with each
  * record of its output (ended by sep, which is replaced by a NUL; a record longer than
  * PATH_MAX + 64 is dropped). Returns whether git ran and exited 0. */
+/* rd_repo_find_git's: the git, and the environment it runs in. */
+static char *git_prog;
+static char *git_env[4];
+
+void rd_repo_find_git(const struct rd_strv *write, const char *home)
+{
+	const char *path = getenv("PATH"), *xdg = getenv("XDG_CONFIG_HOME");
+	for (const char *e = path ? path : ""; *e && !git_prog;) {
+		size_t len = strcspn(e, ":");
+		char cand[PATH_MAX], real[PATH_MAX];
+		struct stat st;
+		if (len && e[0] == '/' && len + 5 < sizeof(cand)) {
+			memcpy(cand, e, len);
+			strcpy(cand + len, "/git");
+			if (realpath(cand, real) && stat(real, &st) == 0 && S_ISREG(st.st_mode) &&
+			    access(real, X_OK) == 0 && !rd_strv_within(write, cand) &&
+			    !rd_strv_within(write, real))
+				git_prog = strdup(real);
+		}
+		e += len + (e[len] == ':');
+	}
+	if (!git_prog) {
+		fprintf(stderr, "runnerd: no git on PATH outside the writable roots: the "
+		                "workspace's repository is not looked at when the session ends\n");
+		return;
+	}
+	size_t n = 0;
+	if (asprintf(&git_env[n], "PATH=/usr/local/bin:/usr/bin:/bin") > 0)
+		n++;
+	if (home && *home && asprintf(&git_env[n], "HOME=%s", home) > 0)
+		n++;
+	if (xdg && xdg[0] == '/' && asprintf(&git_env[n], "XDG_CONFIG_HOME=%s", xdg) > 0)
+		n++;
+	git_env[n] = NULL;
+}
+
 static bool run_git(const char *workspace, char *const args[], char sep,
                     void (*fn)(char *rec, void *ctx), void *ctx)
 {
+	if (!git_prog)
+		return false;
 	int out[2];
 	if (pipe2(out, O_CLOEXEC) < 0)
 		return false;
@@ -40,7 +78,7 @@ static bool run_git(const char *workspace, char *const args[], char sep,
 		if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
 		    posix_spawn_file_actions_adddup2(&fa, out[1], 1) != 0 ||
 		    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0 ||
-		    posix_spawnp(&pid, "git", &fa, NULL, argv, environ) != 0)
+		    posix_spawn(&pid, git_prog, &fa, NULL, argv, git_env) != 0)
 			pid = -1;
 		posix_spawn_file_actions_destroy(&fa);
 	}

@@ -7,13 +7,23 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "lib/strv.h"
 #include "supervisor/audit.h"
+
+/* The git runnerd runs itself, outside any sandbox (rd_repo_hooks_dir, rd_repo_end): the
+ * first on PATH (runnerd's own environment, at the session's start) that lies outside write
+ * (the session's writable roots: a ./node_modules/.bin or a project's venv on PATH is where a
+ * command could put a git of its own, which runnerd would run with the user's rights, and
+ * the next session at its start), found by its real path; home and the XDG_CONFIG_HOME of
+ * that environment are what it is given besides (no variable of the operator's else: they
+ * hold secrets). Said on stderr when there is none: the checks that ask git are skipped. */
+void rd_repo_find_git(const struct rd_strv *write, const char *home);
 
 /* Where the user's git takes the hooks of the repository at workspace (core.hooksPath from
  * any of git's configuration files, or .git/hooks): an absolute path, malloc'd; NULL when
  * workspace is in no repository, git is not there, or out of memory. Asks git itself
  * ("git rev-parse --git-path hooks", which reads configuration and runs nothing of the
- * repository's), with runnerd's environment, as the user. */
+ * repository's): the one rd_repo_find_git found, as the user. */
 char *rd_repo_hooks_dir(const char *workspace);
 
 /* Move the file path (absolute) aside, in its directory, to a name of its own that no

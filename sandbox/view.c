@@ -112,74 +112,93 @@ static int readonly_tree(const char *path)
 }
 
 /* git for a program a rule grants a secret (RD_VIEW_BIN_DIR; supervisor/grant.c sets what it
- * reads). Where git is to work (the directory it runs in, and any -C) at or under
- * RUNNERD_GIT_TOP (the work tree runnerd checked; with none, the writable root the program
- * started in, which no command can rename it out of), known by where it is, not by a name a
- * command may rename, it tells git that repository (RUNNERD_GIT_DIR, _WORK_TREE,
- * _COMMON_DIR), so that a .git/commondir or a nearer .git a command made after the check is
- * not taken; and where a .git is there now between that directory and the top (another
- * repository, or one made since: a command's, the program's own git init, a clone), it
- * refuses, as git would work on a repository commands can configure. Not where git is told
- * one (--git-dir, --work-tree, --bare, GIT_DIR) or makes one (clone, init), nor elsewhere.
- * Then the real git (RUNNERD_GIT). */
+ * reads). Where git is to work (the directory it runs in, then each -C), known by where it
+ * is, not by a name a command may rename:
+ * - at or under RUNNERD_GIT_TOP (the work tree runnerd checked; with none, the writable root
+ *   the program started in, which no command can rename it out of), it tells git that
+ *   repository (RUNNERD_GIT_DIR, _WORK_TREE, _COMMON_DIR), so that a .git/commondir or a
+ *   nearer .git a command made after the check is not taken; where a .git is there now
+ *   between that directory and the top (another repository, or one made since: a command's,
+ *   the program's own git init), it refuses, as git would take a configuration commands
+ *   can write;
+ * - elsewhere, it refuses where git would look for a repository in a directory commands can
+ *   write (-w), and else runs git as it is (the user's other repositories).
+ * A clone is refused (commands can write the new repository's configuration while git makes
+ * and reads it: a smudge filter, a credential helper), and so are --git-dir, --work-tree and
+ * --bare; init runs unpinned. Then the real git (RUNNERD_GIT). */
 static const char git_shim[] =
     "#!/bin/sh\n"
     "# runnerd: git for a program a rule grants a secret\n"
+    "refuse() {\n"
+    "\techo \"runnerd: git: $*; run git there without the secret\" >&2\n"
+    "\texit 128\n"
+    "}\n"
     "if [ -z \"${RUNNERD_GIT-}\" ]; then\n"
     "\techo 'runnerd: git: RUNNERD_GIT is not set (this git is for granted programs)' >&2\n"
     "\texit 127\n"
     "fi\n"
-    "pin=\n"
     "if [ -n \"${RUNNERD_GIT_DIR-}\" ] && [ -z "
     "\"${GIT_DIR+1}${GIT_WORK_TREE+1}${GIT_COMMON_DIR+1}\" ]; then\n"
-    "\tpin=1 skip= cdir=\n"
     "\there=$(pwd -P && echo .) || exit 128\n"
     "\there=${here%??}\n"
+    "\tskip= cdir= sub=\n"
     "\tfor a do\n"
     "\t\tif [ -n \"$cdir\" ]; then\n"
     "\t\t\tcase $a in /*) to=$a ;; *) to=$here/$a ;; esac\n"
-    "\t\t\there=$(cd -P \"$to\" 2>/dev/null && pwd -P && echo .) || {\n"
-    "\t\t\t\techo \"runnerd: git: cannot change to $a\" >&2\n"
-    "\t\t\t\texit 128\n"
-    "\t\t\t}\n"
+    "\t\t\there=$(cd -P \"$to\" 2>/dev/null && pwd -P && echo .) || refuse \"cannot change to "
+    "$a\"\n"
     "\t\t\there=${here%??} cdir=\n"
     "\t\t\tcontinue\n"
     "\t\tfi\n"
     "\t\tif [ -n \"$skip\" ]; then skip=; continue; fi\n"
     "\t\tcase $a in\n"
     "\t\t-C) cdir=1 ;;\n"
-    "\t\t--git-dir | --git-dir=* | --work-tree | --work-tree=* | --bare) pin=; break ;;\n"
+    "\t\t--git-dir | --git-dir=* | --work-tree | --work-tree=* | --bare)\n"
+    "\t\t\trefuse \"$a names a repository runnerd did not check for this program,\" \\\n"
+    "\t\t\t\t\"which holds a secret\" ;;\n"
     "\t\t-c | --namespace | --super-prefix | --config-env | --attr-source) skip=1 ;;\n"
     "\t\t-*) ;;\n"
-    "\t\tclone | init | init-db) pin=; break ;;\n"
-    "\t\t*) break ;;\n"
+    "\t\t*) sub=$a; break ;;\n"
     "\t\tesac\n"
     "\tdone\n"
-    "fi\n"
-    "if [ -n \"$pin\" ]; then\n"
+    "\tif [ \"$sub\" = clone ]; then\n"
+    "\t\trefuse \"a clone by a program that holds a secret is refused: commands can write\" \\\n"
+    "\t\t\t\"the new repository's configuration while git makes it and reads it again\"\n"
+    "\tfi\n"
     "\ttop=${RUNNERD_GIT_TOP%/}\n"
-    "\tcase $here/ in\n"
-    "\t\"$top\"/*) ;;\n"
-    "\t*) pin= ;;\n"
-    "\tesac\n"
-    "fi\n"
-    "if [ -n \"$pin\" ]; then\n"
     "\td=$here\n"
-    "\twhile ! { [ -n \"${RUNNERD_GIT_WORK_TREE-}\" ] && [ \"$d\" = \"$top\" ]; }; do\n"
-    "\t\tif [ -e \"$d/.git\" ] || [ -L \"$d/.git\" ]; then\n"
-    "\t\t\techo \"runnerd: git: $d/.git lies between here and the repository runnerd\" \\\n"
-    "\t\t\t\t\"checked for this program, which holds a secret\" \\\n"
-    "\t\t\t\t\"(${RUNNERD_GIT_WORK_TREE:-none}): another repository, or one made\" \\\n"
-    "\t\t\t\t\"since, whose configuration commands can write; run git there without\" \\\n"
-    "\t\t\t\t\"the secret\" >&2\n"
-    "\t\t\texit 128\n"
+    "\tcase $here/ in\n"
+    "\t\"$top\"/*)\n"
+    "\t\twhile ! { [ -n \"${RUNNERD_GIT_WORK_TREE-}\" ] && [ \"$d\" = \"$top\" ]; }; do\n"
+    "\t\t\tif [ -e \"$d/.git\" ] || [ -L \"$d/.git\" ]; then\n"
+    "\t\t\t\trefuse \"$d/.git lies between here and the repository runnerd checked\" \\\n"
+    "\t\t\t\t\t\"for this program, which holds a secret\" \\\n"
+    "\t\t\t\t\t\"(${RUNNERD_GIT_WORK_TREE:-none}): another repository, or one made\" \\\n"
+    "\t\t\t\t\t\"since, whose configuration commands can write\"\n"
+    "\t\t\tfi\n"
+    "\t\t\t[ -n \"$d\" ] || break\n"
+    "\t\t\td=${d%/*}\n"
+    "\t\tdone\n"
+    "\t\tif [ \"$sub\" != init ]; then\n"
+    "\t\t\texport GIT_DIR=\"$RUNNERD_GIT_DIR\"\n"
+    "\t\t\t[ -z \"${RUNNERD_GIT_WORK_TREE-}\" ] || export "
+    "GIT_WORK_TREE=\"$RUNNERD_GIT_WORK_TREE\"\n"
+    "\t\t\t[ -z \"${RUNNERD_GIT_COMMON_DIR-}\" ] || export "
+    "GIT_COMMON_DIR=\"$RUNNERD_GIT_COMMON_DIR\"\n"
     "\t\tfi\n"
-    "\t\t[ -n \"$d\" ] || break\n"
-    "\t\td=${d%/*}\n"
-    "\tdone\n"
-    "\texport GIT_DIR=\"$RUNNERD_GIT_DIR\"\n"
-    "\t[ -z \"${RUNNERD_GIT_WORK_TREE-}\" ] || export GIT_WORK_TREE=\"$RUNNERD_GIT_WORK_TREE\"\n"
-    "\t[ -z \"${RUNNERD_GIT_COMMON_DIR-}\" ] || export GIT_COMMON_DIR=\"$RUNNERD_GIT_COMMON_DIR\"\n"
+    "\t\t;;\n"
+    "\t*)\n"
+    "\t\twhile [ \"$sub\" != init ]; do\n"
+    "\t\t\tif [ -w \"${d:-/}\" ]; then\n"
+    "\t\t\t\trefuse \"git would look for its repository in ${d:-/}, where commands can\" \\\n"
+    "\t\t\t\t\t\"write, outside the one runnerd checked for this program, which\" \\\n"
+    "\t\t\t\t\t\"holds a secret (${RUNNERD_GIT_WORK_TREE:-none})\"\n"
+    "\t\t\tfi\n"
+    "\t\t\t[ -n \"$d\" ] || break\n"
+    "\t\t\td=${d%/*}\n"
+    "\t\tdone\n"
+    "\t\t;;\n"
+    "\tesac\n"
     "fi\n"
     "exec \"$RUNNERD_GIT\" \"$@\"\n";
 

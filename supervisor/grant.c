@@ -392,6 +392,22 @@ static bool held_in_place(struct sup *u, const char *git)
 	return root && up_root;
 }
 
+/* Does the configuration of the common directory common have git read a config.worktree
+ * (extensions.worktreeConfig)? The whole file looked at for the word, as a check that cannot
+ * miss it; true where it cannot be read whole. */
+static bool reads_worktree_config(const char *common)
+{
+	char p[PATH_MAX + 16], buf[65536];
+	snprintf(p, sizeof(p), "%s/config", common);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (len < 0 || len == (ssize_t)sizeof(buf) - 1)
+		return !(fd < 0 && errno == ENOENT);
+	for (char *c = buf; c < buf + len; c++)
+		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+	return memmem(buf, (size_t)len, "worktreeconfig", 14) != NULL;
+}
+
 /* For a .git that is a file (a linked worktree's, a submodule's): the directory it names (gd)
  * and that one's common directory (common), whose configuration, hooks and commondir git
  * reads, judged as the check judges a .git directory's; NULL, or what makes it one a command
@@ -417,21 +433,8 @@ static const char *linked_repo(struct sup *u, const char *git, char *gd, char *c
 	if (!held_in_place(u, common))
 		return "names a common git directory that lies where commands can write, and is "
 		       "not held in place";
-	/* A configuration of the worktree's own, which extensions.worktreeConfig has git read
-	 * (the whole configuration looked at for the word, as a check that cannot miss it). */
-	snprintf(p, sizeof(p), "%s/config", common);
-	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	char buf[65536];
-	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	bool per_tree = len < 0 || len == (ssize_t)sizeof(buf) - 1;
-	if (len >= 0) {
-		buf[len] = '\0';
-		for (char *c = buf; c < buf + len; c++)
-			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
-		per_tree = per_tree || memmem(buf, (size_t)len, "worktreeconfig", 14);
-	}
 	snprintf(p, sizeof(p), "%s/config.worktree", gd);
-	if (per_tree && rd_view_writable_root(v, p))
+	if (reads_worktree_config(common) && rd_view_writable_root(v, p))
 		return "names a git directory whose config.worktree commands can write";
 	return NULL;
 }
@@ -493,6 +496,15 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 				if (!what && lstat(sub, &st) == 0)
 					what = "has a commondir, which names another repository's "
 					       "hooks and configuration";
+				/* A config.worktree git reads that is missing: protected, but a
+				 * missing one cannot be held, and a command can make it between
+				 * this check and git's start. */
+				snprintf(sub, sizeof(sub), "%s/config.worktree", git);
+				if (!what && lstat(sub, &st) < 0 && reads_worktree_config(git))
+					what = "has git read a .git/config.worktree "
+					       "(extensions.worktreeConfig) that is missing, which "
+					       "commands could make; make it (empty) before the "
+					       "session";
 			}
 			/* A rebase, cherry-pick or revert in progress, for one that would go on
 			 * with it: its todo and options are files commands can write (an exec
@@ -534,13 +546,23 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 			}
 			if (!what)
 				return 0;
+			/* The fix: where hooks or a configuration commands write are the cause,
+			 * protecting them (as the workspace's are); else another place. */
+			bool protectable = strstr(what, "hooks that") ||
+			                   strstr(what, "a configuration") ||
+			                   strstr(what, "not held in place");
 			snprintf(
 			    why, n,
 			    "commands.rules[%zu] grants a secret to a command run in the git "
-			    "repository %s, which %s: a command could have put code there that "
-			    "git would run with the secret; protect that repository's .git/hooks/ "
-			    "and .git/config (sandbox.protect), or run the command elsewhere",
-			    r->index, git, what);
+			    "repository %s%s%s%s, which %s: a command could have put code there "
+			    "that git would run with the secret; %s",
+			    r->index, git, is_dir ? "" : " (its common directory ",
+			    is_dir ? "" : common, is_dir ? "" : ")", what,
+			    protectable ? "protect that repository's .git/hooks/ and .git/config "
+			                  "(sandbox.protect) from the session's start, or run "
+			                  "the command elsewhere"
+			                : "run the command elsewhere, or where no secret is "
+			                  "granted");
 			return EACCES;
 		}
 		if (errno != ENOENT && errno != ENOTDIR) {
@@ -690,6 +712,53 @@ static char *quoted(char *o, const char *s)
 	return o;
 }
 
+/* The value of NAME in q's environment, or NULL. */
+static const char *env_of(const struct req *q, const char *name)
+{
+	size_t len = strlen(name);
+	for (size_t i = 0; i < q->env.n_env; i++)
+		if (strncmp(q->env.envp[i], name, len) == 0 && q->env.envp[i][len] == '=')
+			return q->env.envp[i] + len + 1;
+	return NULL;
+}
+
+/* git's global configuration, ~/.gitconfig and $XDG_CONFIG_HOME/git/config, where one is
+ * missing and commands could make it (a home in a writable root: protected, but a missing
+ * file cannot be held, and one made between the check and git's start would be read): git is
+ * told the one that is there (GIT_CONFIG_GLOBAL), or none (/dev/null), which is what it would
+ * have read at the check. Not where the agent set GIT_CONFIG_GLOBAL itself. */
+static int global_config(struct sup *u, struct req *q)
+{
+	const char *home = env_of(q, "HOME"), *xdg = env_of(q, "XDG_CONFIG_HOME");
+	if (!home || home[0] != '/' || env_of(q, "GIT_CONFIG_GLOBAL"))
+		return 0;
+	char files[2][PATH_MAX];
+	snprintf(files[0], sizeof(files[0]), "%s/.gitconfig", home);
+	if (xdg && xdg[0] == '/')
+		snprintf(files[1], sizeof(files[1]), "%s/git/config", xdg);
+	else
+		snprintf(files[1], sizeof(files[1]), "%s/.config/git/config", home);
+	const char *there = NULL;
+	bool open = false;
+	for (size_t i = 0; i < 2; i++) {
+		struct stat st;
+		if (lstat(files[i], &st) == 0) {
+			there = there ? there : files[i];
+			continue;
+		}
+		bool missing = rd_view_writable_root(any_view(u), files[i]) != NULL;
+		for (size_t k = 0; !missing && u->s->missing && k < u->s->missing->n; k++)
+			missing = strcmp(u->s->missing->v[k], files[i]) == 0;
+		open = open || missing;
+	}
+	if (!open)
+		return 0;
+	_cleanup_free_ char *e = NULL;
+	if (asprintf(&e, "GIT_CONFIG_GLOBAL=%s", there ? there : "/dev/null") < 0)
+		return -ENOMEM;
+	return rd_env_put(&q->env, e) < 0 ? -ENOMEM : 0;
+}
+
 int sup_grant_env(struct sup *u, struct req *q)
 {
 	if (!q->rule || !q->rule->grants_secret)
@@ -705,7 +774,8 @@ int sup_grant_env(struct sup *u, struct req *q)
 	_cleanup_free_ char *real_git = NULL, *own_git = NULL;
 	bool other = !is_git(q) && !names_repo(q);
 	if (path) {
-		_cleanup_free_ char *out = malloc(strlen(path) + sizeof(RD_VIEW_BIN_DIR) + 6);
+		_cleanup_free_ char *out =
+		    malloc(strlen(path) + sizeof(RD_VIEW_BIN_DIR) + sizeof(RD_VIEW_EMPTY_DIR) + 6);
 		if (!out)
 			return -ENOMEM;
 		char *o = stpcpy(out, "PATH=");
@@ -756,6 +826,9 @@ int sup_grant_env(struct sup *u, struct req *q)
 			free(real_git);
 			real_git = NULL;
 		}
+		/* None kept: an empty PATH has execvp, bash and Python search the cwd. */
+		if (!real_git && !*first)
+			strcpy(first, RD_VIEW_EMPTY_DIR);
 		if (real_git) {
 			size_t n = strlen(first);
 			memmove(first + sizeof(RD_VIEW_BIN_DIR), first, n + 1);
@@ -765,6 +838,8 @@ int sup_grant_env(struct sup *u, struct req *q)
 		if (rd_env_put(&q->env, out) < 0)
 			return -ENOMEM;
 	}
+	if (global_config(u, q) < 0)
+		return -ENOMEM;
 	/* And git goes into no other repository of the workspace's (a submodule, a gitlink to
 	 * one a command made: its configuration's fsmonitor would run), runs no fsmonitor,
 	 * takes hooks from the repository's own .git/hooks, whatever core.hooksPath says (one

@@ -614,25 +614,41 @@ def git_ssh_trap(tmp, leak):
             "\turl = ssh://git@127.0.0.1/x\n" % prog)
 
 
-def race_grant(tmp, prof, env, genv, top, kind, at, sub, cmd, n=40):
-    """A command in the background that, over and over, writes a .git/commondir naming a
-    repository of its own (kind "commondir"), or moves a .git of its own in and out of the
-    directory at (relative to sub), while the agent (started in top) runs cmd n times in sub;
-    the command's repository reaches its remote through a program that writes GH_TOKEN to a
-    file. Returns (whether the runs ran, how many tokens that program wrote, the output)."""
-    leak = os.path.join(tmp, "leak-" + kind)
-    evil = os.path.join(tmp, "evil-" + kind)
+def trap_repo(tmp, name, genv=None):
+    """A repository of a command's, tmp/evil-NAME (with a commit, given git's environment),
+    whose configuration reaches its remote through a program that writes GH_TOKEN to
+    tmp/leak-NAME: (the repository, the leak file)."""
+    leak = os.path.join(tmp, "leak-" + name)
+    evil = os.path.join(tmp, "evil-" + name)
     subprocess.run(["git", "init", "-q", evil], check=True)
-    subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"],
-                   check=True, env=genv)
+    if genv:
+        subprocess.run(["git", "-C", evil, "commit", "-q", "--allow-empty", "-m", "e"],
+                       check=True, env=genv)
     with open(os.path.join(evil, ".git", "config"), "a") as f:
         f.write(git_ssh_trap(tmp, leak))
     common.open_to_all(evil)
+    return evil, leak
+
+
+def race_grant(tmp, prof, env, genv, top, kind, at, sub, cmd, n=40):
+    """A command in the background that, over and over, writes a .git/commondir naming a
+    repository of its own (kind "commondir"), or that repository's configuration to a file
+    (kind "file:PATH"), or moves a .git of its own in and out of the directory at (relative
+    to sub), while the agent (started in top) runs cmd n times in sub;
+    the command's repository reaches its remote through a program that writes GH_TOKEN to a
+    file. Returns (whether the runs ran, how many tokens that program wrote, the output)."""
+    evil, leak = trap_repo(tmp, re.sub(r"[^a-z]", "-", kind), genv)
     os.chmod(tmp, 0o777)
     if kind == "commondir":
         loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
                 "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
         clean = ".git/commondir .git/cd1"
+    elif kind.startswith("file:"):
+        # The configuration itself, written to that file (a config.worktree, ~/.gitconfig).
+        target = kind[5:]
+        loop = ("while :; do cp {0}/.git/config {1}.x && mv {1}.x {1}; rm -f {1}; "
+                "done".format(evil, target))
+        clean = "{0} {0}.x".format(target)
     else:
         loop = ("cp -r {0} {1}/.gitx && while :; do mv {1}/.gitx {1}/.git; "
                 "mv {1}/.git {1}/.gitx; done".format(os.path.join(evil, ".git"), at))
@@ -906,61 +922,67 @@ def test_grant_other_git(tmp):
     took where the program started. The build before: a command in the background that
     wrote a .git/commondir, or moved a .git of its own in and out between the cwd and the
     checked top, had some of 40 such fetches run its core.sshCommand with the token. Its git
-    still works as before: where it is told another repository (-C), clones one, runs in
-    another directory, from a subdirectory; and git is the real one's."""
+    still works where it is, from a subdirectory, and in another repository commands cannot
+    write (-C, or run there); and git is the real one's. In a repository commands can write,
+    and for a clone, it refuses."""
     setup = granted_repo(tmp, "other", "env")
     if not setup:
         return
     token, ws, prof, genv, env = setup
     os.makedirs(os.path.join(ws, "a", "b"))
-    other = os.path.join(tmp, "otherrepo")
-    subprocess.run(["git", "init", "-q", other], check=True)
-    subprocess.run(["git", "-C", other, "commit", "-q", "--allow-empty", "-m", "theirs"],
-                   check=True, env=genv)
     for kind, at, sub in (("commondir", ".git", "."), ("nearer", "..", "a/b")):
         ran, leaks, out = race_grant(tmp, prof, env, genv, ws, kind, at, sub,
                                      "env git fetch -q origin")
         check("grant other git (%s): the runs ran" % kind, ran, out)
         check("grant other git (%s): no program of a command's ran with the token" % kind,
               leaks == 0, "%d leaks in 40 fetches" % leaks)
-    served = git_daemon(tmp, genv)
-    if not served:
-        return
-    url, daemon = served
-    common.open_to_all(tmp)
-    script = "; ".join([
-        "echo top=$(cd a/b && env git rev-parse --show-toplevel)",
-        "echo log=$(env git log -1 --format=%s)",
-        "echo other=$(env git -C %s log -1 --format=%%s)" % other,
-        "echo there=$(env sh -c 'cd %s && git log -1 --format=%%s')" % other,
-        "env git clone -q %s cloned && echo clone=$(git -C cloned log -1 --format=%%s)" % url,
-        "echo version=$(env git --version)",
-    ])
+    # Another repository: one commands cannot write (the user's, in the home: git runs there
+    # as it is), and one they can (in /tmp, with a program of a command's as its ssh: refused,
+    # as a clone is, whose new configuration commands can write while git reads it).
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    outside = tempfile.mkdtemp(prefix="rd-other-", dir=home)
     try:
+        os.chmod(outside, 0o755)
+        other = os.path.join(outside, "other")
+        subprocess.run(["git", "init", "-q", other], check=True)
+        subprocess.run(["git", "-C", other, "commit", "-q", "--allow-empty", "-m", "theirs"],
+                       check=True, env=genv)
+        writable, leak = trap_repo(tmp, "writable")
+        script = "; ".join([
+            "echo top=$(cd a/b && env git rev-parse --show-toplevel)",
+            "echo log=$(env git log -1 --format=%s)",
+            "echo other=$(env git -C %s log -1 --format=%%s)" % other,
+            "echo there=$(env sh -c 'cd %s && git log -1 --format=%%s')" % other,
+            "echo version=$(env git --version)",
+            "env git -C %s fetch -q origin; echo writable_rc=$?" % writable,
+            "env sh -c 'cd %s && git fetch -q origin'; echo writable_cd_rc=$?" % writable,
+            "env git clone -q git://127.0.0.1:9/x %s/cloned; echo clone_rc=$?" % tmp,
+        ])
         out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
                              capture_output=True, text=True, timeout=120)
     finally:
-        daemon.kill()
-        daemon.wait()
+        shutil.rmtree(outside, ignore_errors=True)
     got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
-    want = {"top": ws, "log": "mine", "other": "theirs", "there": "theirs", "clone": "s"}
-    check("grant other git: its git works where it is, with -C, elsewhere, and clones",
-          all(got.get(k) == v for k, v in want.items()),
-          repr(got) + out.stderr[-300:])
+    want = {"top": ws, "log": "mine", "other": "theirs", "there": "theirs"}
+    check("grant other git: its git works where it is, from a subdirectory, with -C and in "
+          "another repository commands cannot write",
+          all(got.get(k) == v for k, v in want.items()), repr(got) + out.stderr[-300:])
     check("grant other git: the real git answers", got.get("version", "").startswith(
         "git version"), repr(got))
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    check("grant other git: in a repository commands can write, with -C or there, and a "
+          "clone: refused, nothing runs with the token",
+          leaks == 0 and all(got.get(k) == "128" for k in
+                             ("writable_rc", "writable_cd_rc", "clone_rc")) and
+          "a clone by a program that holds a secret is refused" in out.stderr,
+          "%d leaks, %r: %s" % (leaks, got, out.stderr[-400:]))
 
     # The directory it started in renamed, with a .git of the command's put in it, before
     # the program runs git there: runnerd's git knows the directory by where it is, not by
     # the name it had (before, it took the name's mismatch for elsewhere, and git took the
     # command's repository). And its own git init there, then a commit: refused, not done
     # in the workspace's repository.
-    leak = os.path.join(tmp, "leak-rename")
-    evil = os.path.join(tmp, "evil-rename")
-    subprocess.run(["git", "init", "-q", evil], check=True)
-    with open(os.path.join(evil, ".git", "config"), "a") as f:
-        f.write(git_ssh_trap(tmp, leak))
-    common.open_to_all(evil)
+    evil, leak = trap_repo(tmp, "rename")
     plant = "(sleep 0.5; cp -r %s/.git %%s/.git%%s) &" % evil
     late = "env sh -c 'sleep 2; git %s fetch -q origin 2>/dev/null; echo %s_rc=$?'"
     script = "\n".join([
@@ -1007,6 +1029,25 @@ def test_grant_other_git(tmp):
           mine == ["mine"] and "lies between here and the repository" in out.stderr,
           "%r, workspace log %r: %s" % (got, mine, out.stderr[-300:]))
 
+    # A start PATH of directories commands can write alone: none is kept, and the PATH left
+    # is no empty one, which execvp, bash and Python take as the cwd (a ./git of a command's
+    # ran with the token).
+    pbin = os.path.join(tmp, "pbin")
+    os.makedirs(pbin)
+    trap = "#!/bin/sh\necho \"$GH_TOKEN\" >> %s/leak-path\n" % tmp
+    for d in (pbin, os.path.join(ws, "a")):
+        with open(os.path.join(d, "git"), "w") as f:
+            f.write(trap)
+        os.chmod(os.path.join(d, "git"), 0o755)
+    out = subprocess.run(runnerd_cmd(prof, ["/bin/sh", "-c",
+                                            "cd a && /usr/bin/env git status; echo rc=$?"]),
+                         env=dict(env, PATH=pbin), cwd=ws, capture_output=True, text=True,
+                         timeout=60)
+    leaked = os.path.exists(os.path.join(tmp, "leak-path"))
+    check("grant other git: with no start PATH entry kept, no ./git of a command's runs with "
+          "the token", not leaked and "rc=0" not in out.stdout,
+          out.stdout[-200:] + out.stderr[-300:])
+
     # Which git it runs: never one a caller names (RUNNERD_GIT, where a profile passes such
     # names); the first on its PATH that the agent's user cannot replace (as root every
     # file is the agent's to replace: the first).
@@ -1035,6 +1076,89 @@ def test_grant_other_git(tmp):
     check("grant other git: the git it runs is not a caller's, nor one the agent's user could "
           "replace (as root: the first)", got.get("rg") == want,
           "%r, want %s: %s" % (got, want, out.stderr[-300:]))
+
+
+def test_grant_git_missing_config(tmp):
+    """Configurations git reads that were missing at the start, which a command can make
+    between the grant's check and git's start (protected, but a missing file cannot be held):
+    a .git/config.worktree where the repository has git read one (extensions.worktreeConfig),
+    and ~/.gitconfig where the home is the workspace. A loop that wrote one and took it away
+    won some of 40 granted fetches, with a remote whose ssh is the command's program (the
+    build before). Now the first is refused, with the fix; for the second git is told the
+    global configuration it would have read (GIT_CONFIG_GLOBAL, here /dev/null)."""
+    setup = granted_repo(tmp, "missing")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    subprocess.run(["git", "-C", ws, "config", "extensions.worktreeConfig", "true"],
+                   check=True)
+    ran, leaks, out = race_grant(tmp, prof, env, genv, ws, "file:.git/config.worktree", ".",
+                                 ".", "git fetch -q origin")
+    check("grant git missing config (config.worktree): the runs ran", ran, out)
+    check("grant git missing config (config.worktree): no program of a command's ran with "
+          "the token", leaks == 0, "%d leaks in 40 fetches" % leaks)
+    audit = os.path.join(tmp, "audit.jsonl")
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", "git status >/dev/null"],
+                                     audit=audit), env=env, cwd=ws, capture_output=True,
+                         text=True, timeout=60)
+    said = open(audit).read() if os.path.exists(audit) else ""
+    check("grant git missing config (config.worktree): refused, audited with the fix",
+          out.returncode != 0 and "make it (empty) before the session" in said,
+          out.stderr[-300:] + said[-300:])
+    subprocess.run(["git", "-C", ws, "config", "--unset", "extensions.worktreeConfig"],
+                   check=True)
+    # The home is the workspace: ~/.gitconfig is protected there, and missing.
+    henv = dict(env, HOME=ws)
+    ran, leaks, out = race_grant(tmp, prof, henv, genv, ws, "file:%s/.gitconfig" % ws, ".",
+                                 ".", "git fetch -q origin")
+    check("grant git missing config (~/.gitconfig): the runs ran", ran, out)
+    check("grant git missing config (~/.gitconfig): no program of a command's ran with the "
+          "token", leaks == 0, "%d leaks in 40 fetches" % leaks)
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", "git log -1 --format=log=%s"]),
+                         env=henv, cwd=ws, capture_output=True, text=True, timeout=60)
+    check("grant git missing config (~/.gitconfig): a granted git still works there",
+          "log=mine" in out.stdout, out.stdout[-200:] + out.stderr[-300:])
+
+
+def test_runnerd_git(tmp):
+    """runnerd runs git itself, outside any sandbox: at the start (where the workspace's
+    hooks are) and at the end (its gitlinks). It took the first git on its PATH, with the
+    operator's whole environment: a command that put a git in a directory of that PATH it
+    can write (a project's node_modules/.bin, put first on PATH as some do) had it run at the
+    session's end as the user, outside the sandbox, with every secret of that environment
+    (the build before). Now runnerd takes the first git outside the writable roots, chosen
+    at the start, and gives it HOME and no secret."""
+    git = shutil.which("git")
+    if not git:
+        common.skip_part("runnerd git: git is needed")
+        return
+    ws = os.path.join(tmp, "ws")
+    os.makedirs(ws)
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    common.open_to_all(tmp)
+    marker = os.path.join(tmp, "ran")
+    fake = os.path.join(tmp, "fake-git")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\nenv > %s\nexec %s \"$@\"\n" % (marker, git))
+    os.chmod(fake, 0o755)
+    bin_ = os.path.join(ws, "node_modules", ".bin")
+    env = base_env()
+    env["PATH"] = bin_ + ":" + env["PATH"]
+    script = "mkdir -p %s && cp %s %s/git && echo planted=yes" % (bin_, fake, bin_)
+    out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=60)
+    check("runnerd git: the command planted its git", "planted=yes" in out.stdout,
+          out.stdout + out.stderr[-300:])
+    ran = open(marker).read() if os.path.exists(marker) else ""
+    check("runnerd git: runnerd ran no git a command wrote, at the end or the next start",
+          not ran, "it ran, with %d variables, canary %s" % (
+              len(ran.splitlines()), CANARY in ran))
+    # The next session starts with it there: not run either.
+    out = subprocess.run(runnerd_cmd("generic", ["true"]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=60)
+    ran = open(marker).read() if os.path.exists(marker) else ""
+    check("runnerd git: the next session's start runs it neither", not ran and
+          "no git on PATH" not in out.stderr, out.stderr[-300:])
 
 
 def test_grant_git_worktree(tmp):
@@ -2218,6 +2342,7 @@ def main():
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
+             test_grant_git_missing_config, test_runnerd_git,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
