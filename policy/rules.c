@@ -183,6 +183,17 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 			/* A new repository, whose configuration (a filter, a credential
 			 * helper) commands can write while git makes it and goes on reading
 			 * it. */
+			/* A rebase, cherry-pick, revert or am: their todo and state are files
+			 * commands can write (an exec line), and one a command moves in between
+			 * the check and git's start is gone on with (--continue, or any prefix
+			 * of it git takes); none needs a secret. */
+			static const char *const seqs[] = {"rebase", "cherry-pick", "revert", "am"};
+			if (in_list(sub, seqs, ARRAY_SIZE(seqs)))
+				return "git rebase, cherry-pick, revert and am (their todo is a "
+				       "file "
+				       "commands can write, and none needs a secret); run them "
+				       "where "
+				       "no secret is granted";
 			if (strcmp(sub, "clone") == 0)
 				return "git clone (commands can write the new repository's "
 				       "configuration while git makes it, and git reads it again: "
@@ -214,17 +225,6 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 				       "(--recurse-submodules, --ignore-submodules other than "
 				       "=all, --submodule other than =short): their configuration "
 				       "and hooks are where commands can write";
-			/* Going on with a rebase, cherry-pick or revert: one in progress is
-			 * refused (supervisor/grant.c), but a command can move one in between
-			 * that check and git's start. */
-			static const char *const seqs[] = {"rebase", "cherry-pick", "revert", "am"};
-			if (in_list(sub, seqs, ARRAY_SIZE(seqs)) &&
-			    (strcmp(a, "--continue") == 0 || strcmp(a, "--skip") == 0 ||
-			     strcmp(a, "--edit-todo") == 0 || strcmp(a, "--resolved") == 0))
-				return "going on with a rebase, cherry-pick, revert or am "
-				       "(--continue, --skip, --edit-todo): its todo is a file "
-				       "commands can write; go on with it where no secret is "
-				       "granted";
 			/* A merge strategy is a program git-merge-NAME: with a "/", one of the
 			 * work tree's. */
 			if (long_opt(a, "--strategy", 6) && strchr(v ? v : next ? next : "", '/'))

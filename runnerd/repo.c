@@ -25,36 +25,65 @@ extern char **environ;
  * PATH_MAX + 64 is dropped). Returns whether git ran and exited 0. */
 /* rd_repo_find_git's: the git, and the environment it runs in. */
 static char *git_prog;
-static char *git_env[4];
+static char **git_env;
+
+/* A git at dir/git (dir absolute, len bytes of it) outside write: its real path, or NULL. */
+static char *git_at(const char *dir, size_t len, const struct rd_strv *write)
+{
+	char cand[PATH_MAX], real[PATH_MAX];
+	struct stat st;
+	if (!len || dir[0] != '/' || len + 5 >= sizeof(cand))
+		return NULL;
+	memcpy(cand, dir, len);
+	strcpy(cand + len, "/git");
+	if (!realpath(cand, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    access(real, X_OK) < 0 || rd_strv_within(write, cand) || rd_strv_within(write, real))
+		return NULL;
+	return strdup(real);
+}
 
 void rd_repo_find_git(const struct rd_strv *write, const char *home)
 {
-	const char *path = getenv("PATH"), *xdg = getenv("XDG_CONFIG_HOME");
+	const char *path = getenv("PATH");
 	for (const char *e = path ? path : ""; *e && !git_prog;) {
 		size_t len = strcspn(e, ":");
-		char cand[PATH_MAX], real[PATH_MAX];
-		struct stat st;
-		if (len && e[0] == '/' && len + 5 < sizeof(cand)) {
-			memcpy(cand, e, len);
-			strcpy(cand + len, "/git");
-			if (realpath(cand, real) && stat(real, &st) == 0 && S_ISREG(st.st_mode) &&
-			    access(real, X_OK) == 0 && !rd_strv_within(write, cand) &&
-			    !rd_strv_within(write, real))
-				git_prog = strdup(real);
-		}
+		git_prog = git_at(e, len, write);
 		e += len + (e[len] == ':');
 	}
+	/* Where PATH has none: where Debian's is (posix_spawnp's own default path). */
+	static const char *const usual[] = {"/usr/bin", "/bin"};
+	for (size_t i = 0; !git_prog && i < ARRAY_SIZE(usual); i++)
+		git_prog = git_at(usual[i], strlen(usual[i]), write);
 	if (!git_prog) {
-		fprintf(stderr, "runnerd: no git on PATH outside the writable roots: the "
-		                "workspace's repository is not looked at when the session ends\n");
+		fprintf(
+		    stderr,
+		    "runnerd: no git outside the writable roots (on PATH, /usr/bin, /bin): the "
+		    "hooks the workspace's configuration names (core.hooksPath) are not written "
+		    "through a layer of the session's, and its gitlinks are not looked at when "
+		    "it ends\n");
 		return;
 	}
+	/* git's own configuration variables (GIT_CONFIG_GLOBAL, GIT_CONFIG_COUNT and its keys, ...)
+	 * and HOME as the operator has them, which say where the hooks are; a plain PATH; none
+	 * of the operator's other variables, which hold secrets. */
 	size_t n = 0;
+	for (char **e = environ; *e; e++)
+		n++;
+	if (!(git_env = calloc(n + 4, sizeof(char *))))
+		return;
+	n = 0;
+	const char *h = getenv("HOME");
+	for (char **e = environ; *e; e++)
+		if ((strncmp(*e, "GIT_CONFIG", 10) == 0 ||
+		     strncmp(*e, "XDG_CONFIG_HOME=", 16) == 0) &&
+		    (git_env[n] = strdup(*e)))
+			n++; /* copied: runnerd zeroes its environment block before the agent starts
+			      */
 	if (asprintf(&git_env[n], "PATH=/usr/local/bin:/usr/bin:/bin") > 0)
 		n++;
-	if (home && *home && asprintf(&git_env[n], "HOME=%s", home) > 0)
-		n++;
-	if (xdg && xdg[0] == '/' && asprintf(&git_env[n], "XDG_CONFIG_HOME=%s", xdg) > 0)
+	if (h && h[0] == '/' ? asprintf(&git_env[n], "HOME=%s", h) > 0
+	    : home && *home  ? asprintf(&git_env[n], "HOME=%s", home) > 0
+	                     : false)
 		n++;
 	git_env[n] = NULL;
 }
@@ -62,7 +91,7 @@ void rd_repo_find_git(const struct rd_strv *write, const char *home)
 static bool run_git(const char *workspace, char *const args[], char sep,
                     void (*fn)(char *rec, void *ctx), void *ctx)
 {
-	if (!git_prog)
+	if (!git_prog || !git_env)
 		return false;
 	int out[2];
 	if (pipe2(out, O_CLOEXEC) < 0)

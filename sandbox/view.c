@@ -121,8 +121,10 @@ static int readonly_tree(const char *path)
  *   between that directory and the top (another repository, or one made since: a command's,
  *   the program's own git init), it refuses, as git would take a configuration commands
  *   can write;
- * - elsewhere, it refuses where git would look for a repository in a directory commands can
- *   write (-w), and else runs git as it is (the user's other repositories).
+ * - elsewhere, it refuses in a writable root of commands (RUNNERD_GIT_ROOTS, one a line), and
+ *   where the repository git would find there is a .git file or has a commondir (a worktree
+ *   whose git directory commands may write); else it runs git as it is (the user's other
+ *   repositories).
  * A clone is refused (commands can write the new repository's configuration while git makes
  * and reads it: a smudge filter, a credential helper), and so are --git-dir, --work-tree and
  * --bare; init runs unpinned. Then the real git (RUNNERD_GIT). */
@@ -188,15 +190,33 @@ static const char git_shim[] =
     "\t\tfi\n"
     "\t\t;;\n"
     "\t*)\n"
-    "\t\twhile [ \"$sub\" != init ]; do\n"
-    "\t\t\tif [ -w \"${d:-/}\" ]; then\n"
-    "\t\t\t\trefuse \"git would look for its repository in ${d:-/}, where commands can\" \\\n"
-    "\t\t\t\t\t\"write, outside the one runnerd checked for this program, which\" \\\n"
-    "\t\t\t\t\t\"holds a secret (${RUNNERD_GIT_WORK_TREE:-none})\"\n"
-    "\t\t\tfi\n"
-    "\t\t\t[ -n \"$d\" ] || break\n"
-    "\t\t\td=${d%/*}\n"
-    "\t\tdone\n"
+    "\t\tif [ \"$sub\" != init ]; then\n"
+    "\t\t\tset -f\n"
+    "\t\t\tIFS='\n"
+    "'\n"
+    "\t\t\tfor r in $RUNNERD_GIT_ROOTS; do\n"
+    "\t\t\t\tcase $here/ in\n"
+    "\t\t\t\t\"${r%/}\"/*)\n"
+    "\t\t\t\t\trefuse \"git would work in $here, where commands can write, outside\" \\\n"
+    "\t\t\t\t\t\t\"the repository runnerd checked for this program, which holds a\" \\\n"
+    "\t\t\t\t\t\t\"secret (${RUNNERD_GIT_WORK_TREE:-none})\" ;;\n"
+    "\t\t\t\tesac\n"
+    "\t\t\tdone\n"
+    "\t\t\tunset IFS\n"
+    "\t\t\tset +f\n"
+    "\t\t\twhile :; do\n"
+    "\t\t\t\tif [ -e \"$d/.git\" ] || [ -L \"$d/.git\" ]; then\n"
+    "\t\t\t\t\tif [ -L \"$d/.git\" ] || [ ! -d \"$d/.git\" ] || [ -e \"$d/.git/commondir\" ]; "
+    "then\n"
+    "\t\t\t\t\t\trefuse \"$d/.git names a git directory elsewhere, which commands\" \\\n"
+    "\t\t\t\t\t\t\t\"may write, for this program, which holds a secret\"\n"
+    "\t\t\t\t\tfi\n"
+    "\t\t\t\t\tbreak\n"
+    "\t\t\t\tfi\n"
+    "\t\t\t\t[ -n \"$d\" ] || break\n"
+    "\t\t\t\td=${d%/*}\n"
+    "\t\t\tdone\n"
+    "\t\tfi\n"
     "\t\t;;\n"
     "\tesac\n"
     "fi\n"

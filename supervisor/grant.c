@@ -356,6 +356,16 @@ static bool sequencing(const struct req *q)
 	return true;
 }
 
+/* Was path one of the protected paths missing at the session's start (rd_session.missing),
+ * which a command may have made since, and make or take away at any time? */
+static bool missing_at_start(const struct sup *u, const char *path)
+{
+	for (size_t k = 0; u->s->missing && k < u->s->missing->n; k++)
+		if (strcmp(u->s->missing->v[k], path) == 0)
+			return true;
+	return false;
+}
+
 /* Whether git (a .git directory) stays where it is until a granted git has started, in every
  * command's view, so that no command can rename it away and put a repository of its own in
  * its place between the check and git's start: outside the writable roots; on the way to a
@@ -373,10 +383,7 @@ static bool held_in_place(struct sup *u, const char *git)
 		if (!rd_path_within(v->protect[i], git))
 			continue;
 		/* A protected path missing at the start bound nothing on its way. */
-		bool missing = false;
-		for (size_t k = 0; u->s->missing && k < u->s->missing->n; k++)
-			missing = missing || strcmp(u->s->missing->v[k], v->protect[i]) == 0;
-		if (!missing)
+		if (!missing_at_start(u, v->protect[i]))
 			return true;
 	}
 	char up[PATH_MAX];
@@ -397,15 +404,23 @@ static bool held_in_place(struct sup *u, const char *git)
  * miss it; true where it cannot be read whole. */
 static bool reads_worktree_config(const char *common)
 {
-	char p[PATH_MAX + 16], buf[65536];
+	enum { MAX = 1 << 20 };
+	char p[PATH_MAX + 16];
 	snprintf(p, sizeof(p), "%s/config", common);
 	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (len < 0 || len == (ssize_t)sizeof(buf) - 1)
-		return !(fd < 0 && errno == ENOENT);
+	if (fd < 0)
+		return errno != ENOENT;
+	_cleanup_free_ char *buf = malloc(MAX);
+	size_t len = 0;
+	ssize_t r = 1;
+	while (buf && r > 0 && len < MAX)
+		if ((r = read(fd, buf + len, MAX - len)) > 0)
+			len += (size_t)r;
+	if (!buf || r < 0 || len == MAX)
+		return true;
 	for (char *c = buf; c < buf + len; c++)
 		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
-	return memmem(buf, (size_t)len, "worktreeconfig", 14) != NULL;
+	return memmem(buf, len, "worktreeconfig", 14) != NULL;
 }
 
 /* For a .git that is a file (a linked worktree's, a submodule's): the directory it names (gd)
@@ -500,7 +515,8 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 				 * missing one cannot be held, and a command can make it between
 				 * this check and git's start. */
 				snprintf(sub, sizeof(sub), "%s/config.worktree", git);
-				if (!what && lstat(sub, &st) < 0 && reads_worktree_config(git))
+				if (!what && (lstat(sub, &st) < 0 || missing_at_start(u, sub)) &&
+				    reads_worktree_config(git))
 					what = "has git read a .git/config.worktree "
 					       "(extensions.worktreeConfig) that is missing, which "
 					       "commands could make; make it (empty) before the "
@@ -694,7 +710,23 @@ static int pin_git_dir(struct sup *u, struct req *q, bool makes, const char *rea
 	if (!git && (asprintf(&at, "RUNNERD_GIT_TOP=%s", area) < 0 ||
 	             asprintf(&prog, "RUNNERD_GIT=%s", real_git) < 0))
 		return -ENOMEM;
-	const char *const puts[] = {dir, tree, common, at, prog};
+	/* And where commands can write (every rule's roots too), one a line. */
+	_cleanup_free_ char *roots = NULL;
+	size_t len = sizeof("RUNNERD_GIT_ROOTS=");
+	const struct rd_view_paths *v = any_view(u);
+	for (size_t i = 0; !git && i < v->n_write; i++)
+		len += strlen(v->write[i]) + 1;
+	if (!git && !(roots = malloc(len)))
+		return -ENOMEM;
+	for (size_t i = 0; roots && i < v->n_write; i++) {
+		char *o = i ? strchr(roots, '\0') : stpcpy(roots, "RUNNERD_GIT_ROOTS=");
+		if (i)
+			*o++ = '\n';
+		strcpy(o, v->write[i]);
+	}
+	if (roots && !v->n_write)
+		strcpy(roots, "RUNNERD_GIT_ROOTS=");
+	const char *const puts[] = {dir, tree, common, at, prog, roots};
 	for (size_t i = 0; i < ARRAY_SIZE(puts); i++)
 		if (puts[i] && rd_env_put(&q->env, puts[i]) < 0)
 			return -ENOMEM;
@@ -730,26 +762,29 @@ static const char *env_of(const struct req *q, const char *name)
 static int global_config(struct sup *u, struct req *q)
 {
 	const char *home = env_of(q, "HOME"), *xdg = env_of(q, "XDG_CONFIG_HOME");
-	if (!home || home[0] != '/' || env_of(q, "GIT_CONFIG_GLOBAL"))
+	if (env_of(q, "GIT_CONFIG_GLOBAL") || (!home && !xdg))
 		return 0;
+	/* A relative one: git reads it from the directory it works in, the commands' to write. */
+	bool open = (home && home[0] != '/') || (xdg && xdg[0] != '/');
 	char files[2][PATH_MAX];
-	snprintf(files[0], sizeof(files[0]), "%s/.gitconfig", home);
-	if (xdg && xdg[0] == '/')
-		snprintf(files[1], sizeof(files[1]), "%s/git/config", xdg);
-	else
-		snprintf(files[1], sizeof(files[1]), "%s/.config/git/config", home);
+	size_t n = 0;
+	if (!open && home)
+		snprintf(files[n++], sizeof(files[0]), "%s/.gitconfig", home);
+	if (!open && xdg)
+		snprintf(files[n++], sizeof(files[0]), "%s/git/config", xdg);
+	else if (!open && home)
+		snprintf(files[n++], sizeof(files[0]), "%s/.config/git/config", home);
 	const char *there = NULL;
-	bool open = false;
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct stat st;
-		if (lstat(files[i], &st) == 0) {
+		/* One missing at the start counts as missing, there or not now: a command may
+		 * have made it (or makes it between this check and git's start). */
+		bool made = missing_at_start(u, files[i]);
+		if (!made && lstat(files[i], &st) == 0) {
 			there = there ? there : files[i];
 			continue;
 		}
-		bool missing = rd_view_writable_root(any_view(u), files[i]) != NULL;
-		for (size_t k = 0; !missing && u->s->missing && k < u->s->missing->n; k++)
-			missing = strcmp(u->s->missing->v[k], files[i]) == 0;
-		open = open || missing;
+		open = open || made || rd_view_writable_root(any_view(u), files[i]);
 	}
 	if (!open)
 		return 0;

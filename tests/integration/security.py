@@ -373,9 +373,8 @@ def test_grant_repos(tmp):
 
 def git_grant(tmp, name, prog="git"):
     """For a test of a rule that grants GH_TOKEN to git, or to another program that runs git
-    (prog, found on PATH): (token, the program's path, workspace, profile), the workspace made
-    (tmp/ws), or None if there is no git or no prog (skipped, said). As root, where every file
-    is the agent's to replace, the rule pins the program by sha256."""
+    (prog, found on PATH): (token, the program's path, workspace, profile: grant_profile), the
+    workspace made (tmp/ws), or None if there is no git or no prog (skipped, said)."""
     os.chmod(tmp, 0o755)
     path = shutil.which(prog)
     if not shutil.which("git") or not path:
@@ -384,14 +383,19 @@ def git_grant(tmp, name, prog="git"):
     path = os.path.realpath(path)
     ws = os.path.join(tmp, "ws")
     os.makedirs(ws)
+    return "ghp_%s_%s" % (name, os.urandom(6).hex()), path, ws, grant_profile(tmp, name, path)
+
+
+def grant_profile(tmp, name, path):
+    """The profile tmp/NAME.json, whose rule grants GH_TOKEN to the program at path (pinned by
+    sha256 as root, where every file is the agent's to replace)."""
     pin = {"sha256": hashlib.sha256(open(path, "rb").read()).hexdigest()} \
         if os.geteuid() == 0 else {}
-    prof = write_profile(tmp, name, {
+    return write_profile(tmp, name, {
         "default": "allow", "env_allow": [],
         "rules": [dict({"action": "allow", "env_allow": ["GH_TOKEN"], "match": {"path": path}},
                        **pin)]},
         agent_env_allow=["GH_TOKEN"])
-    return "ghp_%s_%s" % (name, os.urandom(6).hex()), path, ws, prof
 
 
 IDENTITY = dict(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME="t",
@@ -1195,6 +1199,15 @@ def test_grant_git_worktree(tmp):
                        env=dict(genv, GIT_SEQUENCE_EDITOR="sed -i '1i break'"))
         with open(os.path.join(gd, "rebase-merge", "git-rebase-todo"), "w") as f:
             f.write("exec sh -c 'echo $GH_TOKEN >> %s'\n" % leak)
+        # And a granted program that runs git (env stands for gh), there: refused, as the
+        # worktree's git directory is the commands' to write (before: 2 more tokens).
+        other = grant_profile(tmp, "worktree-env", os.path.realpath(shutil.which("env")))
+        out = subprocess.run(runnerd_cmd(other, ["bash", "-c", (
+            "sh -c 'cp %s/commondir %s/commondir.x; echo %s > %s/commondir'; "
+            "env git -C %s fetch -q origin 2>/dev/null; echo env_rc=$?; "
+            "sh -c 'mv %s/commondir.x %s/commondir'") % (gd, gd, evil, gd, wt, gd, gd)]),
+            env=env, cwd=ws, capture_output=True, text=True, timeout=120)
+        env_rc = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
         script = "; ".join([
             "(cd %s && git log -1 --format=log=%%s; echo plain_rc=$?)" % wt,
             "sh -c 'cp %s/commondir %s/commondir.x; echo %s > %s/commondir'" % (
@@ -1211,9 +1224,10 @@ def test_grant_git_worktree(tmp):
               got.get("log") == "mine" and got.get("plain_rc") == "0",
               repr(got) + out.stderr[-300:])
         check("grant git worktree: a commondir a command wrote in .git/worktrees/NAME, or a "
-              "rebase's todo there, runs nothing with the token",
+              "rebase's todo there, runs nothing with the token, for git or gh",
               leaks == 0 and got.get("fetch_rc") not in (None, "0") and
-              got.get("cont_rc") not in (None, "0"), "%d leaks, %r" % (leaks, got))
+              got.get("cont_rc") not in (None, "0") and
+              env_rc.get("env_rc") not in (None, "0"), "%d leaks, %r %r" % (leaks, got, env_rc))
     finally:
         subprocess.run(["git", "-C", wt, "rebase", "--abort"], capture_output=True)
         subprocess.run(["git", "-C", ws, "worktree", "remove", "--force", wt],
