@@ -194,6 +194,19 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 				       "commands can write, and none needs a secret); run them "
 				       "where "
 				       "no secret is granted";
+			/* A pull that rebases (--rebase, pull.rebase, branch.NAME.rebase of the
+			 * user's) runs the sequencer, whose todo commands can write while it runs;
+			 * --no-rebase overrides them all. */
+			bool merges = false;
+			for (size_t k = i + 1; k < argc && argv[k] && strcmp(argv[k], "--"); k++)
+				merges = merges || strcmp(argv[k], "--no-rebase") == 0;
+			if (strcmp(sub, "pull") == 0 && !merges)
+				return "git pull, which may rebase (pull.rebase, "
+				       "branch.NAME.rebase): its "
+				       "todo is a file commands can write while it runs; fetch "
+				       "with the "
+				       "grant and merge or rebase where none is granted, or pass "
+				       "--no-rebase";
 			if (strcmp(sub, "clone") == 0)
 				return "git clone (commands can write the new repository's "
 				       "configuration while git makes it, and git reads it again: "

@@ -258,6 +258,9 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
 	 * command's, to the commands after it. */
 	for (size_t i = 0; r == 0 && i < session->n_layers; i++)
 		r = rd_strv_add(write, session->layers[2 * i]);
+	/* The session's own /dev/shm, which every sandbox shares (sandbox/view.c). */
+	if (r == 0)
+		r = rd_strv_add(write, "/dev/shm");
 	for (size_t i = 0; r == 0 && who.home[0] && i < prof->n_rules; i++) {
 		const struct rd_rule *rule = &prof->rules[i];
 		if (!rule->box.list[RD_BOX_WRITE].n)

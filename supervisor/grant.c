@@ -596,6 +596,49 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 	}
 }
 
+/* The value of NAME in q's environment, or NULL. */
+static const char *env_of(const struct req *q, const char *name)
+{
+	size_t len = strlen(name);
+	for (size_t i = 0; i < q->env.n_env; i++)
+		if (strncmp(q->env.envp[i], name, len) == 0 && q->env.envp[i][len] == '=')
+			return q->env.envp[i] + len + 1;
+	return NULL;
+}
+
+/* git's global configuration as the granted program's git reads it (~/.gitconfig,
+ * $XDG_CONFIG_HOME/git/config, by their real paths: a symlink into a dotfiles repository in
+ * the workspace, as stow makes them): refused (why) where it lies where commands can write,
+ * else 0. (An include.path there that leads into a writable root is not followed.) */
+static int global_config_writable(struct sup *u, struct req *q, char *why, size_t n)
+{
+	const char *home = env_of(q, "HOME"), *xdg = env_of(q, "XDG_CONFIG_HOME");
+	const char *global = env_of(q, "GIT_CONFIG_GLOBAL");
+	char files[3][PATH_MAX];
+	size_t k = 0;
+	if (global && global[0] == '/')
+		snprintf(files[k++], sizeof(files[0]), "%s", global);
+	if (!global && home && home[0] == '/')
+		snprintf(files[k++], sizeof(files[0]), "%s/.gitconfig", home);
+	if (!global && xdg && xdg[0] == '/')
+		snprintf(files[k++], sizeof(files[0]), "%s/git/config", xdg);
+	else if (!global && home && home[0] == '/')
+		snprintf(files[k++], sizeof(files[0]), "%s/.config/git/config", home);
+	for (size_t i = 0; i < k; i++) {
+		char real[PATH_MAX];
+		if (!realpath(files[i], real) || !rd_view_writable_root(any_view(u), real))
+			continue;
+		snprintf(why, n,
+		         "commands.rules[%zu] grants a secret to %s, whose git would read the "
+		         "global configuration %s, which leads to %s, where commands can write (a "
+		         "core.sshCommand there runs with the secret); keep it out of the writable "
+		         "roots, or protect it (sandbox.protect)",
+		         q->rule->index, q->tg.resolved ? q->tg.resolved : q->path, files[i], real);
+		return EACCES;
+	}
+	return 0;
+}
+
 int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 {
 	const struct rd_rule *r = q->rule;
@@ -635,6 +678,9 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n)
 		return EACCES;
 	}
 	cwd[len] = '\0';
+	int g = global_config_writable(u, q, why, n);
+	if (g)
+		return g;
 	if (!(q->git_cwd = strdup(cwd))) {
 		snprintf(why, n, "out of memory checking a granted command's repository");
 		return ENOMEM;
@@ -742,16 +788,6 @@ static char *quoted(char *o, const char *s)
 	*o++ = '\'';
 	*o = '\0';
 	return o;
-}
-
-/* The value of NAME in q's environment, or NULL. */
-static const char *env_of(const struct req *q, const char *name)
-{
-	size_t len = strlen(name);
-	for (size_t i = 0; i < q->env.n_env; i++)
-		if (strncmp(q->env.envp[i], name, len) == 0 && q->env.envp[i][len] == '=')
-			return q->env.envp[i] + len + 1;
-	return NULL;
 }
 
 /* git's global configuration, ~/.gitconfig and $XDG_CONFIG_HOME/git/config, where one is

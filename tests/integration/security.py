@@ -961,6 +961,10 @@ def test_grant_other_git(tmp):
             "env git -C %s fetch -q origin; echo writable_rc=$?" % writable,
             "env sh -c 'cd %s && git fetch -q origin'; echo writable_cd_rc=$?" % writable,
             "env git clone -q git://127.0.0.1:9/x %s/cloned; echo clone_rc=$?" % tmp,
+            # The session's /dev/shm, which every sandbox shares.
+            "sh -c 'git init -q /dev/shm/rd-repo && cp %s/.git/config /dev/shm/rd-repo/.git/'"
+            % writable,
+            "env git -C /dev/shm/rd-repo fetch -q origin; echo shm_rc=$?",
         ])
         out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
                              capture_output=True, text=True, timeout=120)
@@ -974,10 +978,10 @@ def test_grant_other_git(tmp):
     check("grant other git: the real git answers", got.get("version", "").startswith(
         "git version"), repr(got))
     leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
-    check("grant other git: in a repository commands can write, with -C or there, and a "
-          "clone: refused, nothing runs with the token",
+    check("grant other git: in a repository commands can write (/tmp, /dev/shm), with -C or "
+          "there, and a clone: refused, nothing runs with the token",
           leaks == 0 and all(got.get(k) == "128" for k in
-                             ("writable_rc", "writable_cd_rc", "clone_rc")) and
+                             ("writable_rc", "writable_cd_rc", "clone_rc", "shm_rc")) and
           "a clone by a program that holds a secret is refused" in out.stderr,
           "%d leaks, %r: %s" % (leaks, got, out.stderr[-400:]))
 
@@ -1163,6 +1167,39 @@ def test_runnerd_git(tmp):
     ran = open(marker).read() if os.path.exists(marker) else ""
     check("runnerd git: the next session's start runs it neither", not ran and
           "no git on PATH" not in out.stderr, out.stderr[-300:])
+
+
+def test_grant_git_global_link(tmp):
+    """The user's ~/.gitconfig a symlink into the workspace (a dotfiles repository, as stow
+    makes them): a command wrote a core.sshCommand there, and a granted fetch ran it with the
+    token (the build before). The global configuration is judged by its real path now, and
+    the grant refused, audited with the fix."""
+    setup = granted_repo(tmp, "globallink")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
+    try:
+        os.chmod(home, 0o755)
+        leak = os.path.join(tmp, "leak-global")
+        with open(os.path.join(ws, "dotgitconfig"), "w") as f:
+            f.write("[user]\n\tname = t\n")
+        os.symlink(os.path.join(ws, "dotgitconfig"), os.path.join(home, ".gitconfig"))
+        common.open_to_all(ws)
+        trap = git_ssh_trap(tmp, leak).replace("\n", "\\n").replace('"', '\\"')
+        audit = os.path.join(tmp, "audit.jsonl")
+        script = "sh -c 'printf \"%s\" >> dotgitconfig'; git fetch -q origin; echo rc=$?" % trap
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script], audit=audit),
+                             env=dict(env, HOME=home), cwd=ws, capture_output=True, text=True,
+                             timeout=60)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    said = open(audit).read() if os.path.exists(audit) else ""
+    check("grant git global link: a global configuration leading into the workspace runs "
+          "nothing with the token, and the grant is refused with the fix",
+          leaks == 0 and "rc=126" in out.stdout and "keep it out of the writable" in said,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
 
 
 def test_grant_git_worktree(tmp):
@@ -2356,7 +2393,7 @@ def main():
     tests = (test_canaries, test_secret_values, test_grants, test_grant_repos, test_grant_repo_made,
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
-             test_grant_git_missing_config, test_runnerd_git,
+             test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
