@@ -79,9 +79,11 @@ int rd_mask_expand_env(struct rd_config *cfg, struct rd_profile *prof, char *con
 void rd_profile_mark_grants(const struct rd_env_config *env, struct rd_profile *prof);
 
 /* Variables a command that a rule grants a secret gets only as the agent got them at its start
- * (or not at all): each can make the granted program run other code (PATH the programs it
- * starts by name, HOME and XDG_* its config files, GIT_* git's, MAKEFLAGS make's, PAGER,
- * EDITOR, VISUAL, SHELL what it starts). */
+ * (or not at all): each can make the granted program run other code, or send the secret
+ * elsewhere (PATH the programs it starts by name, HOME and XDG_* its config files, GIT_*
+ * git's, MAKEFLAGS make's, PAGER, EDITOR, VISUAL, SHELL, BROWSER, LESS* and *_ASKPASS what
+ * it starts; gh's GH_PAGER, GH_BROWSER, GH_EDITOR, GH_PATH (its git credential helper) and
+ * GH_CONFIG_DIR (its aliases) likewise, GH_HOST and GH_REPO where its token goes). */
 extern const struct rd_strv rd_grant_pinned_names;
 
 /* For a command that a rule grants a secret: does argv (of the program at resolved) ask it to

@@ -399,6 +399,92 @@ static bool held_in_place(struct sup *u, const char *git)
 	return root && up_root;
 }
 
+/* The value of NAME in q's environment, or NULL. */
+static const char *env_of(const struct req *q, const char *name)
+{
+	size_t len = strlen(name);
+	for (size_t i = 0; i < q->env.n_env; i++)
+		if (strncmp(q->env.envp[i], name, len) == 0 && q->env.envp[i][len] == '=')
+			return q->env.envp[i] + len + 1;
+	return NULL;
+}
+
+/* A file that git's configuration at file includes (include.path, includeIf.*.path, as git
+ * resolves them: "~/" from home, a relative one from file's directory) that lies where commands
+ * can write, or is missing there (a command can make it), or includes more: into bad (n
+ * bytes), true. The file read up to 1 MiB, a line at a time; a value with a quote or escape
+ * git would read otherwise counts as bad too (whole, as a check that cannot miss one). */
+static bool includes_writable(struct sup *u, const char *file, const char *home, bool nested,
+                              char *bad, size_t n)
+{
+	enum { MAX = 1 << 20 };
+	_cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	_cleanup_free_ char *buf = malloc(MAX + 1);
+	size_t len = 0;
+	ssize_t r = 1;
+	while (buf && r > 0 && len < MAX)
+		if ((r = read(fd, buf + len, MAX - len)) > 0)
+			len += (size_t)r;
+	if (!buf || r < 0 || len == MAX) {
+		snprintf(bad, n, "%s (which cannot be read whole)", file);
+		return true;
+	}
+	buf[len] = '\0';
+	bool in_include = false;
+	for (char *line = buf, *next; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *c = line + strspn(line, " \t");
+		if (*c == '[') {
+			size_t k = strcspn(c + 1, " \t\"]");
+			in_include = (k == 7 && strncasecmp(c + 1, "include", 7) == 0) ||
+			             (k == 9 && strncasecmp(c + 1, "includeif", 9) == 0);
+			char *end = strchr(c, ']');
+			if (!end)
+				continue;
+			c = end + 1 + strspn(end + 1, " \t");
+		}
+		if (!in_include || strncasecmp(c, "path", 4) != 0)
+			continue;
+		c += 4 + strspn(c + 4, " \t");
+		if (*c != '=')
+			continue;
+		c += 1 + strspn(c + 1, " \t");
+		size_t vl = strcspn(c, "#;\r");
+		while (vl && (c[vl - 1] == ' ' || c[vl - 1] == '\t'))
+			vl--;
+		c[vl] = '\0';
+		if (nested || strpbrk(c, "\"\\")) {
+			snprintf(bad, n,
+			         "%s (an include git would read otherwise, or in an include)",
+			         file);
+			return true;
+		}
+		char path[PATH_MAX], real[PATH_MAX];
+		const char *slash = strrchr(file, '/');
+		if (strncmp(c, "~/", 2) == 0)
+			snprintf(path, sizeof(path), "%s/%s", home ? home : "", c + 2);
+		else if (c[0] == '/')
+			snprintf(path, sizeof(path), "%s", c);
+		else
+			snprintf(path, sizeof(path), "%.*s/%s", slash ? (int)(slash - file) : 0,
+			         file, c);
+		bool there = realpath(path, real) != NULL;
+		if (there ? rd_view_writable_root(any_view(u), real) != NULL
+		          : rd_view_writable_root(any_view(u), path) != NULL) {
+			snprintf(bad, n, "%s, which %s where commands can write", path,
+			         there ? "leads" : "is missing");
+			return true;
+		}
+		if (there && includes_writable(u, real, home, true, bad, n))
+			return true;
+	}
+	return false;
+}
+
 /* Does the configuration of the common directory common have git read a config.worktree
  * (extensions.worktreeConfig)? The whole file looked at for the word, as a check that cannot
  * miss it; true where it cannot be read whole. */
@@ -522,6 +608,16 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 					       "commands could make; make it (empty) before the "
 					       "session";
 			}
+			/* What the configuration includes (a project's include.path of a file in
+			 * the work tree). */
+			char inc[PATH_MAX + 128], incwhat[PATH_MAX + 256];
+			snprintf(sub, sizeof(sub), "%s/config", is_dir ? git : common);
+			if (!what &&
+			    includes_writable(u, sub, env_of(q, "HOME"), false, inc, sizeof(inc))) {
+				snprintf(incwhat, sizeof(incwhat),
+				         "has a configuration that includes %s", inc);
+				what = incwhat;
+			}
 			/* A rebase, cherry-pick or revert in progress, for one that would go on
 			 * with it: its todo and options are files commands can write (an exec
 			 * line, a strategy of the work tree's), in the git directory (a linked
@@ -596,16 +692,6 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 	}
 }
 
-/* The value of NAME in q's environment, or NULL. */
-static const char *env_of(const struct req *q, const char *name)
-{
-	size_t len = strlen(name);
-	for (size_t i = 0; i < q->env.n_env; i++)
-		if (strncmp(q->env.envp[i], name, len) == 0 && q->env.envp[i][len] == '=')
-			return q->env.envp[i] + len + 1;
-	return NULL;
-}
-
 /* git's global configuration as the granted program's git reads it (~/.gitconfig,
  * $XDG_CONFIG_HOME/git/config, by their real paths: a symlink into a dotfiles repository in
  * the workspace, as stow makes them): refused (why) where it lies where commands can write,
@@ -625,8 +711,21 @@ static int global_config_writable(struct sup *u, struct req *q, char *why, size_
 	else if (!global && home && home[0] == '/')
 		snprintf(files[k++], sizeof(files[0]), "%s/.config/git/config", home);
 	for (size_t i = 0; i < k; i++) {
-		char real[PATH_MAX];
-		if (!realpath(files[i], real) || !rd_view_writable_root(any_view(u), real))
+		char real[PATH_MAX], inc[PATH_MAX + 128];
+		if (!realpath(files[i], real))
+			continue;
+		if (!rd_view_writable_root(any_view(u), real) &&
+		    includes_writable(u, real, home, false, inc, sizeof(inc))) {
+			snprintf(
+			    why, n,
+			    "commands.rules[%zu] grants a secret to %s, whose git would read the "
+			    "global configuration %s, which includes %s (a core.sshCommand there "
+			    "runs with the secret); keep it out of the writable roots",
+			    q->rule->index, q->tg.resolved ? q->tg.resolved : q->path, files[i],
+			    inc);
+			return EACCES;
+		}
+		if (!rd_view_writable_root(any_view(u), real))
 			continue;
 		snprintf(why, n,
 		         "commands.rules[%zu] grants a secret to %s, whose git would read the "

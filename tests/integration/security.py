@@ -386,13 +386,14 @@ def git_grant(tmp, name, prog="git"):
     return "ghp_%s_%s" % (name, os.urandom(6).hex()), path, ws, grant_profile(tmp, name, path)
 
 
-def grant_profile(tmp, name, path):
+def grant_profile(tmp, name, path, env_allow=()):
     """The profile tmp/NAME.json, whose rule grants GH_TOKEN to the program at path (pinned by
-    sha256 as root, where every file is the agent's to replace)."""
+    sha256 as root, where every file is the agent's to replace), and whose commands are
+    passed env_allow too."""
     pin = {"sha256": hashlib.sha256(open(path, "rb").read()).hexdigest()} \
         if os.geteuid() == 0 else {}
     return write_profile(tmp, name, {
-        "default": "allow", "env_allow": [],
+        "default": "allow", "env_allow": list(env_allow),
         "rules": [dict({"action": "allow", "env_allow": ["GH_TOKEN"], "match": {"path": path}},
                        **pin)]},
         agent_env_allow=["GH_TOKEN"])
@@ -1169,6 +1170,21 @@ def test_runnerd_git(tmp):
           "no git on PATH" not in out.stderr, out.stderr[-300:])
 
 
+def poisoned_fetch(tmp, prof, env, ws, name, target):
+    """A command appends a configuration that reaches origin through a program writing
+    GH_TOKEN (git_ssh_trap) to target, a file git reads as configuration, then the agent's
+    granted git fetch: (tokens written, the output, the audit log's text)."""
+    leak = os.path.join(tmp, "leak-" + name)
+    trap = git_ssh_trap(tmp, leak).replace("\n", "\\n").replace('"', '\\"')
+    audit = os.path.join(tmp, "audit-%s.jsonl" % name)
+    script = "sh -c 'printf \"%s\" >> %s'; git fetch -q origin; echo rc=$?" % (trap, target)
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script], audit=audit), env=env,
+                         cwd=ws, capture_output=True, text=True, timeout=60)
+    leaks = open(leak).read().count(env["GH_TOKEN"]) if os.path.exists(leak) else 0
+    said = open(audit).read() if os.path.exists(audit) else ""
+    return leaks, out, said
+
+
 def test_grant_git_global_link(tmp):
     """The user's ~/.gitconfig a symlink into the workspace (a dotfiles repository, as stow
     makes them): a command wrote a core.sshCommand there, and a granted fetch ran it with the
@@ -1181,25 +1197,58 @@ def test_grant_git_global_link(tmp):
     home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
     try:
         os.chmod(home, 0o755)
-        leak = os.path.join(tmp, "leak-global")
         with open(os.path.join(ws, "dotgitconfig"), "w") as f:
             f.write("[user]\n\tname = t\n")
         os.symlink(os.path.join(ws, "dotgitconfig"), os.path.join(home, ".gitconfig"))
         common.open_to_all(ws)
-        trap = git_ssh_trap(tmp, leak).replace("\n", "\\n").replace('"', '\\"')
-        audit = os.path.join(tmp, "audit.jsonl")
-        script = "sh -c 'printf \"%s\" >> dotgitconfig'; git fetch -q origin; echo rc=$?" % trap
-        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script], audit=audit),
-                             env=dict(env, HOME=home), cwd=ws, capture_output=True, text=True,
-                             timeout=60)
+        leaks, out, said = poisoned_fetch(tmp, prof, dict(env, HOME=home), ws, "global",
+                                          "dotgitconfig")
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
-    said = open(audit).read() if os.path.exists(audit) else ""
     check("grant git global link: a global configuration leading into the workspace runs "
           "nothing with the token, and the grant is refused with the fix",
           leaks == 0 and "rc=126" in out.stdout and "keep it out of the writable" in said,
           "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
+
+
+def test_grant_git_include(tmp):
+    """The repository's own configuration (protected) includes a file of the work tree
+    (include.path, as a project may ask its contributors to set): a command wrote a
+    core.sshCommand there, and a granted fetch ran it with the token (the build before). Now
+    the grant is refused, audited with the file. And what a granted program gets of gh's
+    own variables, and which of git's subcommands its git runs: a caller's GH_PAGER does not
+    reach it, nor does its git go into submodules or rebase (git submodule, git pull but
+    with --no-rebase)."""
+    setup = granted_repo(tmp, "include")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    with open(os.path.join(ws, "shared.gitconfig"), "w") as f:
+        f.write("[user]\n\tname = t\n")
+    subprocess.run(["git", "-C", ws, "config", "include.path", "../shared.gitconfig"],
+                   check=True)
+    common.open_to_all(ws)
+    leaks, out, said = poisoned_fetch(tmp, prof, env, ws, "include", "shared.gitconfig")
+    check("grant git include: a work-tree file the repository's configuration includes runs "
+          "nothing with the token, and the grant is refused, naming it",
+          leaks == 0 and "rc=126" in out.stdout and "shared.gitconfig" in said,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
+    subprocess.run(["git", "-C", ws, "config", "--unset", "include.path"], check=True)
+    # Commands are passed GH_PAGER and GH_PATH, as the codex profile passes GH_PAGER.
+    other = grant_profile(tmp, "include-env", os.path.realpath(shutil.which("env")),
+                          ["GH_PAGER", "GH_PATH"])
+    script = "; ".join([
+        "GH_PAGER=x GH_PATH=y env sh -c 'echo pager=${GH_PAGER-unset} path=${GH_PATH-unset}'",
+        "env git submodule update --init >/dev/null 2>&1; echo submodule_rc=$?",
+        "env git pull -q origin >/dev/null 2>&1; echo pull_rc=$?",
+    ])
+    out = subprocess.run(runnerd_cmd(other, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=60)
+    check("grant git include: a caller's GH_PAGER and GH_PATH do not reach a granted program",
+          "pager=unset path=unset" in out.stdout, out.stdout[-300:] + out.stderr[-300:])
+    check("grant git include: its git goes into no submodule and pulls only with --no-rebase",
+          "submodule_rc=128" in out.stdout and "pull_rc=128" in out.stdout,
+          out.stdout[-300:] + out.stderr[-300:])
 
 
 def test_grant_git_worktree(tmp):
@@ -2394,6 +2443,7 @@ def main():
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
+             test_grant_git_include,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
