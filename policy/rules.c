@@ -200,8 +200,14 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 			 * user's) runs the sequencer, whose todo commands can write while it runs;
 			 * --no-rebase overrides them all. */
 			bool merges = false;
-			for (size_t k = i + 1; k < argc && argv[k] && strcmp(argv[k], "--"); k++)
-				merges = merges || strcmp(argv[k], "--no-rebase") == 0;
+			for (size_t k = i + 1; k < argc && argv[k] && strcmp(argv[k], "--"); k++) {
+				const char *b = argv[k];
+				if (strcmp(b, "--no-rebase") == 0)
+					merges = true;
+				else if (strncmp(b, "--rebase", 8) == 0 ||
+				         (b[0] == '-' && b[1] != '-' && strchr(b, 'r')))
+					merges = false; /* the last of them counts */
+			}
 			if (strcmp(sub, "pull") == 0 && !merges)
 				return "git pull, which may rebase (pull.rebase, "
 				       "branch.NAME.rebase): its "

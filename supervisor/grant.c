@@ -432,20 +432,32 @@ static bool includes_writable(struct sup *u, const char *file, const char *home,
 		return true;
 	}
 	buf[len] = '\0';
+	/* What this reading does not follow as git would: a NUL (git reads past it), a lone
+	 * carriage return, a line continued with a backslash. */
+	bool odd = memchr(buf, '\0', len) != NULL;
+	for (size_t i = 0; !odd && i < len; i++)
+		odd = (buf[i] == '\r' && buf[i + 1] != '\n') ||
+		      (buf[i] == '\\' && (buf[i + 1] == '\n' || buf[i + 1] == '\r'));
+	if (odd) {
+		snprintf(bad, n, "%s (a configuration runnerd does not read as git does)", file);
+		return true;
+	}
 	bool in_include = false;
-	for (char *line = buf, *next; line; line = next) {
+	char *start = buf + (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0);
+	for (char *line = start, *next; line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		char *c = line + strspn(line, " \t");
-		if (*c == '[') {
+		char *c = line + strspn(line, " \t\r");
+		/* Headers, several on a line too ("[core][include]path=x"). */
+		while (*c == '[') {
 			size_t k = strcspn(c + 1, " \t\"]");
 			in_include = (k == 7 && strncasecmp(c + 1, "include", 7) == 0) ||
 			             (k == 9 && strncasecmp(c + 1, "includeif", 9) == 0);
 			char *end = strchr(c, ']');
 			if (!end)
-				continue;
-			c = end + 1 + strspn(end + 1, " \t");
+				break;
+			c = end + 1 + strspn(end + 1, " \t\r");
 		}
 		if (!in_include || strncasecmp(c, "path", 4) != 0)
 			continue;
@@ -457,13 +469,13 @@ static bool includes_writable(struct sup *u, const char *file, const char *home,
 		while (vl && (c[vl - 1] == ' ' || c[vl - 1] == '\t'))
 			vl--;
 		c[vl] = '\0';
-		if (nested || strpbrk(c, "\"\\")) {
+		if (nested || strpbrk(c, "\"\\") || (c[0] == '~' && c[1] != '/')) {
 			snprintf(bad, n,
 			         "%s (an include git would read otherwise, or in an include)",
 			         file);
 			return true;
 		}
-		char path[PATH_MAX], real[PATH_MAX];
+		char path[PATH_MAX], real[2 * PATH_MAX + 2];
 		const char *slash = strrchr(file, '/');
 		if (strncmp(c, "~/", 2) == 0)
 			snprintf(path, sizeof(path), "%s/%s", home ? home : "", c + 2);
@@ -473,8 +485,21 @@ static bool includes_writable(struct sup *u, const char *file, const char *home,
 			snprintf(path, sizeof(path), "%.*s/%s", slash ? (int)(slash - file) : 0,
 			         file, c);
 		bool there = realpath(path, real) != NULL;
-		if (there ? rd_view_writable_root(any_view(u), real) != NULL
-		          : rd_view_writable_root(any_view(u), path) != NULL) {
+		/* A missing one by the real path of its directory (a symlink on the way). */
+		char *up = there ? NULL : strrchr(path, '/');
+		char dir[PATH_MAX];
+		if (up && up != path) {
+			*up = '\0';
+			if (realpath(path, dir))
+				snprintf(real, sizeof(real), "%s/%s", dir, up + 1);
+			else
+				snprintf(real, sizeof(real), "%s/%s", path, up + 1);
+			*up = '/';
+		} else if (!there) {
+			snprintf(real, sizeof(real), "%s", path);
+		}
+		if (rd_view_writable_root(any_view(u), real) ||
+		    (!there && rd_view_writable_root(any_view(u), path))) {
 			snprintf(bad, n, "%s, which %s where commands can write", path,
 			         there ? "leads" : "is missing");
 			return true;
@@ -714,8 +739,9 @@ static int global_config_writable(struct sup *u, struct req *q, char *why, size_
 		char real[PATH_MAX], inc[PATH_MAX + 128];
 		if (!realpath(files[i], real))
 			continue;
+		/* Read through the link, an include resolved from where git finds the file. */
 		if (!rd_view_writable_root(any_view(u), real) &&
-		    includes_writable(u, real, home, false, inc, sizeof(inc))) {
+		    includes_writable(u, files[i], home, false, inc, sizeof(inc))) {
 			snprintf(
 			    why, n,
 			    "commands.rules[%zu] grants a secret to %s, whose git would read the "

@@ -1234,6 +1234,20 @@ def test_grant_git_include(tmp):
           leaks == 0 and "rc=126" in out.stdout and "shared.gitconfig" in said,
           "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
     subprocess.run(["git", "-C", ws, "config", "--unset", "include.path"], check=True)
+    # Written as git reads it too: two headers on one line, after a byte-order mark.
+    cfg = os.path.join(ws, ".git", "config")
+    text = open(cfg).read()
+    with open(cfg, "w") as f:
+        f.write("\ufeff" + text + "[core][include]path=../shared2.gitconfig\n")
+    with open(os.path.join(ws, "shared2.gitconfig"), "w") as f:
+        f.write("[user]\n\tname = t\n")
+    common.open_to_all(ws)
+    leaks, out, said = poisoned_fetch(tmp, prof, env, ws, "include2", "shared2.gitconfig")
+    check("grant git include: an include after another header on its line is followed too",
+          leaks == 0 and "rc=126" in out.stdout and "shared2.gitconfig" in said,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
+    with open(cfg, "w") as f:
+        f.write(text)
     # Commands are passed GH_PAGER and GH_PATH, as the codex profile passes GH_PAGER.
     other = grant_profile(tmp, "include-env", os.path.realpath(shutil.which("env")),
                           ["GH_PAGER", "GH_PATH"])
@@ -1241,6 +1255,8 @@ def test_grant_git_include(tmp):
         "GH_PAGER=x GH_PATH=y env sh -c 'echo pager=${GH_PAGER-unset} path=${GH_PATH-unset}'",
         "env git submodule update --init >/dev/null 2>&1; echo submodule_rc=$?",
         "env git pull -q origin >/dev/null 2>&1; echo pull_rc=$?",
+        "mkdir -p 1.x && touch 1.x/f && env git add 1.x/f && env git status -s 1.x/f "
+        ">/dev/null && env git commit -q -s -m 1.x/f; echo plain_rc=$?",
     ])
     out = subprocess.run(runnerd_cmd(other, ["bash", "-c", script]), env=env, cwd=ws,
                          capture_output=True, text=True, timeout=60)
@@ -1249,6 +1265,8 @@ def test_grant_git_include(tmp):
     check("grant git include: its git goes into no submodule and pulls only with --no-rebase",
           "submodule_rc=128" in out.stdout and "pull_rc=128" in out.stdout,
           out.stdout[-300:] + out.stderr[-300:])
+    check("grant git include: its git adds, shows and commits (-s) a path like 1.x/f",
+          "plain_rc=0" in out.stdout, out.stdout[-300:] + out.stderr[-300:])
 
 
 def test_grant_git_worktree(tmp):

@@ -348,6 +348,8 @@ static void test_grants(void **state)
 	    {V("git", "pull", "origin"), true},
 	    {V("git", "pull", "--no-rebase", "origin"), false},
 	    {V("git", "pull", "--rebase", "--no-rebase"), false},
+	    {V("git", "pull", "--no-rebase", "--rebase"), true},
+	    {V("git", "pull", "--no-rebase", "-qr"), true},
 	    {V("git", "merge", "--continue"), false},
 	    {V("git", "daemon", "--access-hook=/tmp/x", "."), true},
 	    {V("git", "instaweb", "--httpd=sh -c x"), true},
