@@ -537,7 +537,15 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 		r = sup_grant_reads(u, q, why_file, sizeof(why_file));
 		if (r)
 			return refuse(x, r, "%s", why_file);
-		if (sup_grant_env(u, q) < 0)
+		r = sup_grant_env(u, q);
+		if (r == -ENOEXEC)
+			return refuse(
+			    x, EACCES,
+			    "commands.rules[%zu] grants a secret to %s, which finds git on its "
+			    "PATH, and there is no /bin/sh for runnerd's git, which tells git "
+			    "the repository the grant's check took: refused",
+			    rule->index, q->tg.resolved);
+		if (r < 0)
 			return refuse(x, ENOMEM, "out of memory");
 	}
 	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the

@@ -341,21 +341,6 @@ static bool is_git(const struct req *q)
 	return slash && strcmp(slash + 1, "git") == 0;
 }
 
-/* A granted git that would go on with a rebase, cherry-pick or revert in progress: any of
- * those subcommands but for --abort and --quit. */
-static bool sequencing(const struct req *q)
-{
-	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
-	if (!is_git(q) || !sub ||
-	    (strcmp(sub, "rebase") && strcmp(sub, "cherry-pick") && strcmp(sub, "revert")))
-		return false;
-	for (size_t i = 1; i < q->strs.argc && q->strs.argv[i]; i++)
-		if (strcmp(q->strs.argv[i], "--abort") == 0 ||
-		    strcmp(q->strs.argv[i], "--quit") == 0)
-			return false;
-	return true;
-}
-
 /* Was path one of the protected paths missing at the session's start (rd_session.missing),
  * which a command may have made since, and make or take away at any time? */
 static bool missing_at_start(const struct sup *u, const char *path)
@@ -399,6 +384,48 @@ static bool held_in_place(struct sup *u, const char *git)
 	return root && up_root;
 }
 
+/* The file at path read whole into *buf (NUL-terminated, malloc'd), up to 1 MiB: its length,
+ * -ENOENT where there is none, or another -errno (a larger file: -EFBIG). */
+static ssize_t read_small(const char *path, char **buf)
+{
+	enum { MAX = 1 << 20 };
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size >= MAX)
+		return -EFBIG;
+	_cleanup_free_ char *b = malloc((size_t)st.st_size + 2);
+	size_t len = 0;
+	ssize_t r = 1;
+	while (b && r > 0 && len <= (size_t)st.st_size)
+		if ((r = read(fd, b + len, (size_t)st.st_size + 1 - len)) > 0)
+			len += (size_t)r;
+	if (!b)
+		return -ENOMEM;
+	if (r < 0 || len > (size_t)st.st_size)
+		return r < 0 ? -errno : -EFBIG; /* grew while read */
+	b[len] = '\0';
+	*buf = steal_pointer(&b);
+	return (ssize_t)len;
+}
+
+/* Does the configuration of the common directory common have git read a config.worktree
+ * (extensions.worktreeConfig)? The whole file looked at for the word, as a check that cannot
+ * miss it; true where it cannot be read whole. */
+static bool reads_worktree_config(const char *common)
+{
+	char p[PATH_MAX + 16];
+	_cleanup_free_ char *buf = NULL;
+	snprintf(p, sizeof(p), "%s/config", common);
+	ssize_t len = read_small(p, &buf);
+	if (len < 0)
+		return len != -ENOENT;
+	for (char *c = buf; c < buf + len; c++)
+		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+	return memmem(buf, (size_t)len, "worktreeconfig", 14) != NULL;
+}
+
 /* The value of NAME in q's environment, or NULL. */
 static const char *env_of(const struct req *q, const char *name)
 {
@@ -417,21 +444,15 @@ static const char *env_of(const struct req *q, const char *name)
 static bool includes_writable(struct sup *u, const char *file, const char *home, bool nested,
                               char *bad, size_t n)
 {
-	enum { MAX = 1 << 20 };
-	_cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
+	_cleanup_free_ char *buf = NULL;
+	ssize_t got = read_small(file, &buf);
+	if (got == -ENOENT)
 		return false;
-	_cleanup_free_ char *buf = malloc(MAX + 1);
-	size_t len = 0;
-	ssize_t r = 1;
-	while (buf && r > 0 && len < MAX)
-		if ((r = read(fd, buf + len, MAX - len)) > 0)
-			len += (size_t)r;
-	if (!buf || r < 0 || len == MAX) {
+	if (got < 0) {
 		snprintf(bad, n, "%s (which cannot be read whole)", file);
 		return true;
 	}
-	buf[len] = '\0';
+	size_t len = (size_t)got;
 	/* What this reading does not follow as git would: a NUL (git reads past it), a lone
 	 * carriage return, a line continued with a backslash. */
 	bool odd = memchr(buf, '\0', len) != NULL;
@@ -508,30 +529,6 @@ static bool includes_writable(struct sup *u, const char *file, const char *home,
 			return true;
 	}
 	return false;
-}
-
-/* Does the configuration of the common directory common have git read a config.worktree
- * (extensions.worktreeConfig)? The whole file looked at for the word, as a check that cannot
- * miss it; true where it cannot be read whole. */
-static bool reads_worktree_config(const char *common)
-{
-	enum { MAX = 1 << 20 };
-	char p[PATH_MAX + 16];
-	snprintf(p, sizeof(p), "%s/config", common);
-	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return errno != ENOENT;
-	_cleanup_free_ char *buf = malloc(MAX);
-	size_t len = 0;
-	ssize_t r = 1;
-	while (buf && r > 0 && len < MAX)
-		if ((r = read(fd, buf + len, MAX - len)) > 0)
-			len += (size_t)r;
-	if (!buf || r < 0 || len == MAX)
-		return true;
-	for (char *c = buf; c < buf + len; c++)
-		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
-	return memmem(buf, len, "worktreeconfig", 14) != NULL;
 }
 
 /* For a .git that is a file (a linked worktree's, a submodule's): the directory it names (gd)
@@ -643,21 +640,6 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 				         "has a configuration that includes %s", inc);
 				what = incwhat;
 			}
-			/* A rebase, cherry-pick or revert in progress, for one that would go on
-			 * with it: its todo and options are files commands can write (an exec
-			 * line, a strategy of the work tree's), in the git directory (a linked
-			 * worktree's own, .git/worktrees/NAME). */
-			static const char *const seq[] = {"rebase-merge", "rebase-apply",
-			                                  "sequencer"};
-			for (size_t i = 0; !what && sequencing(q) && i < ARRAY_SIZE(seq); i++) {
-				snprintf(sub, sizeof(sub), "%s/%s", gd, seq[i]);
-				if (lstat(sub, &st) == 0)
-					what =
-					    "has a rebase, cherry-pick or revert in progress, "
-					    "whose todo commands could have written (an exec line "
-					    "runs with the secret); check it, and go on with it "
-					    "where no secret is granted, or abort it";
-			}
 			/* The work tree's .gitmodules, which commands can write: a submodule's
 			 * ignore or fetchRecurseSubmodules there overrides the settings that keep
 			 * a granted git out of submodules. */
@@ -717,27 +699,56 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 	}
 }
 
+/* The files of git's global configuration for q's environment, as git takes them:
+ * GIT_CONFIG_GLOBAL, else ~/.gitconfig and $XDG_CONFIG_HOME/git/config (or
+ * ~/.config/git/config), each absolute. Returns how many (at most 2); *relative is set where
+ * HOME or XDG_CONFIG_HOME is not absolute (git then reads from the directory it works in). */
+static size_t global_files(const struct req *q, char files[2][PATH_MAX], bool *relative)
+{
+	const char *home = env_of(q, "HOME"), *xdg = env_of(q, "XDG_CONFIG_HOME");
+	const char *global = env_of(q, "GIT_CONFIG_GLOBAL");
+	size_t k = 0;
+	*relative = !global && ((home && home[0] != '/') || (xdg && xdg[0] != '/'));
+	if (global) {
+		if (global[0] == '/')
+			snprintf(files[k++], PATH_MAX, "%s", global);
+		return k;
+	}
+	if (home && home[0] == '/')
+		snprintf(files[k++], PATH_MAX, "%s/.gitconfig", home);
+	if (xdg && xdg[0] == '/')
+		snprintf(files[k++], PATH_MAX, "%s/git/config", xdg);
+	else if (home && home[0] == '/')
+		snprintf(files[k++], PATH_MAX, "%s/.config/git/config", home);
+	return k;
+}
+
 /* git's global configuration as the granted program's git reads it (~/.gitconfig,
  * $XDG_CONFIG_HOME/git/config, by their real paths: a symlink into a dotfiles repository in
  * the workspace, as stow makes them): refused (why) where it lies where commands can write,
  * else 0. (An include.path there that leads into a writable root is not followed.) */
 static int global_config_writable(struct sup *u, struct req *q, char *why, size_t n)
 {
-	const char *home = env_of(q, "HOME"), *xdg = env_of(q, "XDG_CONFIG_HOME");
-	const char *global = env_of(q, "GIT_CONFIG_GLOBAL");
-	char files[3][PATH_MAX];
-	size_t k = 0;
-	if (global && global[0] == '/')
-		snprintf(files[k++], sizeof(files[0]), "%s", global);
-	if (!global && home && home[0] == '/')
-		snprintf(files[k++], sizeof(files[0]), "%s/.gitconfig", home);
-	if (!global && xdg && xdg[0] == '/')
-		snprintf(files[k++], sizeof(files[0]), "%s/git/config", xdg);
-	else if (!global && home && home[0] == '/')
-		snprintf(files[k++], sizeof(files[0]), "%s/.config/git/config", home);
+	const char *home = env_of(q, "HOME");
+	char files[2][PATH_MAX];
+	bool relative;
+	size_t k = global_files(q, files, &relative);
 	for (size_t i = 0; i < k; i++) {
 		char real[PATH_MAX], inc[PATH_MAX + 128];
-		if (!realpath(files[i], real))
+		struct stat st;
+		/* A link that leads nowhere: where it leads, a command may make the file. */
+		bool there = realpath(files[i], real) != NULL;
+		if (!there && lstat(files[i], &st) == 0) {
+			snprintf(
+			    why, n,
+			    "commands.rules[%zu] grants a secret to %s, whose git would read the "
+			    "global configuration %s, a symlink that leads nowhere runnerd can "
+			    "follow (a command could make what it names); remove it or make its "
+			    "target",
+			    q->rule->index, q->tg.resolved ? q->tg.resolved : q->path, files[i]);
+			return EACCES;
+		}
+		if (!there)
 			continue;
 		/* Read through the link, an include resolved from where git finds the file. */
 		if (!rd_view_writable_root(any_view(u), real) &&
@@ -849,9 +860,9 @@ static char *git_in(struct sup *u, const char *dir, bool *own, int *e)
  * directory it names), or a .git between the cwd and the checked top. GIT_DIR, GIT_WORK_TREE
  * and GIT_COMMON_DIR say which, or, with none found, GIT_DIR=/dev/null: no repository (as
  * git would have found; a bare one is refused anyway by safe.bareRepository=explicit). Not
- * for clone and init, which make the repository GIT_DIR names; not where the agent started
- * with one of the three (its own, kept by rd_grant_pinned_names). git hands them to its hooks
- * and aliases, as githooks(5) says it may: a hook that works in another repository clears
+ * for init, which makes the repository GIT_DIR names (clone is refused); not where the agent
+ * started with one of the three (its own, kept by rd_grant_pinned_names). git hands them to its
+ * hooks and aliases, as githooks(5) says it may: a hook that works in another repository clears
  * them first. A granted program that is not git gets them as RUNNERD_GIT_DIR and so on, for
  * the git of RD_VIEW_BIN_DIR (sandbox/view.c), first on its PATH, which tells the real git
  * (RUNNERD_GIT) the repository where the program started, but not where git clones, inits or
@@ -922,19 +933,14 @@ static char *quoted(char *o, const char *s)
  * have read at the check. Not where the agent set GIT_CONFIG_GLOBAL itself. */
 static int global_config(struct sup *u, struct req *q)
 {
-	const char *home = env_of(q, "HOME"), *xdg = env_of(q, "XDG_CONFIG_HOME");
-	if (env_of(q, "GIT_CONFIG_GLOBAL") || (!home && !xdg))
+	if (env_of(q, "GIT_CONFIG_GLOBAL"))
 		return 0;
 	/* A relative one: git reads it from the directory it works in, the commands' to write. */
-	bool open = (home && home[0] != '/') || (xdg && xdg[0] != '/');
 	char files[2][PATH_MAX];
-	size_t n = 0;
-	if (!open && home)
-		snprintf(files[n++], sizeof(files[0]), "%s/.gitconfig", home);
-	if (!open && xdg)
-		snprintf(files[n++], sizeof(files[0]), "%s/git/config", xdg);
-	else if (!open && home)
-		snprintf(files[n++], sizeof(files[0]), "%s/.config/git/config", home);
+	bool open;
+	size_t n = global_files(q, files, &open);
+	if (open)
+		n = 0;
 	const char *there = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
@@ -1016,12 +1022,11 @@ int sup_grant_env(struct sup *u, struct req *q)
 		*o = '\0';
 		if (!real_git)
 			real_git = steal_pointer(&own_git);
-		/* runnerd's git first, for a program that is not git; its script needs /bin/sh
-		 * (without it, programs that search PATH on would run the real git as it is). */
-		if (real_git && access("/bin/sh", X_OK) < 0) {
-			free(real_git);
-			real_git = NULL;
-		}
+		/* runnerd's git first, for a program that is not git; its script needs /bin/sh:
+		 * without it, programs that search PATH on would run the real git as it is, told
+		 * nothing, so the grant is refused. */
+		if (real_git && access("/bin/sh", X_OK) < 0)
+			return -ENOEXEC;
 		/* None kept: an empty PATH has execvp, bash and Python search the cwd. */
 		if (!real_git && !*first)
 			strcpy(first, RD_VIEW_EMPTY_DIR);
@@ -1051,7 +1056,7 @@ int sup_grant_env(struct sup *u, struct req *q)
 	 * relative one names the hooks of the repository git works in, as a clone's new one,
 	 * which a command can write before git runs post-checkout there; one the configuration
 	 * names, as husky's .husky/_, runs files of the work tree that commands write); none for
-	 * git clone and init, in no repository, or one whose .git is a file. */
+	 * git init (clone is refused), in no repository, or one whose .git is a file. */
 	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
 	bool makes = sub && (strcmp(sub, "clone") == 0 || strcmp(sub, "init") == 0 ||
 	                     strcmp(sub, "init-db") == 0);

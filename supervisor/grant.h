@@ -24,7 +24,8 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n);
  * GIT_ALLOW_PROTOCOL that lets git reach no local repository (whose hooks a command may have
  * written; git runs them with the secret), git's settings (GIT_CONFIG_PARAMETERS), and for
  * git itself the repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR).
- * Returns 0 or -ENOMEM. */
+ * Returns 0, -ENOMEM, or -ENOEXEC where a program other than git would find a git on its PATH
+ * and there is no /bin/sh for runnerd's git (sandbox/view.c), which tells it the repository. */
 int sup_grant_env(struct sup *u, struct req *q);
 
 void sup_grants_free(struct sup *u);
