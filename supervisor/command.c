@@ -184,6 +184,29 @@ void sup_cmd_status(struct sup *u, struct cmd *c)
 	read_status(u, c);
 }
 
+void sup_cmd_read_ends(struct sup *u, bool wait_back)
+{
+	for (struct cmd *c = u->cmds, *next; c; c = next) {
+		next = c->next; /* read_status may take c off the list */
+		if (!c->run.status_known && c->run.sb.status_fd >= 0)
+			read_status(u, c);
+	}
+	struct cmd *back;
+	if (!wait_back || !sup_spare_none_ready(u) || !(back = sup_spare_coming_back(u)))
+		return;
+	/* Its pid 1 has little left to do: less than a sandbox made now. */
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (sup_spare_coming_back(u) == back) {
+		int left = 100 - (int)sup_ms_since(&t0);
+		struct pollfd pf = {back->run.sb.status_fd, POLLIN, 0};
+		if (left <= 0 || (poll(&pf, 1, left) < 0 && errno != EINTR))
+			return;
+		if (pf.revents)
+			read_status(u, back);
+	}
+}
+
 void sup_cmd_ctl(struct sup *u, struct cmd *c)
 {
 	struct run *r = &c->run;
@@ -255,11 +278,7 @@ void sup_cmd_session_end(struct sup *u)
 {
 	/* A command whose end its caller may have seen already (the reaper tells the stub
 	 * directly) is logged as it ended, not as killed. */
-	for (struct cmd *c = u->cmds, *next; c; c = next) {
-		next = c->next;
-		if (!c->run.status_known && c->run.sb.status_fd >= 0)
-			read_status(u, c);
-	}
+	sup_cmd_read_ends(u, false);
 	/* Every sandbox left, its command running or not, gets SIGTERM; what is left of them
 	 * after the grace, SIGKILL (sup_cmd_kill_all). */
 	for (struct cmd *c = u->cmds; c; c = c->next) {

@@ -844,6 +844,7 @@ static enum outcome phase_launch(struct sup *u, struct exec *x)
 	}
 	q->plan.h.has_stub_ctl = true;
 	q->plan.stub_ctl_fd = c->run.ctl_fd;
+	sup_cmd_read_ends(u, !(q->rule && q->rule->grants_secret));
 	r = sup_spare_start(u, c, &q->plan, q->rule && q->rule->grants_secret, &err);
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
 	 * the fd itself. If the command's exec then fails, a pipelined handoff closes it again;

@@ -50,10 +50,30 @@ void sup_spare_setup(struct sup *u)
 	}
 }
 
+/* c's sandbox is on its way back: its command ended alone, and its pid 1, which said it can
+ * take another plan, is putting it back (RD_REPORT_IDLE follows, sup_spare_return). Not one
+ * that sup_spare_return will refuse for what is known already. */
+static bool coming_back(const struct cmd *c)
+{
+	const struct run *r = &c->run;
+	return r->status_known && r->reuse && r->sb.status_fd >= 0 && !r->reaped && !r->crowded &&
+	       !r->granted && !r->killed && !r->timed_out;
+}
+
+struct cmd *sup_spare_coming_back(const struct sup *u)
+{
+	for (struct cmd *c = u->cmds; c; c = c->next)
+		if (coming_back(c))
+			return c;
+	return NULL;
+}
+
 long sup_spare_wait_ms(const struct sup *u)
 {
 	const struct spares *sp = &u->sp;
-	if (sp->spare.reaper >= 0 || sp->spare.pending)
+	/* A sandbox on its way back becomes the spare: the zygote would clone one for nothing
+	 * (and on a busy CPU, one of the two waiting would then be destroyed). */
+	if (sp->spare.reaper >= 0 || sp->spare.pending || sup_spare_coming_back(u))
 		return -1;
 	if (!sp->failed)
 		return 0;
@@ -274,6 +294,12 @@ void sup_spare_return(struct sup *u, struct cmd *c)
 	r->reaped = true;
 }
 
+bool sup_spare_none_ready(const struct sup *u)
+{
+	const struct spares *sp = &u->sp;
+	return sp->spare.reaper < 0 && !sp->spare.pending && sp->idle.reaper < 0;
+}
+
 int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan, bool granted,
                     struct rd_error *err)
 {
@@ -282,9 +308,12 @@ int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *p
 	 * watched through an fd it got then (the /proc of its pid namespace): never for a
 	 * command a rule grants a secret, which gets a sandbox no command has been in. And a
 	 * command that runs beside another sandbox marks both crowded (sup_spare_return). */
+	/* Beside means a process of the other sandbox may be alive: not a command that has ended
+	 * with nothing left in its sandbox (the caller read what the reaper wrote,
+	 * sup_cmd_read_ends). */
 	bool others = false;
 	for (struct cmd *o = u->cmds; o; o = o->next)
-		if (o != c && sup_cmd_live(o)) {
+		if (o != c && sup_cmd_live(o) && !(o->run.status_known && !o->run.left)) {
 			o->run.crowded = true;
 			others = true;
 		}

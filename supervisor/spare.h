@@ -25,9 +25,17 @@ bool sup_spare_reaped(struct sup *u, pid_t pid);
  * is destroyed (its pid 1 then reaped as c's). */
 void sup_spare_return(struct sup *u, struct cmd *c);
 
+/* A command whose sandbox is on its way back (its pid 1 puts it back and then says so), to be
+ * the next spare; NULL if none. */
+struct cmd *sup_spare_coming_back(const struct sup *u);
+
+/* No sandbox is ready or asked for. */
+bool sup_spare_none_ready(const struct sup *u);
+
 /* Give c the spare for plan, if its preset fits, or a sandbox of its own; the command is on its
- * way (rd_sandbox_start). granted: a rule grants the command a secret, which it gets in a
- * sandbox no command has been in. Returns 0 or -errno with err set. */
+ * way (rd_sandbox_start). The ends the reapers wrote must have been read (sup_cmd_read_ends):
+ * a command that has ended with nothing left is not beside c. granted: a rule grants the command a
+ * secret, which it gets in a sandbox no command has been in. Returns 0 or -errno with err set. */
 int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *plan, bool granted,
                     struct rd_error *err);
 

@@ -2454,6 +2454,27 @@ def test_reused_sandbox(tmp):
           all(got[k][2] == got["agent"][2] for k in lim), repr(got))
 
 
+def test_reuse_back_to_back(tmp):
+    """Commands that come back to back, as from make or a test runner, take the sandboxes their
+    predecessors ended in. The caller's next exec can reach runnerd before the end of the
+    command before it (the reaper tells the stub itself): that command counted as running
+    beside the next, both sandboxes were destroyed, and on one CPU the zygote cloned a new
+    sandbox for nearly every command (29 of 30 here before). Run on one CPU, where the end
+    comes last most often."""
+    who = "echo $(readlink /proc/self/ns/pid)-$(cut -d' ' -f22 /proc/1/stat)"
+    agent = ("import subprocess, sys\n"
+             "for i in range(30):\n"
+             "    subprocess.run(['sh', '-c', sys.argv[1]])\n")
+    cpu = min(os.sched_getaffinity(0))
+    out = subprocess.run(runnerd_cmd("generic", [common.PY, "-c", agent, who]), env=base_env(),
+                         capture_output=True, text=True, timeout=60,
+                         preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    boxes = out.stdout.split()
+    check("reuse back to back: every command ran", len(boxes) == 30, out.stdout + out.stderr)
+    check("reuse back to back: 30 commands on one CPU ran in at most 4 sandboxes",
+          len(set(boxes)) <= 4, "%d sandboxes: %r" % (len(set(boxes)), boxes))
+
+
 def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
@@ -2471,7 +2492,7 @@ def main():
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
-             test_reused_sandbox, test_mask_agent_home, test_reuse_guards,
+             test_reused_sandbox, test_reuse_back_to_back, test_mask_agent_home, test_reuse_guards,
              test_reuse_signal_owner, test_reuse_after_grant)
     return common.run_tests(tests, "rd-sec-", enter=True)
 
