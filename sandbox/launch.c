@@ -261,7 +261,7 @@ static int send_plan(int sock, const struct rd_launch_plan *p, const struct rd_p
  * (a new file there, a symlink turned elsewhere, a mount lost with an unlinked dentry) or one
  * that appeared where nothing was makes the spare stale. openat2 with RESOLVE_IN_ROOT resolves
  * absolute symlinks against the spare's root, as the command would. */
-static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
+static enum rd_preset_use preset_check(struct rd_sandbox *sb)
 {
 	const struct rd_sandbox_preset *pre = sb->preset;
 	size_t want = sizeof(uint32_t) + sizeof(struct preset_seen) * pre->n_masks;
@@ -277,10 +277,18 @@ static enum rd_preset_use preset_check(const struct rd_sandbox *sb)
 	memcpy(&count, buf, sizeof(count));
 	if ((size_t)n != want || count != pre->n_masks)
 		return RD_PRESET_BROKEN;
-	/* Nothing changed at a masked path since the spare was asked for: it found them as they
-	 * are (maskwatch.h). */
-	if (sb->watched && rd_mask_watch_on(pre->watch) &&
-	    rd_mask_watch_gen(pre->watch) == sb->watch_gen)
+	/* Nothing changed at a masked path since the spare was asked for (or since its last use,
+	 * when they were as it found them): it finds them as they are (maskwatch.h). The
+	 * generation is read before any lookup below, so that a change made while they run
+	 * makes another. If the sandbox comes back for another command, its next use starts from
+	 * here: the first spare of a session, asked for before the watch, is otherwise looked
+	 * up at every use. */
+	bool watch = rd_mask_watch_on(pre->watch);
+	uint64_t gen = watch ? rd_mask_watch_gen(pre->watch) : 0;
+	bool same = sb->watched && watch && rd_mask_watch_on(pre->watch) && gen == sb->watch_gen;
+	sb->watched = watch && rd_mask_watch_on(pre->watch);
+	sb->watch_gen = gen;
+	if (same)
 		return RD_PRESET_USED;
 	/* Most masked paths are missing, in directories that are missing too (the stores of the
 	 * agents one does not use): a missing directory, looked up once, answers for every path
