@@ -152,14 +152,13 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 	    "fetch-pack",     "send-pack",  "http-backend", "shell"};
 	/* Short options that name a program or a configuration value, by subcommand; also
 	 * bundled with others ("-qc", "-nO"), and refused too where the letter is only in an
-	 * attached argument. */
+	 * attached argument. (clone and rebase are refused whole, below.) */
 	static const struct {
 		const char *sub;
 		char opt;
-	} shorts[] = {{"clone", 'u'},  {"clone", 'c'},    {"ls-remote", 'u'},
-	              {"rebase", 'x'}, {"difftool", 'x'}, {"grep", 'O'}};
+	} shorts[] = {{"ls-remote", 'u'}, {"difftool", 'x'}, {"grep", 'O'}};
 	/* Where -s names a merge strategy (cherry-pick's and revert's -s is --signoff). */
-	static const char *const strategy_s[] = {"rebase", "pull", "merge"};
+	static const char *const strategy_s[] = {"pull", "merge"};
 	const char *sub = NULL;
 	for (size_t i = 1; i < argc && argv[i]; i++) {
 		const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -182,9 +181,6 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 				       "(filter-branch, submodule, bisect, difftool, mergetool, "
 				       "send-email, daemon, instaweb, merge-index, remote-ext, "
 				       "receive-pack, upload-pack, …)";
-			/* A new repository, whose configuration (a filter, a credential
-			 * helper) commands can write while git makes it and goes on reading
-			 * it. */
 			/* A rebase, cherry-pick, revert or am: their todo and state are files
 			 * commands can write (an exec line), and one a command moves in between
 			 * the check and git's start is gone on with (--continue, or any prefix
@@ -192,10 +188,8 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 			static const char *const seqs[] = {"rebase", "cherry-pick", "revert", "am"};
 			if (in_list(sub, seqs, ARRAY_SIZE(seqs)))
 				return "git rebase, cherry-pick, revert and am (their todo is a "
-				       "file "
-				       "commands can write, and none needs a secret); run them "
-				       "where "
-				       "no secret is granted";
+				       "file commands can write, and none needs a secret); run "
+				       "them where no secret is granted";
 			/* A pull that rebases (--rebase, pull.rebase, branch.NAME.rebase of the
 			 * user's) runs the sequencer, whose todo commands can write while it runs;
 			 * --no-rebase overrides them all. */
@@ -210,19 +204,18 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 			}
 			if (strcmp(sub, "pull") == 0 && !merges)
 				return "git pull, which may rebase (pull.rebase, "
-				       "branch.NAME.rebase): its "
-				       "todo is a file commands can write while it runs; fetch "
-				       "with the "
-				       "grant and merge or rebase where none is granted, or pass "
-				       "--no-rebase";
+				       "branch.NAME.rebase): its todo is a file commands can write "
+				       "while it runs; fetch with the grant and merge or rebase "
+				       "where none is granted, or pass --no-rebase";
+			/* A new repository, whose configuration (a filter, a credential
+			 * helper) commands can write while git makes it and goes on reading
+			 * it. */
 			if (strcmp(sub, "clone") == 0)
 				return "git clone (commands can write the new repository's "
 				       "configuration while git makes it, and git reads it again: "
-				       "a "
-				       "smudge filter or a credential helper of a command's runs "
-				       "with "
-				       "the secret); clone where no secret is granted, or outside "
-				       "runnerd";
+				       "a smudge filter or a credential helper of a command's runs "
+				       "with the secret); clone where no secret is granted, or "
+				       "outside runnerd";
 			continue;
 		}
 		if (strncmp(a, "--", 2) == 0) {
@@ -257,9 +250,8 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 			continue;
 		for (size_t k = 0; k < ARRAY_SIZE(shorts); k++)
 			if (strcmp(sub, shorts[k].sub) == 0 && strchr(a + 1, shorts[k].opt))
-				return "git's short options that name a program to run or set a "
-				       "configuration value (clone -u and -c, ls-remote -u, rebase "
-				       "-x, difftool -x, grep -O)";
+				return "git's short options that name a program to run (ls-remote "
+				       "-u, difftool -x, grep -O)";
 		const char *s = strchr(a + 1, 's');
 		if (s && in_list(sub, strategy_s, ARRAY_SIZE(strategy_s)) &&
 		    strchr(s[1]   ? s + 1
