@@ -1209,6 +1209,121 @@ def test_grant_git_global_link(tmp):
           "nothing with the token, and the grant is refused with the fix",
           leaks == 0 and "rc=126" in out.stdout and "keep it out of the writable" in said,
           "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
+    # A link that leads nowhere at the check: a command makes its target (and takes it away)
+    # over and over. It was passed over as no configuration, and git then read what the
+    # command had made by the time it started (the build before 20c7b95).
+    home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
+    try:
+        os.chmod(home, 0o755)
+        target = os.path.join(ws, "dangling.gitconfig")
+        os.symlink(target, os.path.join(home, ".gitconfig"))
+        common.open_to_all(ws)
+        ran, leaks, text = race_grant(tmp, prof, dict(env, HOME=home), genv, ws,
+                                      "file:" + target, ws, ws,
+                                      "git fetch -q origin; echo rc=$?")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    check("grant git global link: a global configuration that leads nowhere while a command "
+          "makes its target runs nothing with the token (40 fetches), and is refused",
+          ran and leaks == 0 and "rc=126" in text and "rc=0" not in text,
+          "%d leaks: %s" % (leaks, text))
+
+
+def test_grant_no_sh(tmp):
+    """A program granted a secret that runs git (env stands for gh) is pointed at runnerd's
+    git, a /bin/sh script. Where runnerd sees no /bin/sh, the program would run the real git
+    found on its PATH, told nothing of the repository the grant's check took (git status ran,
+    the build before 20c7b95): the grant is refused instead, audited with the reason. Here
+    /bin/sh is /dev/null in a mount namespace of runnerd's own (unshare). As root only: another
+    user needs a user namespace for it, where runnerd is a root with one uid and refuses to
+    run."""
+    if os.geteuid() != 0:
+        print("n/a  grant without /bin/sh: only root can take /bin/sh out of runnerd's view")
+        return
+    setup = granted_repo(tmp, "nosh", prog="env")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    unshare = shutil.which("unshare")
+    if not unshare:
+        common.skip_part("grant without /bin/sh: unshare (util-linux) is needed")
+        return
+    common.open_to_all(ws)
+    audit = os.path.join(tmp, "audit-nosh.jsonl")
+    script = "env git status >/dev/null 2>&1; echo granted_rc=$?; git status >/dev/null; " \
+             "echo plain_rc=$?"
+    inner = runnerd_cmd(prof, ["bash", "-c", script], audit=audit)
+    cmd = [unshare, "-m", "--propagation", "private", "bash", "-c",
+            'mount --bind /dev/null /bin/sh && exec "$@"', "nosh"] + inner
+    out = subprocess.run(cmd, env=env, cwd=ws, capture_output=True, text=True, timeout=60)
+    said = open(audit).read() if os.path.exists(audit) else ""
+    check("grant without /bin/sh: the granted program that finds git on its PATH is refused "
+          "(126), audited with the reason, and an ungranted git still runs",
+          "granted_rc=126" in out.stdout and "plain_rc=0" in out.stdout and
+          "no /bin/sh for runnerd" in said,
+          out.stdout[-300:] + out.stderr[-300:] + said[-300:])
+
+
+def test_grant_git_pull_rebase(tmp):
+    """A granted git pull that rebases (pull.rebase here) runs the sequencer, whose todo
+    (.git/rebase-merge/git-rebase-todo) commands can write while it runs: an exec line a
+    background command adds runs with the token (a review's repro: 4 of 30 pulls on the build
+    before c776423, where every pull here ran; the window between git's writing the todo and
+    its reading it is too narrow to hit on every machine). A granted pull is refused but with
+    --no-rebase, which merges."""
+    setup = granted_repo(tmp, "pullrace")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    daemon = git_daemon(tmp, genv)
+    if not daemon:
+        return
+    url, d = daemon
+    try:
+        pull_race(tmp, token, ws, prof, genv, env, url)
+    finally:
+        d.kill()
+        d.wait()
+
+
+def pull_race(tmp, token, ws, prof, genv, env, url):
+    """test_grant_git_pull_rebase's pulls from url (a git daemon's srv.git) into ws."""
+    up = os.path.join(tmp, "srv.git")
+    subprocess.run(["git", "-C", ws, "push", "-q", up, "HEAD:refs/heads/main"], check=True)
+    other = os.path.join(tmp, "other")
+    subprocess.run(["git", "clone", "-q", "-b", "main", up, other], check=True)
+    subprocess.run(["git", "-C", other, "commit", "-q", "--allow-empty", "-m", "theirs"],
+                   check=True, env=genv)
+    subprocess.run(["git", "-C", other, "push", "-q", "origin", "main"], check=True)
+    for i in range(20):
+        subprocess.run(["git", "-C", ws, "commit", "-q", "--allow-empty", "-m", "mine%d" % i],
+                       check=True, env=genv)
+    subprocess.run(["git", "-C", ws, "config", "pull.rebase", "true"], check=True)
+    mine = subprocess.run(["git", "-C", ws, "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    common.open_to_all(ws)
+    leak = os.path.join(tmp, "leak-pull")
+    todo = ".git/rebase-merge/git-rebase-todo"
+    line = "exec echo $GH_TOKEN >> %s" % leak
+    script = "\n".join([
+        "sh -c 'while :; do [ -f %s ] && ! grep -q leak-pull %s && echo \"%s\" >> %s; "
+        "done' >/dev/null 2>&1 &" % (todo, todo, line, todo),
+        "for i in $(seq 30); do git reset -q --hard %s; git pull -q %s main >/dev/null 2>&1; "
+        "echo rc=$?; git rebase --abort >/dev/null 2>&1; done" % (mine, url),
+        "kill %1; wait",
+        "git reset -q --hard %s; git pull -q --no-rebase %s main >/dev/null 2>&1; "
+        "echo merge_rc=$?" % (mine, url),
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=300)
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    rcs = re.findall(r"^rc=(\d+)$", out.stdout, re.M)
+    check("grant git pull: a pull that rebases runs no exec line a command writes into its "
+          "todo with the token (30 pulls), each refused (126)",
+          leaks == 0 and len(rcs) == 30 and set(rcs) == {"126"},
+          "%d leaks, rc %s: %s" % (leaks, sorted(set(rcs)), out.stderr[-300:]))
+    check("grant git pull: a granted pull --no-rebase merges", "merge_rc=0" in out.stdout,
+          out.stdout[-300:] + out.stderr[-300:])
 
 
 def test_grant_git_include(tmp):
@@ -2482,7 +2597,7 @@ def main():
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
-             test_grant_git_include,
+             test_grant_git_include, test_grant_no_sh, test_grant_git_pull_rebase,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
