@@ -106,6 +106,8 @@ static bool read_status(struct sup *u, struct cmd *c)
 	 * status. */
 	bool told = rep.flags & RD_REPORT_STUB_TOLD;
 	r->left = rep.flags & RD_REPORT_LEFT;
+	r->ended_alone = got && !r->left;
+	clock_gettime(CLOCK_MONOTONIC, &r->ended_at);
 	/* The sandbox may come back: its pid 1 says when (IDLE), which runnerd must hear. */
 	r->reuse = (rep.flags & RD_REPORT_REUSE) && !gone;
 	if (r->reuse && !idle && !r->status_watched) {
@@ -186,9 +188,12 @@ void sup_cmd_status(struct sup *u, struct cmd *c)
 
 void sup_cmd_read_ends(struct sup *u, bool wait_back)
 {
+	/* Not a command whose exec runnerd has not seen through yet: its sandbox must stay until
+	 * the exec's result is read (sup_handoff_exec_result), and its end is read after it. */
 	for (struct cmd *c = u->cmds, *next; c; c = next) {
 		next = c->next; /* read_status may take c off the list */
-		if (!c->run.status_known && c->run.sb.status_fd >= 0)
+		if (!c->run.status_known && c->run.sb.status_fd >= 0 && !c->ho.exec_pending &&
+		    c->run.sb.setup_fd < 0)
 			read_status(u, c);
 	}
 	struct cmd *back;
@@ -278,7 +283,11 @@ void sup_cmd_session_end(struct sup *u)
 {
 	/* A command whose end its caller may have seen already (the reaper tells the stub
 	 * directly) is logged as it ended, not as killed. */
-	sup_cmd_read_ends(u, false);
+	for (struct cmd *c = u->cmds, *next; c; c = next) {
+		next = c->next;
+		if (!c->run.status_known && c->run.sb.status_fd >= 0)
+			read_status(u, c);
+	}
 	/* Every sandbox left, its command running or not, gets SIGTERM; what is left of them
 	 * after the grace, SIGKILL (sup_cmd_kill_all). */
 	for (struct cmd *c = u->cmds; c; c = c->next) {

@@ -155,6 +155,10 @@ struct run {
 	 * preset the sandbox had, when it had theirs. */
 	bool reuse;
 	uint64_t preset_gen;
+	/* Its pid 1 reported the end with nothing of the sandbox left (not gone without a word),
+	 * read at ended_at: no process of it is alive, nor can one appear. */
+	bool ended_alone;
+	struct timespec ended_at;
 	/* Another sandbox of the session was alive at some time while this one's command ran: a
 	 * process there may hold an fd of this sandbox's (its /proc, a socket of its network),
 	 * through which it would reach the next command here. Its sandbox takes no other. */

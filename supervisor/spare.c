@@ -50,6 +50,10 @@ void sup_spare_setup(struct sup *u)
 	}
 }
 
+/* How long a sandbox may take to come back before runnerd stops waiting for it (a pid 1
+ * stopped from outside, SIGSTOP by another process of the user's, would hold it). */
+#define RD_BACK_MS 100
+
 /* c's sandbox is on its way back: its command ended alone, and its pid 1, which said it can
  * take another plan, is putting it back (RD_REPORT_IDLE follows, sup_spare_return). Not one
  * that sup_spare_return will refuse for what is known already. */
@@ -57,7 +61,8 @@ static bool coming_back(const struct cmd *c)
 {
 	const struct run *r = &c->run;
 	return r->status_known && r->reuse && r->sb.status_fd >= 0 && !r->reaped && !r->crowded &&
-	       !r->granted && !r->killed && !r->timed_out;
+	       !r->granted && !r->killed && !r->timed_out && !c->ho.exec_pending &&
+	       r->sb.setup_fd < 0 && sup_ms_since(&r->ended_at) < RD_BACK_MS;
 }
 
 struct cmd *sup_spare_coming_back(const struct sup *u)
@@ -71,10 +76,16 @@ struct cmd *sup_spare_coming_back(const struct sup *u)
 long sup_spare_wait_ms(const struct sup *u)
 {
 	const struct spares *sp = &u->sp;
-	/* A sandbox on its way back becomes the spare: the zygote would clone one for nothing
-	 * (and on a busy CPU, one of the two waiting would then be destroyed). */
-	if (sp->spare.reaper >= 0 || sp->spare.pending || sup_spare_coming_back(u))
+	if (sp->spare.reaper >= 0 || sp->spare.pending)
 		return -1;
+	/* A sandbox on its way back becomes the spare: the zygote would clone one for nothing
+	 * (and on a busy CPU, one of the two waiting would then be destroyed). Until it comes,
+	 * or RD_BACK_MS after its command's end. */
+	const struct cmd *back = sup_spare_coming_back(u);
+	if (back) {
+		double left = RD_BACK_MS - sup_ms_since(&back->run.ended_at);
+		return left > 0 ? (long)left + 1 : 0;
+	}
 	if (!sp->failed)
 		return 0;
 	double left = -sup_ms_since(&sp->retry_at);
@@ -313,7 +324,7 @@ int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *p
 	 * sup_cmd_read_ends). */
 	bool others = false;
 	for (struct cmd *o = u->cmds; o; o = o->next)
-		if (o != c && sup_cmd_live(o) && !(o->run.status_known && !o->run.left)) {
+		if (o != c && sup_cmd_live(o) && !(o->run.status_known && o->run.ended_alone)) {
 			o->run.crowded = true;
 			others = true;
 		}

@@ -2590,6 +2590,25 @@ def test_reuse_back_to_back(tmp):
           len(set(boxes)) <= 4, "%d sandboxes: %r" % (len(set(boxes)), boxes))
 
 
+def test_reuse_pipelines(tmp):
+    """Commands that run beside each other, short ones: a pipeline of two, six at once. The end
+    of a command whose exec runnerd had not seen through yet (the next exec came first) was
+    read for the next one's start, its sandbox was destroyed with the pipe that tells its
+    exec, and its caller waited in its execve for ever (1 to 9 pipelines in, the build
+    before this test)."""
+    script = ("for i in $(seq 40); do /bin/true | /bin/true; done; "
+              "for r in 1 2 3; do for k in 1 2 3 4 5 6; do /bin/true & done; wait; done; "
+              "echo done")
+    try:
+        out = subprocess.run(runnerd_cmd("generic", ["bash", "-c", script]), env=base_env(),
+                             capture_output=True, text=True, timeout=90)
+        got = (out.returncode, out.stdout.strip(), out.stderr[-300:])
+    except subprocess.TimeoutExpired as e:
+        got = ("timed out after 90 s", e.stdout, e.stderr)
+    check("reuse pipelines: 40 pipelines of two and 18 commands six at once all end",
+          got[0] == 0 and got[1] == "done", repr(got))
+
+
 def main():
     common.require_runnerd()
     # A crash of a test is a failure, never a pass.
@@ -2607,7 +2626,7 @@ def main():
              test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
-             test_reused_sandbox, test_reuse_back_to_back, test_mask_agent_home, test_reuse_guards,
+             test_reused_sandbox, test_reuse_back_to_back, test_reuse_pipelines, test_mask_agent_home, test_reuse_guards,
              test_reuse_signal_owner, test_reuse_after_grant)
     return common.run_tests(tests, "rd-sec-", enter=True)
 
