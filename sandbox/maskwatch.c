@@ -23,13 +23,17 @@ struct rd_watched {
 
 /* Watch the directory path; 1 if it is not there (nor anything under it), 0, or -errno. A
  * symlink on the way: -ELOOP, for the watch would be on where it leads, whose own ancestors
- * no one watches (the paths are then looked up at every exec). */
+ * no one watches (the paths are then looked up at every exec). A directory that cannot be
+ * read but can be searched (mode 0311: what is in it is reached by name, and inotify wants
+ * read permission): -EACCES, for the same reason. */
 static int add_dir(struct rd_mask_watch *w, const char *path)
 {
 	struct stat st;
 	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
 		return -ELOOP;
 	int wd = inotify_add_watch(w->fd, path, EVENTS);
+	if (wd < 0 && errno == EACCES && access(path, X_OK) == 0)
+		return -EACCES;
 	if (wd < 0)
 		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 1 : -errno;
 	/* One directory may be reached by two paths (bind mounts): each is kept. */

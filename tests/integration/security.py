@@ -2223,6 +2223,41 @@ def test_mask_symlinks(tmp):
           got.get("still-runs") == "yes", out.stdout + out.stderr)
 
 
+def test_mask_unreadable_dir(tmp):
+    """A masked path in a directory that can be searched but not read (~/.gemini of mode 0311):
+    inotify cannot watch it, and it was taken as missing, so a secret the agent wrote there
+    during the session was in no sandbox's masks, and a command read it (the build before
+    this test). The masks' watch is off then, and every exec looks the paths up. Not as root,
+    whom no mode keeps from watching."""
+    if os.geteuid() == 0:
+        print("n/a  masks: an unreadable directory: root watches any directory")
+        return
+    os.chmod(tmp, 0o755)
+    home = os.path.join(tmp, "home")
+    gemini = os.path.join(home, ".gemini")
+    os.makedirs(gemini)
+    secret = os.path.join(gemini, "oauth_creds.json")
+    agent = ("import json, subprocess, sys\n"
+             "for i in range(4):\n"
+             "    subprocess.run(['/bin/true'])\n"
+             "with open(sys.argv[1], 'w') as f:\n"
+             "    f.write(sys.argv[2])\n"
+             "print(json.dumps([subprocess.run(['/bin/cat', sys.argv[1]], capture_output=True,\n"
+             "                                 text=True).stdout for i in range(3)]))\n")
+    os.chmod(gemini, 0o311)
+    try:
+        out = subprocess.run(runnerd_cmd("generic", [common.PY, "-c", agent, secret, CANARY]),
+                             env=dict(base_env(), HOME=home), capture_output=True, text=True,
+                             timeout=60)
+    finally:
+        os.chmod(gemini, 0o755)
+    got = agent_json("masks: an unreadable directory: the agent ran", out.stdout, out.stderr)
+    if got is None:
+        return
+    check("masks: a secret that appears in a directory that cannot be read (mode 0311) is "
+          "hidden from every later command", got == ["", "", ""], repr(got))
+
+
 def test_mask_late_secrets(tmp):
     """Sandboxes are made ahead of time with the usual masks in place. A secret that appears at
     a masked path after that, or a masked path replaced by another file or directory (paths
@@ -2623,7 +2658,7 @@ def main():
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks,
-             test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
+             test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
              test_reused_sandbox, test_reuse_back_to_back, test_reuse_pipelines, test_mask_agent_home, test_reuse_guards,
