@@ -685,8 +685,12 @@ def git_daemon(tmp, genv):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    d = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--base-path=" + tmp,
-                          "--listen=127.0.0.1", "--port=%d" % port],
+    # git-daemon itself, not "git daemon": git runs it as a child, which its kill would leave
+    # running (an orphan of the test's).
+    exec_path = subprocess.run(["git", "--exec-path"], capture_output=True, text=True,
+                               check=True).stdout.strip()
+    d = subprocess.Popen([os.path.join(exec_path, "git-daemon"), "--reuseaddr", "--export-all",
+                          "--base-path=" + tmp, "--listen=127.0.0.1", "--port=%d" % port],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     up = common.wait_for(lambda: subprocess.run(
         ["git", "ls-remote", "git://127.0.0.1:%d/srv.git" % port], capture_output=True,
