@@ -200,10 +200,8 @@ void sup_cmd_read_ends(struct sup *u, bool wait_back)
 	if (!wait_back || !sup_spare_none_ready(u) || !(back = sup_spare_coming_back(u)))
 		return;
 	/* Its pid 1 has little left to do: less than a sandbox made now. */
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (sup_spare_coming_back(u) == back) {
-		int left = 100 - (int)sup_ms_since(&t0);
+		int left = RD_BACK_MS - (int)sup_ms_since(&back->run.ended_at);
 		struct pollfd pf = {back->run.sb.status_fd, POLLIN, 0};
 		if (left <= 0 || (poll(&pf, 1, left) < 0 && errno != EINTR))
 			return;

@@ -50,10 +50,6 @@ void sup_spare_setup(struct sup *u)
 	}
 }
 
-/* How long a sandbox may take to come back before runnerd stops waiting for it (a pid 1
- * stopped from outside, SIGSTOP by another process of the user's, would hold it). */
-#define RD_BACK_MS 100
-
 /* c's sandbox is on its way back: its command ended alone, and its pid 1, which said it can
  * take another plan, is putting it back (RD_REPORT_IDLE follows, sup_spare_return). Not one
  * that sup_spare_return will refuse for what is known already. */
@@ -286,14 +282,21 @@ void sup_spare_return(struct sup *u, struct cmd *c)
 	/* Nor one whose command ran beside another sandbox (crowded), nor one a rule granted a
 	 * secret, nor one whose exec runnerd has not seen through yet (its setup pipe still
 	 * open), nor once the agent has gone. */
-	if (!to || r->killed || r->timed_out || r->left || r->crowded || r->granted ||
-	    r->sb.preset_use != RD_PRESET_USED || r->sb.setup_fd >= 0 || c->ho.exec_pending ||
-	    u->agent_done || r->preset_gen != sp->preset_gen || !sp->preset_home ||
-	    sp->preset_off || sp->preset_unfit || u->killed_by[0]) {
-		/* Its pid 1 is reaped as this command's (sup_cmd_reaped). */
+	bool pending = r->sb.setup_fd >= 0 || c->ho.exec_pending;
+	if (!to || r->killed || r->timed_out || r->left || r->crowded || r->granted || r->reaped ||
+	    r->sb.preset_use != RD_PRESET_USED || pending || u->agent_done ||
+	    r->preset_gen != sp->preset_gen || !sp->preset_home || sp->preset_off ||
+	    sp->preset_unfit || u->killed_by[0]) {
+		/* Its pid 1 is reaped as this command's (sup_cmd_reaped). The setup pipe of an
+		 * exec not seen through yet stays: its EOF (the exec went through) is what the
+		 * handoff waits for (sup_handoff_exec_result), and it is there already. */
 		pid_t pid = r->sb.reaper;
+		int setup = pending ? r->sb.setup_fd : -1;
+		if (pending)
+			r->sb.setup_fd = -1;
 		rd_sandbox_destroy(&r->sb);
 		r->sb.reaper = pid;
+		r->sb.setup_fd = setup;
 		return;
 	}
 	*to = r->sb;

@@ -25,6 +25,11 @@ bool sup_spare_reaped(struct sup *u, pid_t pid);
  * is destroyed (its pid 1 then reaped as c's). */
 void sup_spare_return(struct sup *u, struct cmd *c);
 
+/* How long after its command's end a sandbox may take to come back before runnerd stops waiting
+ * for it (a pid 1 stopped from outside, SIGSTOP by another process of the user's, would hold
+ * it). */
+#define RD_BACK_MS 100
+
 /* A command whose sandbox is on its way back (its pid 1 puts it back and then says so), to be
  * the next spare; NULL if none. */
 struct cmd *sup_spare_coming_back(const struct sup *u);
