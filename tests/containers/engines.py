@@ -299,14 +299,15 @@ def setup_rootless():
 
 def stop_pause_process():
     """SIGKILL to the pause processes rootless podman left for USER with this test's runtime
-    directory: catatonit, or podman itself (podman 4.3 runs its own pause process, named
-    podman)."""
+    directory: catatonit, or podman itself (podman 4.3 runs its own pause process, whose comm
+    is "podman pause")."""
     mark = ("XDG_RUNTIME_DIR=%s" % rootless["run"]).encode()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open("/proc/%s/comm" % pid) as f:
-                if f.read().strip() not in ("catatonit", "podman"):
-                    continue
+                name = f.read().strip()
+            if name != "catatonit" and name.split(" ")[0] != "podman":
+                continue
             with open("/proc/%s/environ" % pid, "rb") as f:
                 if mark in f.read().split(b"\0"):
                     os.kill(int(pid), signal.SIGKILL)
