@@ -283,10 +283,10 @@ static enum rd_preset_use preset_check(struct rd_sandbox *sb)
 	 * makes another. If the sandbox comes back for another command, its next use starts from
 	 * here: the first spare of a session, asked for before the watch, is otherwise looked
 	 * up at every use. */
-	bool watch = rd_mask_watch_on(pre->watch);
-	uint64_t gen = watch ? rd_mask_watch_gen(pre->watch) : 0;
-	bool same = sb->watched && watch && rd_mask_watch_on(pre->watch) && gen == sb->watch_gen;
-	sb->watched = watch && rd_mask_watch_on(pre->watch);
+	uint64_t gen = rd_mask_watch_on(pre->watch) ? rd_mask_watch_gen(pre->watch) : 0;
+	bool on = rd_mask_watch_on(pre->watch); /* reading the generation may turn it off */
+	bool same = sb->watched && on && gen == sb->watch_gen;
+	sb->watched = on;
 	sb->watch_gen = gen;
 	if (same)
 		return RD_PRESET_USED;

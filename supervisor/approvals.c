@@ -114,8 +114,9 @@ static int launch_approved(struct sup *u, struct cmd *c)
 	} else {
 		q->plan.h.has_stub_ctl = run->ctl_fd >= 0;
 		q->plan.stub_ctl_fd = run->ctl_fd;
-		sup_cmd_read_ends(u, !(q->rule && q->rule->grants_secret));
-		r = sup_spare_start(u, c, &q->plan, q->rule && q->rule->grants_secret, &err);
+		bool granted = q->rule && q->rule->grants_secret;
+		sup_cmd_read_ends(u, !granted);
+		r = sup_spare_start(u, c, &q->plan, granted, &err);
 		if (r == 0)
 			r = rd_sandbox_wait_exec(&run->sb, &exec_errno, &err);
 		if (r == 0)

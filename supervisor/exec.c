@@ -544,7 +544,7 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 			    "commands.rules[%zu] grants a secret to %s, which finds git on its "
 			    "PATH, and there is no /bin/sh for runnerd's git, which tells git "
 			    "the repository the grant's check took: refused",
-			    rule->index, q->tg.resolved);
+			    rule->index, q->tg.resolved ? q->tg.resolved : q->path);
 		if (r < 0)
 			return refuse(x, ENOMEM, "out of memory");
 	}
@@ -844,8 +844,9 @@ static enum outcome phase_launch(struct sup *u, struct exec *x)
 	}
 	q->plan.h.has_stub_ctl = true;
 	q->plan.stub_ctl_fd = c->run.ctl_fd;
-	sup_cmd_read_ends(u, !(q->rule && q->rule->grants_secret));
-	r = sup_spare_start(u, c, &q->plan, q->rule && q->rule->grants_secret, &err);
+	bool granted = q->rule && q->rule->grants_secret;
+	sup_cmd_read_ends(u, !granted);
+	r = sup_spare_start(u, c, &q->plan, granted, &err);
 	/* The stub goes in while the sandbox sets up: an ADDFD waits for the caller to install
 	 * the fd itself. If the command's exec then fails, a pipelined handoff closes it again;
 	 * otherwise the caller keeps this O_CLOEXEC fd until its next exec. */

@@ -321,13 +321,12 @@ int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *p
 	/* A sandbox that ran a command before is one a process of another sandbox may have
 	 * watched through an fd it got then (the /proc of its pid namespace): never for a
 	 * command a rule grants a secret, which gets a sandbox no command has been in. And a
-	 * command that runs beside another sandbox marks both crowded (sup_spare_return). */
-	/* Beside means a process of the other sandbox may be alive: not a command that has ended
-	 * with nothing left in its sandbox (the caller read what the reaper wrote,
-	 * sup_cmd_read_ends). */
+	 * command that runs beside another sandbox marks both crowded (sup_spare_return).
+	 * Beside means a process of the other sandbox may be alive: not where pid 1 reported the
+	 * end with nothing left (ended_alone; the caller read the reports, sup_cmd_read_ends). */
 	bool others = false;
 	for (struct cmd *o = u->cmds; o; o = o->next)
-		if (o != c && sup_cmd_live(o) && !(o->run.status_known && o->run.ended_alone)) {
+		if (o != c && sup_cmd_live(o) && !o->run.ended_alone) {
 			o->run.crowded = true;
 			others = true;
 		}
