@@ -198,7 +198,7 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 				const char *b = argv[k];
 				if (strcmp(b, "--no-rebase") == 0)
 					merges = true;
-				else if (strncmp(b, "--rebase", 8) == 0 ||
+				else if (long_opt(b, "--rebase", 5) ||
 				         (b[0] == '-' && b[1] != '-' && strchr(b, 'r')))
 					merges = false; /* the last of them counts */
 			}

@@ -1233,6 +1233,32 @@ def test_grant_git_global_link(tmp):
           "%d leaks: %s" % (leaks, text))
 
 
+def test_grant_other_git_prefixes(tmp):
+    """git takes any prefix of a long option that names it alone. runnerd's git, for a granted
+    program that runs git (env stands for gh), matched fewer prefixes than a granted git is
+    refused (policy/rules.c): --upl= (--upload-pack), --strat=./x (a strategy of the work
+    tree's) and a pull's --reb (--rebase after --no-rebase) reached the real git with the
+    token (the build before this test refused none of the three)."""
+    setup = granted_repo(tmp, "prefixes", "env")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    common.open_to_all(ws)
+    script = "; ".join([
+        "env git fetch -q --upl=true origin; echo upl_rc=$?",
+        "env git merge --strat=./x HEAD; echo strat_rc=$?",
+        "env git pull -q --no-rebase --reb; echo reb_rc=$?",
+        "env git fetch -q --recurse-sub=yes origin; echo sub_rc=$?",
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=60)
+    said = [l for l in out.stderr.splitlines() if l.startswith("runnerd: git:")]
+    check("grant other git prefixes: --upl=, --strat=./x, --reb and --recurse-sub= are each "
+          "refused by runnerd's git", len(said) == 4 and all(
+              ("%s_rc=128" % k) in out.stdout for k in ("upl", "strat", "reb", "sub")),
+          repr(said) + out.stdout[-200:] + out.stderr[-300:])
+
+
 def test_grant_no_sh(tmp):
     """A program granted a secret that runs git (env stands for gh) is pointed at runnerd's
     git, a /bin/sh script. Where runnerd sees no /bin/sh, the program would run the real git
@@ -2655,7 +2681,7 @@ def main():
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
-             test_grant_git_include, test_grant_no_sh, test_grant_git_pull_rebase,
+             test_grant_git_include, test_grant_other_git_prefixes, test_grant_no_sh, test_grant_git_pull_rebase,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,

@@ -350,6 +350,9 @@ static void test_grants(void **state)
 	    {V("git", "pull", "--rebase", "--no-rebase"), false},
 	    {V("git", "pull", "--no-rebase", "--rebase"), true},
 	    {V("git", "pull", "--no-rebase", "-qr"), true},
+	    /* git takes any prefix that names one option alone */
+	    {V("git", "pull", "--no-rebase", "--reb"), true},
+	    {V("git", "pull", "--no-rebase", "--rebas=merges"), true},
 	    {V("git", "merge", "--continue"), false},
 	    {V("git", "daemon", "--access-hook=/tmp/x", "."), true},
 	    {V("git", "instaweb", "--httpd=sh -c x"), true},
