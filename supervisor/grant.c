@@ -640,6 +640,15 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 				         "has a configuration that includes %s", inc);
 				what = incwhat;
 			}
+			/* And its config.worktree's (extensions.worktreeConfig), where there is
+			 * one. */
+			snprintf(sub, sizeof(sub), "%s/config.worktree", gd);
+			if (!what && lstat(sub, &st) == 0 &&
+			    includes_writable(u, sub, env_of(q, "HOME"), false, inc, sizeof(inc))) {
+				snprintf(incwhat, sizeof(incwhat),
+				         "has a config.worktree that includes %s", inc);
+				what = incwhat;
+			}
 			/* The work tree's .gitmodules, which commands can write: a submodule's
 			 * ignore or fetchRecurseSubmodules there overrides the settings that keep
 			 * a granted git out of submodules. */

@@ -1393,6 +1393,20 @@ def test_grant_git_include(tmp):
           "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
     with open(cfg, "w") as f:
         f.write(text)
+    # The include in a config.worktree, which git reads with extensions.worktreeConfig.
+    subprocess.run(["git", "-C", ws, "config", "extensions.worktreeConfig", "true"], check=True)
+    subprocess.run(["git", "-C", ws, "config", "--worktree", "include.path",
+                    "../shared3.gitconfig"], check=True)
+    with open(os.path.join(ws, "shared3.gitconfig"), "w") as f:
+        f.write("[user]\n\tname = t\n")
+    common.open_to_all(ws)
+    leaks, out, said = poisoned_fetch(tmp, prof, env, ws, "include3", "shared3.gitconfig")
+    check("grant git include: an include in .git/config.worktree is followed too",
+          leaks == 0 and "rc=126" in out.stdout and "shared3.gitconfig" in said,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
+    os.unlink(os.path.join(ws, ".git", "config.worktree"))
+    with open(cfg, "w") as f:
+        f.write(text)
     # Commands are passed GH_PAGER and GH_PATH, as the codex profile passes GH_PAGER.
     other = grant_profile(tmp, "include-env", os.path.realpath(shutil.which("env")),
                           ["GH_PAGER", "GH_PATH"])
