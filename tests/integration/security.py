@@ -1368,42 +1368,35 @@ def test_grant_git_include(tmp):
     if not setup:
         return
     token, ws, prof, genv, env = setup
-    with open(os.path.join(ws, "shared.gitconfig"), "w") as f:
-        f.write("[user]\n\tname = t\n")
+    def included(name, what):
+        """The work-tree file NAME.gitconfig, which the configuration includes, poisoned by a
+        command before a granted fetch: refused, the file named, nothing run."""
+        with open(os.path.join(ws, name + ".gitconfig"), "w") as f:
+            f.write("[user]\n\tname = t\n")
+        common.open_to_all(ws)
+        leaks, out, said = poisoned_fetch(tmp, prof, env, ws, name, name + ".gitconfig")
+        check("grant git include: " + what,
+              leaks == 0 and "rc=126" in out.stdout and name + ".gitconfig" in said,
+              "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
+
     subprocess.run(["git", "-C", ws, "config", "include.path", "../shared.gitconfig"],
                    check=True)
-    common.open_to_all(ws)
-    leaks, out, said = poisoned_fetch(tmp, prof, env, ws, "include", "shared.gitconfig")
-    check("grant git include: a work-tree file the repository's configuration includes runs "
-          "nothing with the token, and the grant is refused, naming it",
-          leaks == 0 and "rc=126" in out.stdout and "shared.gitconfig" in said,
-          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
+    included("shared", "a work-tree file the repository's configuration includes runs "
+             "nothing with the token, and the grant is refused, naming it")
     subprocess.run(["git", "-C", ws, "config", "--unset", "include.path"], check=True)
     # Written as git reads it too: two headers on one line, after a byte-order mark.
     cfg = os.path.join(ws, ".git", "config")
     text = open(cfg).read()
     with open(cfg, "w") as f:
         f.write("\ufeff" + text + "[core][include]path=../shared2.gitconfig\n")
-    with open(os.path.join(ws, "shared2.gitconfig"), "w") as f:
-        f.write("[user]\n\tname = t\n")
-    common.open_to_all(ws)
-    leaks, out, said = poisoned_fetch(tmp, prof, env, ws, "include2", "shared2.gitconfig")
-    check("grant git include: an include after another header on its line is followed too",
-          leaks == 0 and "rc=126" in out.stdout and "shared2.gitconfig" in said,
-          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
+    included("shared2", "an include after another header on its line is followed too")
     with open(cfg, "w") as f:
         f.write(text)
     # The include in a config.worktree, which git reads with extensions.worktreeConfig.
     subprocess.run(["git", "-C", ws, "config", "extensions.worktreeConfig", "true"], check=True)
     subprocess.run(["git", "-C", ws, "config", "--worktree", "include.path",
                     "../shared3.gitconfig"], check=True)
-    with open(os.path.join(ws, "shared3.gitconfig"), "w") as f:
-        f.write("[user]\n\tname = t\n")
-    common.open_to_all(ws)
-    leaks, out, said = poisoned_fetch(tmp, prof, env, ws, "include3", "shared3.gitconfig")
-    check("grant git include: an include in .git/config.worktree is followed too",
-          leaks == 0 and "rc=126" in out.stdout and "shared3.gitconfig" in said,
-          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
+    included("shared3", "an include in .git/config.worktree is followed too")
     os.unlink(os.path.join(ws, ".git", "config.worktree"))
     with open(cfg, "w") as f:
         f.write(text)
