@@ -231,9 +231,6 @@ static bool make_root(const char *home, const char *p)
 	return dir && top[n] && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Where the commands of any rule may write: the session's roots and every rule's own, with
- * what stays read-only in all of them (the session's protected paths and the agent's files,
- * which every rule's view keeps read-only too). Appended to write and protect. */
 /* Whose session it is: runnerd's own user, or for runnerd serve the client's, whose home is
  * looked up in the container's /etc/passwd alone (lib/passwd.h). */
 static struct {
@@ -243,6 +240,30 @@ static struct {
 	char home[4096];
 } who;
 
+/* Every rule's own writable roots (protect: what stays read-only in them), appended to write.
+ * 0 or -ENOMEM. */
+static int rule_writes(const struct rd_config *cfg, const struct rd_profile *prof,
+                       const struct rd_strv *protect, struct rd_strv *write)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && who.home[0] && i < prof->n_rules; i++) {
+		const struct rd_rule *rule = &prof->rules[i];
+		if (!rule->box.list[RD_BOX_WRITE].n)
+			continue;
+		struct rd_strv w = {0}, p = {0};
+		r = rd_rule_view_lists(cfg, prof, rule, protect->v, protect->n, who.home, who.uid,
+		                       &w, &p);
+		for (size_t k = 0; r == 0 && k < w.n; k++)
+			r = rd_strv_add(write, w.v[k]);
+		rd_strv_free(&w);
+		rd_strv_free(&p);
+	}
+	return r;
+}
+
+/* Where the commands of any rule may write: the session's roots and every rule's own, with
+ * what stays read-only in all of them (the session's protected paths and the agent's files,
+ * which every rule's view keeps read-only too). Appended to write and protect. */
 static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *prof,
                          const struct rd_view_paths *session, const struct rd_strv *agent_paths,
                          struct rd_strv *write, struct rd_strv *protect)
@@ -261,18 +282,8 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
 	/* The session's own /dev/shm, which every sandbox shares (sandbox/view.c). */
 	if (r == 0)
 		r = rd_strv_add(write, "/dev/shm");
-	for (size_t i = 0; r == 0 && who.home[0] && i < prof->n_rules; i++) {
-		const struct rd_rule *rule = &prof->rules[i];
-		if (!rule->box.list[RD_BOX_WRITE].n)
-			continue;
-		struct rd_strv w = {0}, p = {0};
-		r = rd_rule_view_lists(cfg, prof, rule, protect->v, protect->n, who.home, who.uid,
-		                       &w, &p);
-		for (size_t k = 0; r == 0 && k < w.n; k++)
-			r = rd_strv_add(write, w.v[k]);
-		rd_strv_free(&w);
-		rd_strv_free(&p);
-	}
+	if (r == 0)
+		r = rule_writes(cfg, prof, protect, write);
 	return r;
 }
 
@@ -373,8 +384,17 @@ static int view_lists(const struct rd_config *cfg, const struct rd_profile *prof
 	 * write the caches, so that nothing they put there runs in the user's git outside, and
 	 * husky's own install still works. Made, empty, when missing. (runnerd serve: the
 	 * container's git is not the host's to run.) */
-	if (!who.served)
-		rd_repo_find_git(write, home);
+	if (!who.served) {
+		/* Not a git any rule's commands could have put there either (a rule that may
+		 * write ~/go/bin, on PATH before /usr/bin). */
+		__attribute__((cleanup(rd_strv_free))) struct rd_strv any = {0};
+		for (size_t i = 0; i < write->n; i++)
+			if (rd_strv_add(&any, write->v[i]) < 0)
+				return rd_error_set(err, ENOMEM, "out of memory");
+		if (rule_writes(cfg, prof, protect, &any) < 0)
+			return rd_error_set(err, ENOMEM, "out of memory");
+		rd_repo_find_git(&any, home);
+	}
 	_cleanup_free_ char *hooks = who.served ? NULL : rd_repo_hooks_dir(workspace);
 	if (hooks && (!rd_strv_within(write, hooks) || rd_strv_within(protect, hooks) ||
 	              rd_strv_within(&caches, hooks))) {

@@ -20,9 +20,6 @@
 
 extern char **environ;
 
-/* git -C workspace ARGS..., as the user, stdin and stderr /dev/null: fn is called with each
- * record of its output (ended by sep, which is replaced by a NUL; a record longer than
- * PATH_MAX + 64 is dropped). Returns whether git ran and exited 0. */
 /* rd_repo_find_git's: the git, and the environment it runs in. */
 static char *git_prog;
 static char **git_env;
@@ -88,6 +85,9 @@ void rd_repo_find_git(const struct rd_strv *write, const char *home)
 	git_env[n] = NULL;
 }
 
+/* git -C workspace ARGS..., as the user, stdin and stderr /dev/null: fn is called with each
+ * record of its output (ended by sep, which is replaced by a NUL; a record longer than
+ * PATH_MAX + 64 is dropped). Returns whether git ran and exited 0. */
 static bool run_git(const char *workspace, char *const args[], char sep,
                     void (*fn)(char *rec, void *ctx), void *ctx)
 {

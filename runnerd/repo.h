@@ -12,12 +12,13 @@
 
 /* The git runnerd runs itself, outside any sandbox (rd_repo_hooks_dir, rd_repo_end): the
  * first on PATH (runnerd's own environment, at the session's start) that lies outside write
- * (the session's writable roots: a ./node_modules/.bin or a project's venv on PATH is where a
- * command could put a git of its own, which runnerd would run with the user's rights, and
- * the next session at its start), else /usr/bin/git or /bin/git, found by its real path; it
- * is given git's own configuration variables, XDG_CONFIG_HOME and HOME (home where that
- * environment has none) and a plain PATH, none of the operator's other variables, which
- * hold secrets. Said on stderr when there is none: the checks that ask git are skipped. */
+ * (the session's writable roots and every rule's own: a ./node_modules/.bin, a project's venv
+ * or a rule's ~/go/bin on PATH is where a command could put a git of its own, which runnerd
+ * would run with the user's rights, and the next session at its start), else /usr/bin/git or
+ * /bin/git, found by its real path; it is given git's own configuration variables, XDG_CONFIG_HOME
+ * and HOME (home where that environment has none) and a plain PATH, none of the operator's other
+ * variables, which hold secrets. Said on stderr when there is none: the checks that ask git are
+ * skipped. */
 void rd_repo_find_git(const struct rd_strv *write, const char *home);
 
 /* Where the user's git takes the hooks of the repository at workspace (core.hooksPath from

@@ -1172,6 +1172,29 @@ def test_runnerd_git(tmp):
     ran = open(marker).read() if os.path.exists(marker) else ""
     check("runnerd git: the next session's start runs it neither", not ran and
           "no git on PATH" not in out.stderr, out.stderr[-300:])
+    # A directory only a rule's commands may write (as ~/go/bin for go install), first on
+    # PATH: runnerd took the git one planted there at the next session's start, outside the
+    # sandbox (the build before).
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    gobin = tempfile.mkdtemp(prefix="rd-gobin-", dir=home)
+    try:
+        os.chmod(gobin, 0o755)
+        prof = write_profile(tmp, "rulegit", {"default": "allow", "rules": [
+            {"match": {"args": ["-c", "*#PLANT*"]}, "action": "allow", "write": [gobin]}]})
+        env["PATH"] = gobin + ":" + base_env()["PATH"]
+        out = subprocess.run(runnerd_cmd(prof, ["sh", "-c", "sh -c 'cp %s %s/git #PLANT' && "
+                                                "echo planted=yes" % (fake, gobin)]),
+                             env=env, cwd=ws, capture_output=True, text=True, timeout=60)
+        check("runnerd git: the rule's command planted its git in the rule's root",
+              "planted=yes" in out.stdout and os.path.exists(os.path.join(gobin, "git")),
+              out.stdout + out.stderr[-300:])
+        out = subprocess.run(runnerd_cmd(prof, ["true"]), env=env, cwd=ws,
+                             capture_output=True, text=True, timeout=60)
+        ran = open(marker).read() if os.path.exists(marker) else ""
+        check("runnerd git: no git a rule's command could write runs at the next start",
+              not ran and "no git outside" not in out.stderr, out.stderr[-300:])
+    finally:
+        shutil.rmtree(gobin, ignore_errors=True)
 
 
 def poisoned_fetch(tmp, prof, env, ws, name, target):
