@@ -436,6 +436,30 @@ static const char *env_of(const struct req *q, const char *name)
 	return NULL;
 }
 
+/* path (absolute) by its real path into real (n bytes), and true; or, where it is missing, false,
+ * and the real path of its deepest directory that is there followed by the rest as written (a
+ * symlink on the way may lead into a writable root, where a command can make what is missing:
+ * ~/.config a link into a dotfiles repository of the workspace, without git/config). */
+static bool real_or_deepest(const char *path, char *real, size_t n)
+{
+	char up[PATH_MAX], dir[PATH_MAX];
+	if (realpath(path, dir)) {
+		snprintf(real, n, "%s", dir);
+		return true;
+	}
+	snprintf(real, n, "%s", path);
+	if (snprintf(up, sizeof(up), "%s", path) >= (int)sizeof(up))
+		return false;
+	for (char *slash; (slash = strrchr(up, '/')) && slash != up;) {
+		*slash = '\0';
+		if (realpath(up, dir)) {
+			snprintf(real, n, "%s%s", strcmp(dir, "/") ? dir : "", path + (slash - up));
+			break;
+		}
+	}
+	return false;
+}
+
 /* A file that git's configuration at file includes (include.path, includeIf.*.path, as git
  * resolves them: "~/" from home, a relative one from file's directory) that lies where commands
  * can write, or is missing there (a command can make it), or includes more: into bad (n
@@ -505,20 +529,7 @@ static bool includes_writable(struct sup *u, const char *file, const char *home,
 		else
 			snprintf(path, sizeof(path), "%.*s/%s", slash ? (int)(slash - file) : 0,
 			         file, c);
-		bool there = realpath(path, real) != NULL;
-		/* A missing one by the real path of its directory (a symlink on the way). */
-		char *up = there ? NULL : strrchr(path, '/');
-		char dir[PATH_MAX];
-		if (up && up != path) {
-			*up = '\0';
-			if (realpath(path, dir))
-				snprintf(real, sizeof(real), "%s/%s", dir, up + 1);
-			else
-				snprintf(real, sizeof(real), "%s/%s", path, up + 1);
-			*up = '/';
-		} else if (!there) {
-			snprintf(real, sizeof(real), "%s", path);
-		}
+		bool there = real_or_deepest(path, real, sizeof(real));
 		if (rd_view_writable_root(any_view(u), real) ||
 		    (!there && rd_view_writable_root(any_view(u), path))) {
 			snprintf(bad, n, "%s, which %s where commands can write", path,
@@ -960,7 +971,10 @@ static int global_config(struct sup *u, struct req *q)
 			there = there ? there : files[i];
 			continue;
 		}
-		open = open || made || rd_view_writable_root(any_view(u), files[i]);
+		char real[2 * PATH_MAX];
+		real_or_deepest(files[i], real, sizeof(real));
+		open = open || made || rd_view_writable_root(any_view(u), files[i]) ||
+		       rd_view_writable_root(any_view(u), real);
 	}
 	if (!open)
 		return 0;

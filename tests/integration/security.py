@@ -1254,6 +1254,26 @@ def test_grant_git_global_link(tmp):
           "makes its target runs nothing with the token (40 fetches), and is refused",
           ran and leaks == 0 and "rc=126" in text and "rc=0" not in text,
           "%d leaks: %s" % (leaks, text))
+    # ~/.config a link into the workspace, where git/config is missing at the check and a
+    # command makes it (and takes it away) over and over: the file was judged by the path as
+    # written, outside the writable roots, and git read what the command had made by its
+    # start (the build before). Now judged by its directory's real path: git is told no
+    # global configuration (GIT_CONFIG_GLOBAL=/dev/null) when it is missing at the check.
+    home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
+    try:
+        os.chmod(home, 0o755)
+        dotconfig = os.path.join(ws, "dotconfig")
+        os.makedirs(os.path.join(dotconfig, "git"))
+        os.symlink(dotconfig, os.path.join(home, ".config"))
+        common.open_to_all(ws)
+        ran, leaks, text = race_grant(tmp, prof, dict(env, HOME=home), genv, ws,
+                                      "file:" + os.path.join(dotconfig, "git", "config"),
+                                      ws, ws, "git fetch -q origin; echo rc=$?")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    check("grant git global link: a ~/.config leading into the workspace, git/config missing "
+          "while a command makes it, runs nothing with the token (40 fetches)",
+          ran and leaks == 0, "%d leaks: %s" % (leaks, text))
 
 
 def test_grant_other_git_prefixes(tmp):
