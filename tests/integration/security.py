@@ -1302,6 +1302,39 @@ def test_grant_other_git_prefixes(tmp):
           repr(said) + out.stdout[-200:] + out.stderr[-300:])
 
 
+def test_grant_other_git_env(tmp):
+    """runnerd's git, for a granted program that runs git (env stands for gh), checked
+    nothing where GIT_DIR, GIT_WORK_TREE or GIT_COMMON_DIR was set (a gate meant for git's own
+    hooks): a program that set GIT_DIR to a command's repository had the real git run its
+    core.sshCommand with the token (the build before). Each is refused now, as --git-dir is;
+    the values runnerd's git set itself still pass (a hook's git in the checked repository)."""
+    setup = granted_repo(tmp, "gitenv", "env")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    evil, leak = trap_repo(tmp, "gitenv", genv)
+    common.open_to_all(ws)
+    script = "; ".join([
+        "env GIT_DIR=%s/.git git fetch -q origin; echo dir_rc=$?" % evil,
+        "env GIT_COMMON_DIR=%s/.git git fetch -q origin; echo common_rc=$?" % evil,
+        "env GIT_WORK_TREE=%s git status -s; echo tree_rc=$?" % evil,
+        # A hook's git sees the GIT_DIR runnerd's git exported: it passes.
+        "env sh -c 'GIT_DIR=$RUNNERD_GIT_DIR GIT_WORK_TREE=$RUNNERD_GIT_WORK_TREE "
+        "git rev-parse --is-inside-work-tree'; echo same_rc=$?",
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=60)
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    said = [l for l in out.stderr.splitlines() if "names a repository runnerd did not" in l]
+    check("grant other git env: GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE a program sets are "
+          "refused by runnerd's git, and run nothing with the token",
+          leaks == 0 and len(said) == 3 and all(
+              ("%s_rc=128" % k) in out.stdout for k in ("dir", "common", "tree")),
+          "%d leaks: %r %s %s" % (leaks, said, out.stdout[-300:], out.stderr[-300:]))
+    check("grant other git env: the repository runnerd's git set itself still passes",
+          "true\nsame_rc=0" in out.stdout, out.stdout[-300:] + out.stderr[-300:])
+
+
 def test_grant_no_sh(tmp):
     """A program granted a secret that runs git (env stands for gh) is pointed at runnerd's
     git, a /bin/sh script. Where runnerd sees no /bin/sh, the program would run the real git
@@ -2731,7 +2764,7 @@ def main():
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
-             test_grant_git_include, test_grant_other_git_prefixes, test_grant_no_sh, test_grant_git_pull_rebase,
+             test_grant_git_include, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_no_sh, test_grant_git_pull_rebase,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
