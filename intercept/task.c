@@ -1,4 +1,5 @@
 #include "intercept/task.h"
+#include "lib/file.h"
 #include "lib/syscalls.h"
 
 #include <dirent.h>
@@ -72,42 +73,6 @@ int rd_task_parse_status(const char *text, struct rd_task *t, struct rd_error *e
 	return 0;
 }
 
-/* A whole /proc file, however long (a status with many groups runs past a page), NUL-terminated,
- * into *out (malloc'd); at most max bytes. Returns its length or -errno. */
-static ssize_t read_whole(const char *path, size_t max, char **out)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t cap = 4096, got = 0;
-	char *buf = malloc(cap);
-	for (;;) {
-		if (!buf)
-			return -ENOMEM;
-		ssize_t n = read(fd, buf + got, cap - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			free(buf);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-		if (got + 1 == cap) {
-			char *more = cap < max ? realloc(buf, cap * 2) : NULL;
-			if (!more)
-				free(buf);
-			buf = more;
-			cap *= 2;
-		}
-	}
-	buf[got] = '\0';
-	*out = buf;
-	return (ssize_t)got;
-}
-
 int rd_task_open(pid_t tid, struct rd_task *t, struct rd_error *err)
 {
 	memset(t, 0, sizeof(*t));
@@ -117,7 +82,7 @@ int rd_task_open(pid_t tid, struct rd_task *t, struct rd_error *err)
 	_cleanup_free_ char *buf = NULL;
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
 	/* Up to RD_MAX_GROUPS groups of up to ten digits and a space each, and the rest. */
-	int r = (int)read_whole(path, (size_t)RD_MAX_GROUPS * 12 + 8192, &buf);
+	int r = (int)rd_read_file(path, (size_t)RD_MAX_GROUPS * 12 + 8192, &buf);
 	if (r < 0)
 		return rd_error_set(err, -r, "task %d: reading %s: %s", tid, path, strerror(-r));
 	r = rd_task_parse_status(buf, t, err);

@@ -1,4 +1,5 @@
 #include "policy/config.h"
+#include "lib/file.h"
 #include "lib/sha256.h"
 #include "policy/glob.h"
 #include "policy/jsonpos.h"
@@ -896,24 +897,18 @@ static int read_file(const char *file, char **text, size_t *len, struct rd_error
 		                    "%s: %lld bytes, over the %d-byte limit for config "
 		                    "files",
 		                    file, (long long)st.st_size, RD_CONFIG_MAX_SIZE);
-	_cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return rd_error_set(err, ENOMEM, "out of memory");
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return rd_error_set(err, errno, "%s: cannot read: %s", file,
-			                    strerror(errno));
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	*text = steal_pointer(&buf);
-	*len = got;
+	char *buf = NULL;
+	ssize_t got = rd_read_fd(fd, RD_CONFIG_MAX_SIZE, &buf);
+	if (got == -EFBIG)
+		return rd_error_set(err, EFBIG,
+		                    "%s: grew past the %d-byte limit for config files "
+		                    "while read",
+		                    file, RD_CONFIG_MAX_SIZE);
+	if (got < 0)
+		return rd_error_set(err, (int)-got, "%s: cannot read: %s", file,
+		                    strerror((int)-got));
+	*text = buf;
+	*len = (size_t)got;
 	return 0;
 }
 

@@ -5,6 +5,7 @@
  * it), or the rule pins its contents by SHA-256. A pinned program runs from a sealed copy of
  * the bytes that were hashed, so that the file cannot change between the check and the exec. */
 #include "supervisor/grant.h"
+#include "lib/file.h"
 #include "lib/git.h"
 #include "lib/sha256.h"
 #include "policy/rules.h"
@@ -384,31 +385,8 @@ static bool held_in_place(struct sup *u, const char *git)
 	return root && up_root;
 }
 
-/* The file at path read whole into *buf (NUL-terminated, malloc'd), up to 1 MiB: its length,
- * -ENOENT where there is none, or another -errno (a larger file: -EFBIG). */
-static ssize_t read_small(const char *path, char **buf)
-{
-	enum { MAX = 1 << 20 };
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return -errno;
-	if (st.st_size >= MAX)
-		return -EFBIG;
-	_cleanup_free_ char *b = malloc((size_t)st.st_size + 2);
-	size_t len = 0;
-	ssize_t r = 1;
-	while (b && r > 0 && len <= (size_t)st.st_size)
-		if ((r = read(fd, b + len, (size_t)st.st_size + 1 - len)) > 0)
-			len += (size_t)r;
-	if (!b)
-		return -ENOMEM;
-	if (r < 0 || len > (size_t)st.st_size)
-		return r < 0 ? -errno : -EFBIG; /* grew while read */
-	b[len] = '\0';
-	*buf = steal_pointer(&b);
-	return (ssize_t)len;
-}
+/* How much of a git configuration file runnerd reads: a larger one is refused. */
+enum { CONFIG_MAX = 1 << 20 };
 
 /* Does the configuration of the common directory common have git read a config.worktree
  * (extensions.worktreeConfig)? The whole file looked at for the word, as a check that cannot
@@ -418,7 +396,7 @@ static bool reads_worktree_config(const char *common)
 	char p[PATH_MAX + 16];
 	_cleanup_free_ char *buf = NULL;
 	snprintf(p, sizeof(p), "%s/config", common);
-	ssize_t len = read_small(p, &buf);
+	ssize_t len = rd_read_file(p, CONFIG_MAX, &buf);
 	if (len < 0)
 		return len != -ENOENT;
 	for (char *c = buf; c < buf + len; c++)
@@ -469,7 +447,7 @@ static bool includes_writable(struct sup *u, const char *file, const char *home,
                               char *bad, size_t n)
 {
 	_cleanup_free_ char *buf = NULL;
-	ssize_t got = read_small(file, &buf);
+	ssize_t got = rd_read_file(file, CONFIG_MAX, &buf);
 	if (got == -ENOENT)
 		return false;
 	if (got < 0) {

@@ -1,0 +1,47 @@
+#include "lib/file.h"
+#include "lib/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+ssize_t rd_read_fd(int fd, size_t max, char **out)
+{
+	size_t cap = 4096, got = 0;
+	_cleanup_free_ char *buf = NULL;
+	for (;;) {
+		if (got + 1 >= cap || !buf) {
+			cap = buf ? cap * 2 : cap;
+			char *more = realloc(buf, cap);
+			if (!more)
+				return -ENOMEM;
+			buf = more;
+		}
+		/* One byte more than max may be read: that says it holds more. */
+		size_t want = cap - 1 - got;
+		if (want > max + 1 - got)
+			want = max + 1 - got;
+		ssize_t n = read(fd, buf + got, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got > max)
+			return -EFBIG;
+	}
+	buf[got] = '\0';
+	*out = steal_pointer(&buf);
+	return (ssize_t)got;
+}
+
+ssize_t rd_read_file(const char *path, size_t max, char **out)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	return rd_read_fd(fd, max, out);
+}

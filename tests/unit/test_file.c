@@ -1,0 +1,96 @@
+/* cmocka needs these first, in this order */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include "lib/file.h"
+#include "lib/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A file of len bytes (a pattern with a NUL in it) in a directory of its own: its path. */
+static char *file_of(char *dir, size_t len)
+{
+	assert_non_null(mkdtemp(dir));
+	char *path = NULL;
+	assert_true(asprintf(&path, "%s/f", dir) > 0);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < len; i++) {
+		char c = (char)(i % 7 == 3 ? '\0' : 'a' + i % 26);
+		assert_int_equal(write(fd, &c, 1), 1);
+	}
+	close(fd);
+	return path;
+}
+
+static void gone(char *dir, char *path)
+{
+	unlink(path);
+	rmdir(dir);
+	free(path);
+}
+
+/* Whole, NUL and all, at the limit and past it, across the first buffer's size. */
+static void test_sizes(void **state)
+{
+	(void)state;
+	static const size_t lens[] = {0, 1, 4095, 4096, 4097, 20000};
+	for (size_t i = 0; i < ARRAY_SIZE(lens); i++) {
+		char dir[] = "/tmp/rd-test-file-XXXXXX";
+		char *path = file_of(dir, lens[i]);
+		char *buf = NULL;
+		assert_int_equal(rd_read_file(path, lens[i], &buf), (ssize_t)lens[i]);
+		assert_int_equal(buf[lens[i]], '\0');
+		for (size_t k = 0; k < lens[i]; k++)
+			assert_int_equal(buf[k], (char)(k % 7 == 3 ? '\0' : 'a' + k % 26));
+		free(buf);
+		buf = NULL;
+		if (lens[i]) {
+			assert_int_equal(rd_read_file(path, lens[i] - 1, &buf), -EFBIG);
+			assert_null(buf);
+		}
+		gone(dir, path);
+	}
+}
+
+/* A /proc file says it is empty; a missing file; a FIFO without a writer does not block. */
+static void test_special(void **state)
+{
+	(void)state;
+	char *buf = NULL;
+	ssize_t n = rd_read_file("/proc/self/status", 1 << 16, &buf);
+	assert_true(n > 0);
+	assert_non_null(strstr(buf, "Pid:"));
+	free(buf);
+	buf = NULL;
+	assert_int_equal(rd_read_file("/nonexistent/x", 10, &buf), -ENOENT);
+	char dir[] = "/tmp/rd-test-file-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char fifo[sizeof(dir) + 8];
+	snprintf(fifo, sizeof(fifo), "%s/p", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(rd_read_file(fifo, 10, &buf), 0);
+	free(buf);
+	unlink(fifo);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_special),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
