@@ -280,3 +280,14 @@ bool rd_git_common_dir(const char *gd, char *common, size_t n)
 		return false;
 	return realpath(path, real) && (size_t)snprintf(common, n, "%s", real) < n;
 }
+
+bool rd_git_prog_at(const char *dir, size_t len, char *real, struct stat *st)
+{
+	char cand[PATH_MAX];
+	if (!len || dir[0] != '/' || len + sizeof("/git") > sizeof(cand))
+		return false;
+	memcpy(cand, dir, len);
+	strcpy(cand + len, "/git");
+	return realpath(cand, real) && stat(real, st) == 0 && S_ISREG(st->st_mode) &&
+	       access(real, X_OK) == 0;
+}

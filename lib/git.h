@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 /* Does the file path name (not followed), relative to dirfd (or AT_FDCWD), hold a HEAD as
  * git takes one: "ref: refs/..." or an object name (40 or 64 hex digits)? Its text, when
@@ -42,5 +43,9 @@ bool rd_git_dir_of(const char *dotgit, char *gd, size_t n);
  * the one its "commondir" file names (relative to gd), else gd itself. false if that cannot
  * be read or resolved, or it does not fit. */
 bool rd_git_common_dir(const char *gd, char *common, size_t n);
+
+/* A git program at dir/git (len bytes of dir, absolute): its real path into real (PATH_MAX
+ * bytes) and its stat into st, where that is a regular file one may execute; else false. */
+bool rd_git_prog_at(const char *dir, size_t len, char *real, struct stat *st);
 
 #endif

@@ -152,11 +152,11 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 	    "fetch-pack",     "send-pack",  "http-backend", "shell"};
 	/* Short options that name a program or a configuration value, by subcommand; also
 	 * bundled with others ("-qc", "-nO"), and refused too where the letter is only in an
-	 * attached argument. (clone and rebase are refused whole, below.) */
+	 * attached argument. (clone, rebase and difftool are refused whole, below.) */
 	static const struct {
 		const char *sub;
 		char opt;
-	} shorts[] = {{"ls-remote", 'u'}, {"difftool", 'x'}, {"grep", 'O'}};
+	} shorts[] = {{"ls-remote", 'u'}, {"grep", 'O'}};
 	/* Where -s names a merge strategy (cherry-pick's and revert's -s is --signoff). */
 	static const char *const strategy_s[] = {"pull", "merge"};
 	const char *sub = NULL;
@@ -193,8 +193,9 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 			/* A pull that rebases (--rebase, pull.rebase, branch.NAME.rebase of the
 			 * user's) runs the sequencer, whose todo commands can write while it runs;
 			 * --no-rebase overrides them all. */
-			bool merges = false;
-			for (size_t k = i + 1; k < argc && argv[k] && strcmp(argv[k], "--"); k++) {
+			bool pull = strcmp(sub, "pull") == 0, merges = false;
+			for (size_t k = i + 1; pull && k < argc && argv[k] && strcmp(argv[k], "--");
+			     k++) {
 				const char *b = argv[k];
 				if (strcmp(b, "--no-rebase") == 0)
 					merges = true;
@@ -202,7 +203,7 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 				         (b[0] == '-' && b[1] != '-' && strchr(b, 'r')))
 					merges = false; /* the last of them counts */
 			}
-			if (strcmp(sub, "pull") == 0 && !merges)
+			if (pull && !merges)
 				return "git pull, which may rebase (pull.rebase, "
 				       "branch.NAME.rebase): its todo is a file commands can write "
 				       "while it runs; fetch with the grant and merge or rebase "
@@ -251,7 +252,7 @@ const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_
 		for (size_t k = 0; k < ARRAY_SIZE(shorts); k++)
 			if (strcmp(sub, shorts[k].sub) == 0 && strchr(a + 1, shorts[k].opt))
 				return "git's short options that name a program to run (ls-remote "
-				       "-u, difftool -x, grep -O)";
+				       "-u, grep -O)";
 		const char *s = strchr(a + 1, 's');
 		if (s && in_list(sub, strategy_s, ARRAY_SIZE(strategy_s)) &&
 		    strchr(s[1]   ? s + 1

@@ -91,12 +91,12 @@ extern const struct rd_strv rd_grant_pinned_names;
  * git: -c and -C, and any other option before the subcommand but those that take no value
  * (--git-dir, --work-tree, --exec-path, --config-env, --super-prefix, --bare, ...); after it,
  * --receive-pack, --upload-pack, --exec, --template, --extcmd, the filters, --smtp-server,
- * --config, or any prefix of one git takes; clone's and ls-remote's -u, rebase's and
- * difftool's -x, grep's -O; options that go into submodules (--recurse-submodules but =no,
- * --recursive, --ignore-submodules but =all, --submodule but =short); a merge strategy with a
- * "/"; the subcommands that run a command given them (their --helper ones, merge-index,
- * remote-ext too) or take a repository from their arguments (receive-pack, upload-pack, ...).
- * Returns a static description of what is refused, or NULL. */
+ * --config, or any prefix of one git takes; ls-remote's -u, grep's -O; options that go into
+ * submodules (--recurse-submodules but =no, --recursive, --ignore-submodules but =all,
+ * --submodule but =short); a merge strategy with a "/"; the subcommands that run a command
+ * given them (their --helper ones, merge-index, remote-ext, difftool too) or take a repository
+ * from their arguments (receive-pack, upload-pack, ...); clone; rebase, cherry-pick, revert,
+ * am; a pull but with --no-rebase. Returns a static description of what is refused, or NULL. */
 const char *rd_grant_argv_refused(const char *resolved, char *const *argv, size_t argc);
 
 /* git's subcommand in argv: the first argument after the options that take no value; NULL

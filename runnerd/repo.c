@@ -24,19 +24,17 @@ extern char **environ;
 static char *git_prog;
 static char **git_env;
 
-/* A git at dir/git (dir absolute, len bytes of it) outside write: its real path, or NULL. */
+/* A git at dir/git (dir absolute, len bytes of it) outside write, by the path as found and its
+ * real path: its real path, or NULL. */
 static char *git_at(const char *dir, size_t len, const struct rd_strv *write)
 {
-	char cand[PATH_MAX], real[PATH_MAX];
+	char real[PATH_MAX];
 	struct stat st;
-	if (!len || dir[0] != '/' || len + 5 >= sizeof(cand))
+	if (!rd_git_prog_at(dir, len, real, &st) || rd_strv_within(write, real))
 		return NULL;
-	memcpy(cand, dir, len);
-	strcpy(cand + len, "/git");
-	if (!realpath(cand, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    access(real, X_OK) < 0 || rd_strv_within(write, cand) || rd_strv_within(write, real))
-		return NULL;
-	return strdup(real);
+	char found[PATH_MAX];
+	snprintf(found, sizeof(found), "%.*s/git", (int)len, dir);
+	return rd_strv_within(write, found) ? NULL : strdup(real);
 }
 
 void rd_repo_find_git(const struct rd_strv *write, const char *home)

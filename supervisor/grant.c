@@ -840,10 +840,9 @@ static bool names_repo(const struct req *q)
  * -ENOMEM in *e. *own says whether the agent's user could replace it (check_replaceable). */
 static char *git_in(struct sup *u, const char *dir, bool *own, int *e)
 {
-	char p[PATH_MAX + 8], real[PATH_MAX], why[PATH_MAX + 128];
+	char real[PATH_MAX], why[PATH_MAX + 128];
 	struct stat st;
-	if ((size_t)snprintf(p, sizeof(p), "%s/git", dir) >= sizeof(p) || !realpath(p, real) ||
-	    stat(real, &st) < 0 || !S_ISREG(st.st_mode) || access(real, X_OK) < 0 ||
+	if (!rd_git_prog_at(dir, strlen(dir), real, &st) ||
 	    rd_view_writable_root(any_view(u), real))
 		return NULL;
 	*own = check_replaceable(real, st.st_dev, st.st_ino, why, sizeof(why)) != 0;
@@ -1059,8 +1058,7 @@ int sup_grant_env(struct sup *u, struct req *q)
 	 * names, as husky's .husky/_, runs files of the work tree that commands write); none for
 	 * git init (clone is refused), in no repository, or one whose .git is a file. */
 	const char *sub = rd_git_subcommand(q->strs.argv, q->strs.argc);
-	bool makes = sub && (strcmp(sub, "clone") == 0 || strcmp(sub, "init") == 0 ||
-	                     strcmp(sub, "init-db") == 0);
+	bool makes = is_git(q) && sub && (strcmp(sub, "init") == 0 || strcmp(sub, "init-db") == 0);
 	if (pin_git_dir(u, q, makes, real_git) < 0)
 		return -ENOMEM;
 	const char *top = q->git_top && strcmp(q->git_top, "/") ? q->git_top : "";
