@@ -414,28 +414,58 @@ static const char *env_of(const struct req *q, const char *name)
 	return NULL;
 }
 
-/* path (absolute) by its real path into real (n bytes), and true; or, where it is missing, false,
- * and the real path of its deepest directory that is there followed by the rest as written (a
- * symlink on the way may lead into a writable root, where a command can make what is missing:
- * ~/.config a link into a dotfiles repository of the workspace, without git/config). */
-static bool real_or_deepest(const char *path, char *real, size_t n)
+/* Could a command decide what git reads at path (absolute) between this check and git's start?
+ * Where resolving path, as the kernel does, meets a writable root: the file itself, or a part
+ * that is missing there (a command can make it), or a symbolic link that lies there (a command
+ * can turn it elsewhere); or a link runnerd cannot follow (a loop, one too long). True, with
+ * the place into where (n bytes). A part that is missing outside the writable roots ends it:
+ * nothing is read there, and no command can make it. */
+static bool path_open(struct sup *u, const char *path, char *where, size_t n)
 {
-	char up[PATH_MAX], dir[PATH_MAX];
-	if (realpath(path, dir)) {
-		snprintf(real, n, "%s", dir);
+	const struct rd_view_paths *v = any_view(u);
+	char cur[PATH_MAX] = "", next[PATH_MAX], target[PATH_MAX];
+	char rest[2 * PATH_MAX + 2], joined[2 * PATH_MAX + 2];
+	snprintf(where, n, "%s", path);
+	if ((size_t)snprintf(rest, sizeof(rest), "%s", path) >= PATH_MAX)
 		return true;
-	}
-	snprintf(real, n, "%s", path);
-	if (snprintf(up, sizeof(up), "%s", path) >= (int)sizeof(up))
-		return false;
-	for (char *slash; (slash = strrchr(up, '/')) && slash != up;) {
-		*slash = '\0';
-		if (realpath(up, dir)) {
-			snprintf(real, n, "%s%s", strcmp(dir, "/") ? dir : "", path + (slash - up));
+	for (int links = 0;;) {
+		char *part = rest + strspn(rest, "/");
+		size_t len = strcspn(part, "/");
+		if (!len)
 			break;
+		bool dot = len == 1 && part[0] == '.', dotdot = len == 2 && !strncmp(part, "..", 2);
+		if (dotdot && strrchr(cur, '/'))
+			*strrchr(cur, '/') = '\0';
+		bool fits = dot || dotdot ||
+		            (size_t)snprintf(next, sizeof(next), "%s/%.*s", cur, (int)len, part) <
+		                sizeof(next);
+		memmove(rest, part + len, strlen(part + len) + 1);
+		if (!fits)
+			return true;
+		if (dot || dotdot)
+			continue;
+		struct stat st;
+		if (lstat(next, &st) < 0) {
+			snprintf(where, n, "%s", next);
+			return rd_view_writable_root(v, next) != NULL;
 		}
+		if (!S_ISLNK(st.st_mode)) {
+			strcpy(cur, next);
+			continue;
+		}
+		ssize_t tl = readlink(next, target, sizeof(target) - 1);
+		snprintf(where, n, "%s", next);
+		if (++links > 40 || tl <= 0 || rd_view_writable_root(v, next))
+			return true;
+		target[tl] = '\0';
+		if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", target, rest) >= sizeof(rest))
+			return true;
+		strcpy(rest, joined);
+		if (target[0] == '/')
+			cur[0] = '\0';
 	}
-	return false;
+	snprintf(where, n, "%s", cur[0] ? cur : "/");
+	return rd_view_writable_root(v, cur[0] ? cur : "/") != NULL;
 }
 
 /* A file that git's configuration at file includes (include.path, includeIf.*.path, as git
@@ -498,7 +528,7 @@ static bool includes_writable(struct sup *u, const char *file, const char *home,
 			         file);
 			return true;
 		}
-		char path[PATH_MAX], real[2 * PATH_MAX + 2];
+		char path[PATH_MAX], real[PATH_MAX], where[PATH_MAX];
 		const char *slash = strrchr(file, '/');
 		if (strncmp(c, "~/", 2) == 0)
 			snprintf(path, sizeof(path), "%s/%s", home ? home : "", c + 2);
@@ -507,14 +537,11 @@ static bool includes_writable(struct sup *u, const char *file, const char *home,
 		else
 			snprintf(path, sizeof(path), "%.*s/%s", slash ? (int)(slash - file) : 0,
 			         file, c);
-		bool there = real_or_deepest(path, real, sizeof(real));
-		if (rd_view_writable_root(any_view(u), real) ||
-		    (!there && rd_view_writable_root(any_view(u), path))) {
-			snprintf(bad, n, "%s, which %s where commands can write", path,
-			         there ? "leads" : "is missing");
-			return true;
-		}
-		if (there && includes_writable(u, real, home, true, bad, n))
+		if (path_open(u, path, where, sizeof(where)))
+			return snprintf(bad, n,
+			                "%s, which leads through %s, where commands can write",
+			                path, where) >= 0; /* (cut short where both are long) */
+		if (realpath(path, real) && includes_writable(u, real, home, true, bad, n))
 			return true;
 	}
 	return false;
@@ -748,9 +775,23 @@ static int global_config_writable(struct sup *u, struct req *q, char *why, size_
 		}
 		if (!there)
 			continue;
+		/* The file, and every link on the way to it (one a command can turn elsewhere
+		 * after this check: a dotfiles repository of the workspace's, as stow makes them,
+		 * whose link leads on outside). */
+		char where[PATH_MAX];
+		if (path_open(u, files[i], where, sizeof(where))) {
+			snprintf(
+			    why, n,
+			    "commands.rules[%zu] grants a secret to %s, whose git would read the "
+			    "global configuration %s, which leads through %s, where commands can "
+			    "write (a core.sshCommand there runs with the secret); keep it out of "
+			    "the writable roots, or protect it (sandbox.protect)",
+			    q->rule->index, q->tg.resolved ? q->tg.resolved : q->path, files[i],
+			    where);
+			return EACCES;
+		}
 		/* Read through the link, an include resolved from where git finds the file. */
-		if (!rd_view_writable_root(any_view(u), real) &&
-		    includes_writable(u, files[i], home, false, inc, sizeof(inc))) {
+		if (includes_writable(u, files[i], home, false, inc, sizeof(inc))) {
 			snprintf(
 			    why, n,
 			    "commands.rules[%zu] grants a secret to %s, whose git would read the "
@@ -760,15 +801,6 @@ static int global_config_writable(struct sup *u, struct req *q, char *why, size_
 			    inc);
 			return EACCES;
 		}
-		if (!rd_view_writable_root(any_view(u), real))
-			continue;
-		snprintf(why, n,
-		         "commands.rules[%zu] grants a secret to %s, whose git would read the "
-		         "global configuration %s, which leads to %s, where commands can write (a "
-		         "core.sshCommand there runs with the secret); keep it out of the writable "
-		         "roots, or protect it (sandbox.protect)",
-		         q->rule->index, q->tg.resolved ? q->tg.resolved : q->path, files[i], real);
-		return EACCES;
 	}
 	return 0;
 }
@@ -927,12 +959,18 @@ static char *quoted(char *o, const char *s)
  * missing and commands could make it (a home in a writable root: protected, but a missing
  * file cannot be held, and one made between the check and git's start would be read): git is
  * told the one that is there (GIT_CONFIG_GLOBAL), or none (/dev/null), which is what it would
- * have read at the check. Not where the agent set GIT_CONFIG_GLOBAL itself. */
+ * have read at the check; "missing" by the path as git resolves it (path_open: a ~/.config
+ * that is a link into the workspace, git/config missing there). Not where the agent set
+ * GIT_CONFIG_GLOBAL itself, but for a relative one, which git would read in the directory it
+ * works in: none, then. */
 static int global_config(struct sup *u, struct req *q)
 {
-	if (env_of(q, "GIT_CONFIG_GLOBAL"))
-		return 0;
 	/* A relative one: git reads it from the directory it works in, the commands' to write. */
+	const char *global = env_of(q, "GIT_CONFIG_GLOBAL");
+	if (global)
+		return global[0] == '/' || rd_env_put(&q->env, "GIT_CONFIG_GLOBAL=/dev/null") == 0
+		           ? 0
+		           : -ENOMEM;
 	char files[2][PATH_MAX];
 	bool open;
 	size_t n = global_files(q, files, &open);
@@ -948,10 +986,9 @@ static int global_config(struct sup *u, struct req *q)
 			there = there ? there : files[i];
 			continue;
 		}
-		char real[2 * PATH_MAX];
-		real_or_deepest(files[i], real, sizeof(real));
+		char where[PATH_MAX];
 		open = open || made || rd_view_writable_root(any_view(u), files[i]) ||
-		       rd_view_writable_root(any_view(u), real);
+		       path_open(u, files[i], where, sizeof(where));
 	}
 	if (!open)
 		return 0;

@@ -638,13 +638,20 @@ def trap_repo(tmp, name, genv=None):
 def race_grant(tmp, prof, env, genv, top, kind, at, sub, cmd, n=40):
     """A command in the background that, over and over, writes a .git/commondir naming a
     repository of its own (kind "commondir"), or that repository's configuration to a file
-    (kind "file:PATH"), or moves a .git of its own in and out of the directory at (relative
-    to sub), while the agent (started in top) runs cmd n times in sub;
+    (kind "file:PATH"), or runs a loop of its own (kind "sh:LOOP", {evil} in it the
+    repository, no double quote or $), or moves a .git of its own in and out of the
+    directory at (relative to sub), while the agent (started in top) runs cmd n times in sub;
     the command's repository reaches its remote through a program that writes GH_TOKEN to a
     file. Returns (whether the runs ran, how many tokens that program wrote, the output)."""
-    evil, leak = trap_repo(tmp, re.sub(r"[^a-z]", "-", kind), genv)
+    name = re.sub(r"[^a-z]", "-", kind)
+    if kind.startswith("sh:"):
+        name = "sh-" + hashlib.sha256(kind.encode()).hexdigest()[:12]
+    evil, leak = trap_repo(tmp, name, genv)
     os.chmod(tmp, 0o777)
-    if kind == "commondir":
+    if kind.startswith("sh:"):
+        # A loop of the caller's ({evil}: the command's repository), which cleans up itself.
+        loop, clean = kind[3:].replace("{evil}", evil), ""
+    elif kind == "commondir":
         loop = ("while :; do printf '%s\\n' > .git/cd1 && mv .git/cd1 .git/commondir; "
                 "rm -f .git/commondir; done" % os.path.join(evil, ".git"))
         clean = ".git/commondir .git/cd1"
@@ -1197,16 +1204,17 @@ def test_runnerd_git(tmp):
         shutil.rmtree(gobin, ignore_errors=True)
 
 
-def poisoned_fetch(tmp, prof, env, ws, name, target):
+def poisoned_fetch(tmp, prof, env, ws, name, target, config=None):
     """A command appends a configuration that reaches origin through a program writing
     GH_TOKEN (git_ssh_trap) to target, a file git reads as configuration, then the agent's
-    granted git fetch: (tokens written, the output, the audit log's text)."""
+    granted git fetch (under config, a file): (tokens written, the output, the audit log's
+    text)."""
     leak = os.path.join(tmp, "leak-" + name)
     trap = git_ssh_trap(tmp, leak).replace("\n", "\\n").replace('"', '\\"')
     audit = os.path.join(tmp, "audit-%s.jsonl" % name)
     script = "sh -c 'printf \"%s\" >> %s'; git fetch -q origin; echo rc=$?" % (trap, target)
-    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script], audit=audit), env=env,
-                         cwd=ws, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script], config=config, audit=audit),
+                         env=env, cwd=ws, capture_output=True, text=True, timeout=60)
     leaks = open(leak).read().count(env["GH_TOKEN"]) if os.path.exists(leak) else 0
     said = open(audit).read() if os.path.exists(audit) else ""
     return leaks, out, said
@@ -1274,6 +1282,55 @@ def test_grant_git_global_link(tmp):
     check("grant git global link: a ~/.config leading into the workspace, git/config missing "
           "while a command makes it, runs nothing with the token (40 fetches)",
           ran and leaks == 0, "%d leaks: %s" % (leaks, text))
+    # ~/.config/git a link to a directory of the workspace that is missing at the check, which
+    # a command makes (with a config) and takes away, over and over; and ~/.gitconfig a link
+    # to a link in the workspace, which a command turns from /dev/null to its repository's
+    # configuration and back. The build before judged the first by the path as written (the
+    # link's target missing), the second by where the links led at the check (/dev/null), and
+    # git read the command's configuration when it started. Now any link in a writable root on
+    # the way, or a part missing there, counts as the commands'.
+    dotfiles = os.path.join(ws, "dotfiles")
+    os.makedirs(dotfiles, exist_ok=True)
+    loops = {
+        "dangling dir": ("while :; do mkdir -p {0}/git.x && cp {{evil}}/.git/config {0}/git.x/"
+                         "config && mv -T {0}/git.x {0}/git; rm -rf {0}/git; done".format(dotfiles),
+                         (".config/git", os.path.join(dotfiles, "git"))),
+        "turned link": ("while :; do ln -sfn {{evil}}/.git/config {0}/l.x && mv -T {0}/l.x "
+                        "{0}/cfglink; ln -sfn /dev/null {0}/l.y && mv -T {0}/l.y {0}/cfglink; "
+                        "done".format(dotfiles), (".gitconfig", os.path.join(dotfiles, "cfglink"))),
+    }
+    for what, (loop, (name, target)) in loops.items():
+        home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
+        try:
+            os.chmod(home, 0o755)
+            os.makedirs(os.path.join(home, ".config"))
+            os.symlink(target, os.path.join(home, name))
+            if what == "turned link":
+                os.symlink("/dev/null", target)
+            common.open_to_all(ws)
+            ran, leaks, text = race_grant(tmp, prof, dict(env, HOME=home), genv, ws,
+                                          "sh:" + loop, ws, ws,
+                                          "git fetch -q origin; echo rc=$?")
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+            subprocess.run(["rm", "-rf", os.path.join(dotfiles, "git"), target])
+        check("grant git global link: a %s on the way to the global configuration, while a "
+              "command makes or turns it, runs nothing with the token (40 fetches)" % what,
+              ran and leaks == 0, "%d leaks: %s" % (leaks, text))
+    # The agent started with a relative GIT_CONFIG_GLOBAL, under a config that lets it pass
+    # (the shipped one denies it): git reads it in the directory it works in, where a command
+    # wrote a core.sshCommand (the build before ran it). Now the granted git is told none.
+    cfg = common.shipped_config()
+    cfg["env"]["hard_deny"].remove("GIT_CONFIG_GLOBAL")
+    cfg["env"]["base_allow"].append("GIT_CONFIG_GLOBAL")
+    config = os.path.join(tmp, "relglobal.json")
+    with open(config, "w") as f:
+        json.dump(cfg, f)
+    leaks, out, said = poisoned_fetch(tmp, prof, dict(env, GIT_CONFIG_GLOBAL="relglobal.cfg"),
+                                      ws, "relglobal", "relglobal.cfg", config)
+    check("grant git global link: a relative GIT_CONFIG_GLOBAL of the agent's, which a command "
+          "wrote, runs nothing with the token", leaks == 0 and "rc=" in out.stdout,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
 
 
 def test_grant_other_git_prefixes(tmp):
