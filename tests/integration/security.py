@@ -1375,18 +1375,22 @@ def test_grant_other_git_env(tmp):
         "env GIT_DIR=%s/.git git fetch -q origin; echo dir_rc=$?" % evil,
         "env GIT_COMMON_DIR=%s/.git git fetch -q origin; echo common_rc=$?" % evil,
         "env GIT_WORK_TREE=%s git status -s; echo tree_rc=$?" % evil,
-        # A hook's git sees the GIT_DIR runnerd's git exported: it passes.
+        # The checked GIT_DIR alone: git would take the rest from where it names.
+        "env sh -c 'GIT_DIR=$RUNNERD_GIT_DIR git status -s'; echo alone_rc=$?",
+        # A hook's git sees the three runnerd's git exported: they pass.
         "env sh -c 'GIT_DIR=$RUNNERD_GIT_DIR GIT_WORK_TREE=$RUNNERD_GIT_WORK_TREE "
-        "git rev-parse --is-inside-work-tree'; echo same_rc=$?",
+        "GIT_COMMON_DIR=$RUNNERD_GIT_COMMON_DIR git rev-parse --is-inside-work-tree'; "
+        "echo same_rc=$?",
     ])
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
                          capture_output=True, text=True, timeout=60)
     leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
     said = [l for l in out.stderr.splitlines() if "names a repository runnerd did not" in l]
-    check("grant other git env: GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE a program sets are "
-          "refused by runnerd's git, and run nothing with the token",
-          leaks == 0 and len(said) == 3 and all(
-              ("%s_rc=128" % k) in out.stdout for k in ("dir", "common", "tree")),
+    check("grant other git env: GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE a program sets, "
+          "or the checked GIT_DIR alone, are refused by runnerd's git, and run nothing with "
+          "the token",
+          leaks == 0 and len(said) == 4 and all(
+              ("%s_rc=128" % k) in out.stdout for k in ("dir", "common", "tree", "alone")),
           "%d leaks: %r %s %s" % (leaks, said, out.stdout[-300:], out.stderr[-300:]))
     check("grant other git env: the repository runnerd's git set itself still passes",
           "true\nsame_rc=0" in out.stdout, out.stdout[-300:] + out.stderr[-300:])
