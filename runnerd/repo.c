@@ -60,13 +60,22 @@ void rd_repo_find_git(const struct rd_strv *write, const char *home)
 	}
 	/* git's own configuration variables (GIT_CONFIG_GLOBAL, GIT_CONFIG_COUNT and its keys, ...)
 	 * and HOME as the operator has them, which say where the hooks are; a plain PATH; none
-	 * of the operator's other variables, which hold secrets. */
+	 * of the operator's other variables, which hold secrets. No trace2 target: one the global
+	 * configuration names (trace2.normalTarget) is a file git appends to, with values of the
+	 * configuration in it (trace2.configParams), and a configuration a command could write (a
+	 * ~/.gitconfig linked into the workspace) would have git, outside any sandbox, append
+	 * lines of its choosing to a file of its choosing. */
+	static const char *const quiet[] = {"GIT_TRACE2=0", "GIT_TRACE2_EVENT=0",
+	                                    "GIT_TRACE2_PERF=0"};
 	size_t n = 0;
 	for (char **e = environ; *e; e++)
 		n++;
-	if (!(git_env = calloc(n + 4, sizeof(char *))))
+	if (!(git_env = calloc(n + 3 + ARRAY_SIZE(quiet), sizeof(char *))))
 		return;
 	n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(quiet); i++)
+		if ((git_env[n] = strdup(quiet[i])))
+			n++;
 	const char *h = getenv("HOME");
 	for (char **e = environ; *e; e++)
 		if ((strncmp(*e, "GIT_CONFIG", 10) == 0 ||

@@ -1179,6 +1179,23 @@ def test_runnerd_git(tmp):
     ran = open(marker).read() if os.path.exists(marker) else ""
     check("runnerd git: the next session's start runs it neither", not ran and
           "no git on PATH" not in out.stderr, out.stderr[-300:])
+    # A global configuration that names a trace2 target (as one a command could write, where
+    # ~/.gitconfig is linked into the workspace): runnerd's own git, outside any sandbox,
+    # appended its trace there, values of the configuration in it (the build before).
+    home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
+    trace = os.path.join(tmp, "trace2.out")
+    try:
+        os.chmod(home, 0o755)
+        with open(os.path.join(home, ".gitconfig"), "w") as f:
+            f.write("[trace2]\n\tnormalTarget = %s\n\teventTarget = %s\n"
+                    "\tperfTarget = %s\n" % (trace, trace, trace))
+        out = subprocess.run(runnerd_cmd("generic", ["true"]), env=dict(base_env(), HOME=home),
+                             cwd=ws, capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    check("runnerd git: runnerd's own git writes no trace2 target the configuration names",
+          out.returncode == 0 and not os.path.exists(trace),
+          "rc=%d, trace %s" % (out.returncode, os.path.exists(trace)))
     # A directory only a rule's commands may write (as ~/go/bin for go install), first on
     # PATH: runnerd took the git one planted there at the next session's start, outside the
     # sandbox (the build before).
