@@ -1322,9 +1322,9 @@ def test_grant_git_global_link(tmp):
             os.chmod(home, 0o755)
             os.makedirs(os.path.join(home, ".config"))
             os.symlink(target, os.path.join(home, name))
+            common.open_to_all(ws)
             if what == "turned link":
                 os.symlink("/dev/null", target)
-            common.open_to_all(ws)
             ran, leaks, text = race_grant(tmp, prof, dict(env, HOME=home), genv, ws,
                                           "sh:" + loop, ws, ws,
                                           "git fetch -q origin; echo rc=$?")
