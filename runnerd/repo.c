@@ -1,6 +1,7 @@
 #include "runnerd/repo.h"
 #include "lib/git.h"
 #include "lib/strv.h"
+#include "lib/syscalls.h"
 #include "lib/util.h"
 
 #include <dirent.h>
@@ -8,6 +9,8 @@
 #include <fcntl.h>
 #include <fts.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -92,9 +96,25 @@ void rd_repo_find_git(const struct rd_strv *write, const char *home)
 	git_env[n] = NULL;
 }
 
-/* git -C workspace ARGS..., as the user, stdin and stderr /dev/null: fn is called with each
- * record of its output (ended by sep, which is replaced by a NUL; a record longer than
- * PATH_MAX + 64 is dropped). Returns whether git ran and exited 0. */
+/* How long runnerd's own git may take: what commands write can make it wait for ever (a
+ * .git/index, or a file the configuration includes, that is a FIFO), and the session's end
+ * waits for it. */
+enum { GIT_TIMEOUT_MS = 10000 };
+
+static long ms_left(const struct timespec *deadline)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long ms =
+	    (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	return ms > 0 ? ms : 0;
+}
+
+/* git -C workspace ARGS..., as the user, stdin and stderr /dev/null, its signals as a new
+ * program has them (runnerd blocks some): fn is called with each record of its output (ended
+ * by sep, which is replaced by a NUL; a record longer than PATH_MAX + 64 is dropped). One that
+ * takes longer than GIT_TIMEOUT_MS is killed, and runnerd says so. Returns whether git ran
+ * and exited 0. */
 static bool run_git(const char *workspace, char *const args[], char sep,
                     void (*fn)(char *rec, void *ctx), void *ctx)
 {
@@ -109,20 +129,48 @@ static bool run_git(const char *workspace, char *const args[], char sep,
 		argv[n_args++] = args[i];
 	argv[n_args] = NULL;
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
 	pid_t pid = -1;
-	if (posix_spawn_file_actions_init(&fa) == 0) {
-		if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
-		    posix_spawn_file_actions_adddup2(&fa, out[1], 1) != 0 ||
-		    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0 ||
-		    posix_spawn(&pid, git_prog, &fa, NULL, argv, git_env) != 0)
-			pid = -1;
-		posix_spawn_file_actions_destroy(&fa);
+	if (posix_spawnattr_init(&at) == 0) {
+		if (posix_spawn_file_actions_init(&fa) == 0) {
+			if (posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
+			                                      POSIX_SPAWN_SETSIGDEF) != 0 ||
+			    posix_spawnattr_setsigmask(&at, &none) != 0 ||
+			    posix_spawnattr_setsigdefault(&at, &all) != 0 ||
+			    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) !=
+			        0 ||
+			    posix_spawn_file_actions_adddup2(&fa, out[1], 1) != 0 ||
+			    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) !=
+			        0 ||
+			    posix_spawn(&pid, git_prog, &fa, &at, argv, git_env) != 0)
+				pid = -1;
+			posix_spawn_file_actions_destroy(&fa);
+		}
+		posix_spawnattr_destroy(&at);
 	}
 	close(out[1]);
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += GIT_TIMEOUT_MS / 1000;
+	_cleanup_close_ int pidfd = pid > 0 ? rd_pidfd_open(pid, 0) : -1;
+	bool late = false;
 	char buf[PATH_MAX + 64];
 	size_t n = 0;
 	bool dropping = false;
-	for (ssize_t r; pid > 0 && (r = read(out[0], buf + n, sizeof(buf) - n)) != 0;) {
+	for (ssize_t r; pid > 0;) {
+		struct pollfd pf = {.fd = out[0], .events = POLLIN};
+		int p = poll(&pf, 1, (int)ms_left(&deadline));
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p <= 0) {
+			late = p == 0;
+			break;
+		}
+		if ((r = read(out[0], buf + n, sizeof(buf) - n)) == 0)
+			break;
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -144,10 +192,24 @@ static bool run_git(const char *workspace, char *const args[], char sep,
 		}
 	}
 	close(out[0]);
+	/* Its output ended: its exit, within the same time. */
+	struct pollfd pe = {.fd = pidfd, .events = POLLIN};
+	for (int p;
+	     !late && pid > 0 && pidfd >= 0 && (p = poll(&pe, 1, (int)ms_left(&deadline))) <= 0;)
+		late = p == 0 || errno != EINTR;
+	if (late) {
+		kill(pid, SIGKILL);
+		fprintf(stderr,
+		        "runnerd: git %s in %s did not finish within %d s and was stopped: what it "
+		        "checks is not checked (is a file of the repository's a FIFO, such as "
+		        ".git/index?)\n",
+		        args[0][0] == '-' && args[1] && args[2] ? args[2] : args[0], workspace,
+		        GIT_TIMEOUT_MS / 1000);
+	}
 	int status = 1;
 	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	return pid > 0 && !late && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 static void first_line(char *rec, void *ctx)

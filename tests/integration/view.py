@@ -778,6 +778,38 @@ def test_nested_repos(tmp):
           "%s/sm is a repository entered" % ws not in out.stderr, out.stderr[-1200:])
 
 
+def test_fifo_index(tmp):
+    """A command made the workspace's .git/index a FIFO (it is not protected) and a repository
+    of its own with a core.fsmonitor: runnerd's own git (git ls-files, for the gitlinks, when
+    the session ends) waited on the FIFO for ever, and runnerd with it, so that the repository
+    was never moved aside (the build before; the test's timeout ended it). Now runnerd's git
+    is stopped after 10 s, runnerd says so, and the end goes on."""
+    os.chmod(tmp, 0o755)
+    ws = os.path.join(tmp, "project")
+    subprocess.run(["git", "init", "-q", ws], check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@x", "-C", ws, "commit",
+                    "-q", "--allow-empty", "-m", "m"], check=True)
+    common.open_to_all(tmp)
+    plant = ("rm -f .git/index && mkfifo .git/index && git init -q fsmon && "
+             "git -C fsmon config core.fsmonitor 'touch ran; false' && echo planted=yes")
+    try:
+        out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", plant]), env=common.base_env(),
+                             cwd=ws, capture_output=True, text=True, timeout=45)
+    except subprocess.TimeoutExpired:
+        check("fifo index: runnerd ends within 45 s", False, "it waited on the FIFO")
+        subprocess.run(["pkill", "-KILL", "-f", "ls-files --stage -z"])
+        return
+    finally:
+        # Whatever waits on the FIFO is let go.
+        subprocess.run(["rm", "-f", os.path.join(ws, ".git", "index")])
+    check("fifo index: the command made them", "planted=yes" in out.stdout,
+          out.stdout + out.stderr[-600:])
+    check("fifo index: runnerd says its git was stopped",
+          "did not finish within 10 s" in out.stderr, out.stderr[-600:])
+    check("fifo index: the repository made is moved aside all the same",
+          not os.path.lexists(os.path.join(ws, "fsmon", ".git")), out.stderr[-600:])
+
+
 def test_aider_config(tmp):
     """aider reads the project's .env, .aider.conf.yml and model settings at its start, and
     lets them replace what its environment has (OPENAI_API_BASE: where its key goes), so
@@ -1137,7 +1169,7 @@ def main():
     return common.run_tests((test_view, test_stores, test_run_user_exceptions, test_cwd_hidden,
                              test_writes, test_protected_created, test_worktree_dotgit,
                              test_hooks_path, test_git_head, test_gitlink_config,
-                             test_nested_repos, test_aider_config, test_git_init_made,
+                             test_nested_repos, test_fifo_index, test_aider_config, test_git_init_made,
                              test_workspace_option, test_cache_layers,
                              test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
