@@ -434,6 +434,10 @@ static bool path_open(struct sup *u, const char *path, char *where, size_t n)
 		if (!len)
 			break;
 		bool dot = len == 1 && part[0] == '.', dotdot = len == 2 && !strncmp(part, "..", 2);
+		/* ".." from a directory in a writable root: a command can make that a link after
+		 * this check, and the kernel would go up from where it leads. */
+		if (dotdot && cur[0] && rd_view_writable_root(v, cur))
+			return true;
 		if (dotdot && strrchr(cur, '/'))
 			*strrchr(cur, '/') = '\0';
 		bool fits = dot || dotdot ||
@@ -979,16 +983,17 @@ static int global_config(struct sup *u, struct req *q)
 	const char *there = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
-		/* One missing at the start counts as missing, there or not now: a command may
-		 * have made it (or makes it between this check and git's start). */
-		bool made = missing_at_start(u, files[i]);
-		if (!made && lstat(files[i], &st) == 0) {
-			there = there ? there : files[i];
-			continue;
-		}
 		char where[PATH_MAX];
-		open = open || made || rd_view_writable_root(any_view(u), files[i]) ||
-		       path_open(u, files[i], where, sizeof(where));
+		/* One missing at the start counts as missing, there or not now: a command may
+		 * have made it (or makes it between this check and git's start). So does one
+		 * that leads where commands can write: were it there at the check before
+		 * (global_config_writable), it was refused; there now, a command made it since. */
+		bool made = missing_at_start(u, files[i]) ||
+		            rd_view_writable_root(any_view(u), files[i]) ||
+		            path_open(u, files[i], where, sizeof(where));
+		if (!made && lstat(files[i], &st) == 0)
+			there = there ? there : files[i];
+		open = open || made;
 	}
 	if (!open)
 		return 0;

@@ -1334,6 +1334,31 @@ def test_grant_git_global_link(tmp):
         check("grant git global link: a %s on the way to the global configuration, while a "
               "command makes or turns it, runs nothing with the token (40 fetches)" % what,
               ran and leaks == 0, "%d leaks: %s" % (leaks, text))
+    # ~/.config a link into the workspace, git/config there missing at the first check and
+    # made before the second (a tight loop of link and unlink): runnerd judged the file at two
+    # moments, and the second took one that was there by then (a review had 6 of 100 fetches
+    # run the command's core.sshCommand on af76338). Now one there at the second that leads
+    # into a writable root counts as made by a command.
+    home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
+    try:
+        os.chmod(home, 0o755)
+        dotconfig = os.path.join(ws, "dotconfig2")
+        os.makedirs(os.path.join(dotconfig, "git"))
+        os.symlink(dotconfig, os.path.join(home, ".config"))
+        common.open_to_all(ws)
+        cfg = os.path.join(dotconfig, "git", "config")
+        # (Hard links within the workspace's mount: across mounts, link fails.)
+        src = os.path.join(dotconfig, "evil.cfg")
+        loop = ("cp {evil}/.git/config %s && python3 -c 'import os,sys,itertools; "
+                "a,d=sys.argv[1:3]; [(os.link(a,d),os.unlink(d)) for _ in itertools.count()]' "
+                "%s %s" % (src, src, cfg))
+        ran, leaks, text = race_grant(tmp, prof, dict(env, HOME=home), genv, ws, "sh:" + loop,
+                                      ws, ws, "git fetch -q origin; echo rc=$?", n=150)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    check("grant git global link: a git/config made between runnerd's two looks at it runs "
+          "nothing with the token (150 fetches)", ran and leaks == 0,
+          "%d leaks: %s" % (leaks, text))
     # The agent started with a relative GIT_CONFIG_GLOBAL, under a config that lets it pass
     # (the shipped one denies it): git reads it in the directory it works in, where a command
     # wrote a core.sshCommand (the build before ran it). Now the granted git is told none.
@@ -1394,6 +1419,8 @@ def test_grant_other_git_env(tmp):
         "env GIT_WORK_TREE=%s git status -s; echo tree_rc=$?" % evil,
         # The checked GIT_DIR alone: git would take the rest from where it names.
         "env sh -c 'GIT_DIR=$RUNNERD_GIT_DIR git status -s'; echo alone_rc=$?",
+        # runnerd's own variable taken away: its git checked nothing then.
+        "env -u RUNNERD_GIT_DIR git -C %s fetch -q origin; echo unset_rc=$?" % evil,
         # A hook's git sees the three runnerd's git exported: they pass.
         "env sh -c 'GIT_DIR=$RUNNERD_GIT_DIR GIT_WORK_TREE=$RUNNERD_GIT_WORK_TREE "
         "GIT_COMMON_DIR=$RUNNERD_GIT_COMMON_DIR git rev-parse --is-inside-work-tree'; "
@@ -1402,12 +1429,14 @@ def test_grant_other_git_env(tmp):
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
                          capture_output=True, text=True, timeout=60)
     leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
-    said = [l for l in out.stderr.splitlines() if "names a repository runnerd did not" in l]
+    said = [l for l in out.stderr.splitlines() if "names a repository runnerd did not" in l or
+            "RUNNERD_GIT_DIR is not set" in l]
     check("grant other git env: GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE a program sets, "
-          "or the checked GIT_DIR alone, are refused by runnerd's git, and run nothing with "
-          "the token",
-          leaks == 0 and len(said) == 4 and all(
-              ("%s_rc=128" % k) in out.stdout for k in ("dir", "common", "tree", "alone")),
+          "the checked GIT_DIR alone, or RUNNERD_GIT_DIR taken away, are refused by runnerd's "
+          "git, and run nothing with the token",
+          leaks == 0 and len(said) == 5 and all(
+              ("%s_rc=128" % k) in out.stdout
+              for k in ("dir", "common", "tree", "alone", "unset")),
           "%d leaks: %r %s %s" % (leaks, said, out.stdout[-300:], out.stderr[-300:]))
     check("grant other git env: the repository runnerd's git set itself still passes",
           "true\nsame_rc=0" in out.stdout, out.stdout[-300:] + out.stderr[-300:])
