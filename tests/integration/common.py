@@ -72,12 +72,13 @@ def itest_config(var="RUNNERD_CONFIG"):
 
 def open_to_all(top, files=0o666):
     """Every directory under top (and top) 0777, every file files: a tree the test made as
-    root that the unprivileged run's agent, and its commands, must write too."""
+    root that the unprivileged run's agent, and its commands, must write too. Symlinks are
+    left as they are (chmod would change what they lead to)."""
     for root, dirs, names in os.walk(top):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o777)
-        for f in names:
-            os.chmod(os.path.join(root, f), files)
+        for n in dirs + names:
+            p = os.path.join(root, n)
+            if not os.path.islink(p):
+                os.chmod(p, 0o777 if n in dirs else files)
     os.chmod(top, 0o777)
 
 

@@ -16,6 +16,7 @@ Environment: RUNNERD (binary), RUNNERD_CONFIG (default: the shipped build config
 binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" last. The
 agent programs it runs are in helpers/agents/; the helpers all the scripts share in common.py.
 """
+import contextlib
 import hashlib
 import json
 import os
@@ -1237,6 +1238,21 @@ def poisoned_fetch(tmp, prof, env, ws, name, target, config=None):
     return leaks, out, said
 
 
+@contextlib.contextmanager
+def linked_home(links):
+    """A home for the agent (its HOME), under the user's own, which commands cannot write, with
+    the symlinks of links ({name in it: target}): its path, removed after."""
+    home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
+    try:
+        os.chmod(home, 0o755)
+        for name, target in links.items():
+            os.makedirs(os.path.dirname(os.path.join(home, name)), exist_ok=True)
+            os.symlink(target, os.path.join(home, name))
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def test_grant_git_global_link(tmp):
     """The user's ~/.gitconfig a symlink into the workspace (a dotfiles repository, as stow
     makes them): a command wrote a core.sshCommand there, and a granted fetch ran it with the
@@ -1246,35 +1262,29 @@ def test_grant_git_global_link(tmp):
     if not setup:
         return
     token, ws, prof, genv, env = setup
-    home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
-    try:
-        os.chmod(home, 0o755)
-        with open(os.path.join(ws, "dotgitconfig"), "w") as f:
-            f.write("[user]\n\tname = t\n")
-        os.symlink(os.path.join(ws, "dotgitconfig"), os.path.join(home, ".gitconfig"))
-        common.open_to_all(ws)
+    with open(os.path.join(ws, "dotgitconfig"), "w") as f:
+        f.write("[user]\n\tname = t\n")
+    common.open_to_all(ws)
+    with linked_home({".gitconfig": os.path.join(ws, "dotgitconfig")}) as home:
         leaks, out, said = poisoned_fetch(tmp, prof, dict(env, HOME=home), ws, "global",
                                           "dotgitconfig")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
     check("grant git global link: a global configuration leading into the workspace runs "
           "nothing with the token, and the grant is refused with the fix",
           leaks == 0 and "rc=126" in out.stdout and "keep it out of the writable" in said,
           "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
+
+    def fetches(links, kind, n=40):
+        """n granted fetches with a home of links while a command runs race_grant's kind."""
+        with linked_home(links) as home:
+            common.open_to_all(ws)
+            return race_grant(tmp, prof, dict(env, HOME=home), genv, ws, kind, ws, ws,
+                              "git fetch -q origin; echo rc=$?", n)
+
     # A link that leads nowhere at the check: a command makes its target (and takes it away)
     # over and over. It was passed over as no configuration, and git then read what the
     # command had made by the time it started (the build before 20c7b95).
-    home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
-    try:
-        os.chmod(home, 0o755)
-        target = os.path.join(ws, "dangling.gitconfig")
-        os.symlink(target, os.path.join(home, ".gitconfig"))
-        common.open_to_all(ws)
-        ran, leaks, text = race_grant(tmp, prof, dict(env, HOME=home), genv, ws,
-                                      "file:" + target, ws, ws,
-                                      "git fetch -q origin; echo rc=$?")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    target = os.path.join(ws, "dangling.gitconfig")
+    ran, leaks, text = fetches({".gitconfig": target}, "file:" + target)
     check("grant git global link: a global configuration that leads nowhere while a command "
           "makes its target runs nothing with the token (40 fetches), and is refused",
           ran and leaks == 0 and "rc=126" in text and "rc=0" not in text,
@@ -1284,18 +1294,10 @@ def test_grant_git_global_link(tmp):
     # written, outside the writable roots, and git read what the command had made by its
     # start (the build before). Now judged by its directory's real path: git is told no
     # global configuration (GIT_CONFIG_GLOBAL=/dev/null) when it is missing at the check.
-    home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
-    try:
-        os.chmod(home, 0o755)
-        dotconfig = os.path.join(ws, "dotconfig")
-        os.makedirs(os.path.join(dotconfig, "git"))
-        os.symlink(dotconfig, os.path.join(home, ".config"))
-        common.open_to_all(ws)
-        ran, leaks, text = race_grant(tmp, prof, dict(env, HOME=home), genv, ws,
-                                      "file:" + os.path.join(dotconfig, "git", "config"),
-                                      ws, ws, "git fetch -q origin; echo rc=$?")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    dotconfig = os.path.join(ws, "dotconfig")
+    os.makedirs(os.path.join(dotconfig, "git"))
+    ran, leaks, text = fetches({".config": dotconfig},
+                               "file:" + os.path.join(dotconfig, "git", "config"))
     check("grant git global link: a ~/.config leading into the workspace, git/config missing "
           "while a command makes it, runs nothing with the token (40 fetches)",
           ran and leaks == 0, "%d leaks: %s" % (leaks, text))
@@ -1307,30 +1309,19 @@ def test_grant_git_global_link(tmp):
     # git read the command's configuration when it started. Now any link in a writable root on
     # the way, or a part missing there, counts as the commands'.
     dotfiles = os.path.join(ws, "dotfiles")
-    os.makedirs(dotfiles, exist_ok=True)
+    os.makedirs(dotfiles)
+    os.symlink("/dev/null", os.path.join(dotfiles, "cfglink"))
+    common.open_to_all(ws)
     loops = {
         "dangling dir": ("while :; do mkdir -p {0}/git.x && cp {{evil}}/.git/config {0}/git.x/"
                          "config && mv -T {0}/git.x {0}/git; rm -rf {0}/git; done".format(dotfiles),
-                         (".config/git", os.path.join(dotfiles, "git"))),
+                         {".config/git": os.path.join(dotfiles, "git")}),
         "turned link": ("while :; do ln -sfn {{evil}}/.git/config {0}/l.x && mv -T {0}/l.x "
                         "{0}/cfglink; ln -sfn /dev/null {0}/l.y && mv -T {0}/l.y {0}/cfglink; "
-                        "done".format(dotfiles), (".gitconfig", os.path.join(dotfiles, "cfglink"))),
+                        "done".format(dotfiles), {".gitconfig": os.path.join(dotfiles, "cfglink")}),
     }
-    for what, (loop, (name, target)) in loops.items():
-        home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
-        try:
-            os.chmod(home, 0o755)
-            os.makedirs(os.path.join(home, ".config"))
-            os.symlink(target, os.path.join(home, name))
-            common.open_to_all(ws)
-            if what == "turned link":
-                os.symlink("/dev/null", target)
-            ran, leaks, text = race_grant(tmp, prof, dict(env, HOME=home), genv, ws,
-                                          "sh:" + loop, ws, ws,
-                                          "git fetch -q origin; echo rc=$?")
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
-            subprocess.run(["rm", "-rf", os.path.join(dotfiles, "git"), target])
+    for what, (loop, links) in loops.items():
+        ran, leaks, text = fetches(links, "sh:" + loop)
         check("grant git global link: a %s on the way to the global configuration, while a "
               "command makes or turns it, runs nothing with the token (40 fetches)" % what,
               ran and leaks == 0, "%d leaks: %s" % (leaks, text))
@@ -1338,24 +1329,15 @@ def test_grant_git_global_link(tmp):
     # made before the second (a tight loop of link and unlink): runnerd judged the file at two
     # moments, and the second took one that was there by then (a review had 6 of 100 fetches
     # run the command's core.sshCommand on af76338). Now one there at the second that leads
-    # into a writable root counts as made by a command.
-    home = tempfile.mkdtemp(prefix="rd-home-", dir=pwd.getpwuid(os.geteuid()).pw_dir)
-    try:
-        os.chmod(home, 0o755)
-        dotconfig = os.path.join(ws, "dotconfig2")
-        os.makedirs(os.path.join(dotconfig, "git"))
-        os.symlink(dotconfig, os.path.join(home, ".config"))
-        common.open_to_all(ws)
-        cfg = os.path.join(dotconfig, "git", "config")
-        # (Hard links within the workspace's mount: across mounts, link fails.)
-        src = os.path.join(dotconfig, "evil.cfg")
-        loop = ("cp {evil}/.git/config %s && python3 -c 'import os,sys,itertools; "
-                "a,d=sys.argv[1:3]; [(os.link(a,d),os.unlink(d)) for _ in itertools.count()]' "
-                "%s %s" % (src, src, cfg))
-        ran, leaks, text = race_grant(tmp, prof, dict(env, HOME=home), genv, ws, "sh:" + loop,
-                                      ws, ws, "git fetch -q origin; echo rc=$?", n=150)
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    # into a writable root counts as made by a command. (Hard links within the workspace's
+    # mount: across mounts, link fails.)
+    dotconfig = os.path.join(ws, "dotconfig2")
+    os.makedirs(os.path.join(dotconfig, "git"))
+    cfg, src = os.path.join(dotconfig, "git", "config"), os.path.join(dotconfig, "evil.cfg")
+    loop = ("cp {evil}/.git/config %s && python3 -c 'import os,sys,itertools; "
+            "a,d=sys.argv[1:3]; [(os.link(a,d),os.unlink(d)) for _ in itertools.count()]' "
+            "%s %s" % (src, src, cfg))
+    ran, leaks, text = fetches({".config": dotconfig}, "sh:" + loop, 150)
     check("grant git global link: a git/config made between runnerd's two looks at it runs "
           "nothing with the token (150 fetches)", ran and leaks == 0,
           "%d leaks: %s" % (leaks, text))
