@@ -643,12 +643,19 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 				 * missing one cannot be held, and a command can make it between
 				 * this check and git's start. */
 				snprintf(sub, sizeof(sub), "%s/config.worktree", git);
-				if (!what && (lstat(sub, &st) < 0 || missing_at_start(u, sub)) &&
-				    reads_worktree_config(git))
+				bool wt = !what && reads_worktree_config(git);
+				if (wt && (lstat(sub, &st) < 0 || missing_at_start(u, sub)))
 					what = "has git read a .git/config.worktree "
 					       "(extensions.worktreeConfig) that is missing, which "
 					       "commands could make; make it (empty) before the "
 					       "session";
+				/* And one that is there, where commands can write (a repository
+				 * whose hooks and config alone are protected). */
+				else if (wt && rd_view_writable_root(any_view(u), sub))
+					what =
+					    "has git read a .git/config.worktree "
+					    "(extensions.worktreeConfig) that commands can write; "
+					    "protect it (sandbox.protect)";
 			}
 			/* What the configuration includes (a project's include.path of a file in
 			 * the work tree). */

@@ -1562,6 +1562,23 @@ def test_grant_git_include(tmp):
     subprocess.run(["git", "-C", ws, "config", "--worktree", "include.path",
                     "../shared3.gitconfig"], check=True)
     included("shared3", "an include in .git/config.worktree is followed too")
+    # A config.worktree git reads, there but not protected (a config that protects only the
+    # repository's hooks and config, as docs/configuration.md advises for a nested one): a
+    # command wrote a core.sshCommand into it, and a granted fetch ran it (the build before).
+    subprocess.run(["git", "-C", ws, "config", "--worktree", "--unset", "include.path"],
+                   check=True)
+    shipped = common.shipped_config()
+    shipped["sandbox"]["protect"].remove("{workspace}/.git/config.worktree")
+    config = os.path.join(tmp, "nowtprotect.json")
+    with open(config, "w") as f:
+        json.dump(shipped, f)
+    common.open_to_all(ws)
+    leaks, out, said = poisoned_fetch(tmp, prof, env, ws, "wtwritable", ".git/config.worktree",
+                                      config)
+    check("grant git include: a .git/config.worktree commands can write runs nothing with the "
+          "token, and the grant is refused",
+          leaks == 0 and "rc=126" in out.stdout and "config.worktree" in said,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
     os.unlink(os.path.join(ws, ".git", "config.worktree"))
     with open(cfg, "w") as f:
         f.write(text)
