@@ -1039,13 +1039,14 @@ int sup_grant_env(struct sup *u, struct req *q)
 			if (keep) {
 				memcpy(dir, e, len);
 				dir[len] = '\0';
-				/* By its real path too (a symlink on the way may lead into a
-				 * writable root); one that is not there, or cannot be followed, is
-				 * left out. */
-				char real[PATH_MAX];
+				/* As git would reach it, a part at a time (a symlink on the way
+				 * may lead into a writable root, or lie in one, which a command
+				 * can turn after this check); one that is not there, or cannot be
+				 * followed, is left out. */
+				char real[PATH_MAX], where[PATH_MAX];
 				keep = realpath(dir, real) &&
 				       !rd_view_writable_root(any_view(u), dir) &&
-				       !rd_view_writable_root(any_view(u), real);
+				       !path_open(u, dir, where, sizeof(where));
 			}
 			if (keep) {
 				if (o[-1] != '=')

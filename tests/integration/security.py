@@ -1357,6 +1357,46 @@ def test_grant_git_global_link(tmp):
           "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-200:]))
 
 
+def test_grant_path_link(tmp):
+    """A directory of the agent's PATH reached through a symlink that lies in the workspace
+    (~/sdk -> WS/.sdk-cur -> /usr/bin, as version managers link them): runnerd judged it by
+    its two ends at the check, and a command that turned the link to a directory of its own
+    meanwhile had the granted git run the command's ssh with the token (the build before).
+    Now an entry with a link in a writable root on the way is left out of a granted
+    command's PATH."""
+    setup = granted_repo(tmp, "pathlink")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    subprocess.run(["git", "-C", ws, "remote", "add", "origin", "ssh://git@127.0.0.1/x"],
+                   check=True)
+    leak = os.path.join(tmp, "leak-pathlink")
+    evilbin = os.path.join(ws, "evilbin")
+    os.makedirs(evilbin)
+    with open(os.path.join(evilbin, "ssh"), "w") as f:
+        f.write('#!/bin/sh\necho "$GH_TOKEN" >> %s\nexit 1\n' % leak)
+    cur = os.path.join(ws, ".sdk-cur")
+    os.symlink("/usr/bin", cur)
+    common.open_to_all(ws)
+    os.chmod(os.path.join(evilbin, "ssh"), 0o755)
+    os.chmod(tmp, 0o777)
+    loop = ("while :; do ln -sfn {0} {1}.x && mv -T {1}.x {1}; ln -sfn /usr/bin {1}.y && "
+            "mv -T {1}.y {1}; done".format(evilbin, cur))
+    script = "\n".join(["sh -c \"%s\" >/dev/null 2>&1 &" % loop, "sleep 0.2",
+                        "for i in $(seq 40); do git fetch -q origin 2>/dev/null; done",
+                        "echo runs=done", "kill %1; wait"])
+    with linked_home({"sdk": cur}) as home:
+        path = os.path.join(home, "sdk") + ":" + env["PATH"]
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]),
+                             env=dict(env, HOME=home, PATH=path), cwd=ws, capture_output=True,
+                             text=True, timeout=300)
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    check("grant path link: a PATH entry through a link in the workspace, which a command "
+          "turns, runs nothing of the command's with the token (40 fetches)",
+          "runs=done" in out.stdout and leaks == 0,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-300:]))
+
+
 def test_grant_other_git_prefixes(tmp):
     """git takes any prefix of a long option that names it alone. runnerd's git, for a granted
     program that runs git (env stands for gh), matched fewer prefixes than a granted git is
@@ -2870,7 +2910,7 @@ def main():
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
-             test_grant_git_include, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_no_sh, test_grant_git_pull_rebase,
+             test_grant_git_include, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
