@@ -137,7 +137,9 @@ static bool run_git(const char *workspace, char *const args[], char sep,
 	if (posix_spawnattr_init(&at) == 0) {
 		if (posix_spawn_file_actions_init(&fa) == 0) {
 			if (posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
-			                                      POSIX_SPAWN_SETSIGDEF) != 0 ||
+			                                      POSIX_SPAWN_SETSIGDEF |
+			                                      POSIX_SPAWN_SETPGROUP) != 0 ||
+			    posix_spawnattr_setpgroup(&at, 0) != 0 ||
 			    posix_spawnattr_setsigmask(&at, &none) != 0 ||
 			    posix_spawnattr_setsigdefault(&at, &all) != 0 ||
 			    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) !=
@@ -197,7 +199,19 @@ static bool run_git(const char *workspace, char *const args[], char sep,
 	for (int p;
 	     !late && pid > 0 && pidfd >= 0 && (p = poll(&pe, 1, (int)ms_left(&deadline))) <= 0;)
 		late = p == 0 || errno != EINTR;
+	/* Without a pidfd (out of fds): its exit looked for until the same deadline. */
+	int status = 1;
+	bool reaped = false;
+	while (!late && pid > 0 && pidfd < 0 && !reaped) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		reaped = w == pid || (w < 0 && errno != EINTR);
+		late = !reaped && !ms_left(&deadline);
+		if (!reaped && !late)
+			usleep(1000);
+	}
 	if (late) {
+		/* Its group too: what it started (a child still holding its output). */
+		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 		fprintf(stderr,
 		        "runnerd: git %s in %s did not finish within %d s and was stopped: what it "
@@ -206,8 +220,7 @@ static bool run_git(const char *workspace, char *const args[], char sep,
 		        args[0][0] == '-' && args[1] && args[2] ? args[2] : args[0], workspace,
 		        GIT_TIMEOUT_MS / 1000);
 	}
-	int status = 1;
-	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while (pid > 0 && !reaped && waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	return pid > 0 && !late && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
