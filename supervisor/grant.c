@@ -335,6 +335,18 @@ static const struct rd_view_paths *any_view(struct sup *u)
 	return &u->s->any_rule;
 }
 
+/* Where commands can write at path: in a writable root of any rule's view, or at or under a
+ * protected path that was missing at the session's start (rd_session.missing), which nothing
+ * holds, so that a command may have made it since. That root or path; NULL. */
+static const char *writable(struct sup *u, const char *path)
+{
+	const char *root = rd_view_writable_root(any_view(u), path);
+	for (size_t k = 0; !root && u->s->missing && k < u->s->missing->n; k++)
+		if (rd_path_within(path, u->s->missing->v[k]))
+			root = u->s->missing->v[k];
+	return root;
+}
+
 /* Is q's program git? */
 static bool is_git(const struct req *q)
 {
@@ -422,7 +434,6 @@ static const char *env_of(const struct req *q, const char *name)
  * nothing is read there, and no command can make it. */
 static bool path_open(struct sup *u, const char *path, char *where, size_t n)
 {
-	const struct rd_view_paths *v = any_view(u);
 	char cur[PATH_MAX] = "", next[PATH_MAX], target[PATH_MAX];
 	char rest[2 * PATH_MAX + 2], joined[2 * PATH_MAX + 2];
 	snprintf(where, n, "%s", path);
@@ -436,7 +447,7 @@ static bool path_open(struct sup *u, const char *path, char *where, size_t n)
 		bool dot = len == 1 && part[0] == '.', dotdot = len == 2 && !strncmp(part, "..", 2);
 		/* ".." from a directory in a writable root: a command can make that a link after
 		 * this check, and the kernel would go up from where it leads. */
-		if (dotdot && cur[0] && rd_view_writable_root(v, cur))
+		if (dotdot && cur[0] && writable(u, cur))
 			return true;
 		if (dotdot && strrchr(cur, '/'))
 			*strrchr(cur, '/') = '\0';
@@ -451,7 +462,7 @@ static bool path_open(struct sup *u, const char *path, char *where, size_t n)
 		struct stat st;
 		if (lstat(next, &st) < 0) {
 			snprintf(where, n, "%s", next);
-			return rd_view_writable_root(v, next) != NULL;
+			return writable(u, next) != NULL;
 		}
 		if (!S_ISLNK(st.st_mode)) {
 			strcpy(cur, next);
@@ -459,7 +470,7 @@ static bool path_open(struct sup *u, const char *path, char *where, size_t n)
 		}
 		ssize_t tl = readlink(next, target, sizeof(target) - 1);
 		snprintf(where, n, "%s", next);
-		if (++links > 40 || tl <= 0 || rd_view_writable_root(v, next))
+		if (++links > 40 || tl <= 0 || writable(u, next))
 			return true;
 		target[tl] = '\0';
 		if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", target, rest) >= sizeof(rest))
@@ -469,7 +480,7 @@ static bool path_open(struct sup *u, const char *path, char *where, size_t n)
 			cur[0] = '\0';
 	}
 	snprintf(where, n, "%s", cur[0] ? cur : "/");
-	return rd_view_writable_root(v, cur[0] ? cur : "/") != NULL;
+	return writable(u, cur[0] ? cur : "/") != NULL;
 }
 
 /* A file that git's configuration at file includes (include.path, includeIf.*.path, as git
@@ -558,17 +569,16 @@ static bool includes_writable(struct sup *u, const char *file, const char *home,
  * the workspace, a command rewrote to name a repository of its own). */
 static const char *linked_repo(struct sup *u, const char *git, char *gd, char *common)
 {
-	const struct rd_view_paths *v = any_view(u);
 	char named[PATH_MAX], p[PATH_MAX + 32];
 	if (!rd_git_dir_of(git, named, sizeof(named)) || !realpath(named, gd))
 		return "is a file that names no git directory runnerd can follow";
 	if (!rd_git_common_dir(gd, common, PATH_MAX))
 		return "names a git directory whose commondir runnerd cannot follow";
 	snprintf(p, sizeof(p), "%s/config", common);
-	if (rd_view_writable_root(v, p))
+	if (writable(u, p))
 		return "names a repository whose configuration commands can write";
 	snprintf(p, sizeof(p), "%s/hooks", common);
-	if (rd_view_writable_root(v, p))
+	if (writable(u, p))
 		return "names a repository whose hooks commands can write";
 	/* (The git directory itself may be a command's to swap, as .git/worktrees/NAME: git is
 	 * told its common directory, and takes from it only HEAD, the index and the logs, and a
@@ -577,7 +587,7 @@ static const char *linked_repo(struct sup *u, const char *git, char *gd, char *c
 		return "names a common git directory that lies where commands can write, and is "
 		       "not held in place";
 	snprintf(p, sizeof(p), "%s/config.worktree", gd);
-	if (reads_worktree_config(common) && rd_view_writable_root(v, p))
+	if (reads_worktree_config(common) && writable(u, p))
 		return "names a git directory whose config.worktree commands can write";
 	return NULL;
 }
@@ -598,7 +608,7 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 		 * where no .git it would take is found first: one commands could have made. */
 		const char *top = strcmp(cur, "/") ? cur : "";
 		snprintf(sub, sizeof(sub), "%s/HEAD", top);
-		if (rd_git_bare_shaped(cur) && rd_view_writable_root(any_view(u), sub)) {
+		if (rd_git_bare_shaped(cur) && writable(u, sub)) {
 			snprintf(
 			    why, n,
 			    "commands.rules[%zu] grants a secret to a command run in %s, which "
@@ -616,7 +626,7 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 			snprintf(gd, sizeof(gd), "%s", git);
 			snprintf(common, sizeof(common), "%s", git);
 			if (!is_dir) {
-				if (rd_view_writable_root(any_view(u), git))
+				if (writable(u, git))
 					what = "is a file (or symlink) commands can write, which "
 					       "names the repository git takes";
 				else
@@ -629,7 +639,7 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 				static const char *const inside[] = {"hooks", "config"};
 				for (size_t i = 0; !what && i < ARRAY_SIZE(inside); i++) {
 					snprintf(sub, sizeof(sub), "%s/%s", git, inside[i]);
-					if (rd_view_writable_root(any_view(u), sub))
+					if (writable(u, sub))
 						what =
 						    i == 0
 						        ? "has hooks that commands can write"
@@ -651,7 +661,7 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 					       "session";
 				/* And one that is there, where commands can write (a repository
 				 * whose hooks and config alone are protected). */
-				else if (wt && rd_view_writable_root(any_view(u), sub))
+				else if (wt && writable(u, sub))
 					what =
 					    "has git read a .git/config.worktree "
 					    "(extensions.worktreeConfig) that commands can write; "
@@ -885,8 +895,7 @@ static char *git_in(struct sup *u, const char *dir, bool *own, int *e)
 {
 	char real[PATH_MAX], why[PATH_MAX + 128];
 	struct stat st;
-	if (!rd_git_prog_at(dir, strlen(dir), real, &st) ||
-	    rd_view_writable_root(any_view(u), real))
+	if (!rd_git_prog_at(dir, strlen(dir), real, &st) || writable(u, real))
 		return NULL;
 	*own = check_replaceable(real, st.st_dev, st.st_ino, why, sizeof(why)) != 0;
 	char *r = strdup(real);
@@ -977,9 +986,13 @@ static char *quoted(char *o, const char *s)
 static int global_config(struct sup *u, struct req *q)
 {
 	/* A relative one: git reads it from the directory it works in, the commands' to write. */
+	/* An absolute one that leads where commands can write is missing (one there was
+	 * refused: global_config_writable): none either. */
 	const char *global = env_of(q, "GIT_CONFIG_GLOBAL");
+	char where[PATH_MAX];
 	if (global)
-		return global[0] == '/' || rd_env_put(&q->env, "GIT_CONFIG_GLOBAL=/dev/null") == 0
+		return (global[0] == '/' && !path_open(u, global, where, sizeof(where))) ||
+		               rd_env_put(&q->env, "GIT_CONFIG_GLOBAL=/dev/null") == 0
 		           ? 0
 		           : -ENOMEM;
 	char files[2][PATH_MAX];
@@ -990,13 +1003,11 @@ static int global_config(struct sup *u, struct req *q)
 	const char *there = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
-		char where[PATH_MAX];
 		/* One missing at the start counts as missing, there or not now: a command may
 		 * have made it (or makes it between this check and git's start). So does one
 		 * that leads where commands can write: were it there at the check before
 		 * (global_config_writable), it was refused; there now, a command made it since. */
-		bool made = missing_at_start(u, files[i]) ||
-		            rd_view_writable_root(any_view(u), files[i]) ||
+		bool made = missing_at_start(u, files[i]) || writable(u, files[i]) ||
 		            path_open(u, files[i], where, sizeof(where));
 		if (!made && lstat(files[i], &st) == 0)
 			there = there ? there : files[i];
@@ -1044,8 +1055,7 @@ int sup_grant_env(struct sup *u, struct req *q)
 				 * can turn after this check); one that is not there, or cannot be
 				 * followed, is left out. */
 				char real[PATH_MAX], where[PATH_MAX];
-				keep = realpath(dir, real) &&
-				       !rd_view_writable_root(any_view(u), dir) &&
+				keep = realpath(dir, real) && !writable(u, dir) &&
 				       !path_open(u, dir, where, sizeof(where));
 			}
 			if (keep) {

@@ -1395,6 +1395,31 @@ def test_grant_path_link(tmp):
           "turns, runs nothing of the command's with the token (40 fetches)",
           "runs=done" in out.stdout and leaks == 0,
           "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-300:]))
+    # A PATH entry under a protected path that was missing at the start (sandbox.protect
+    # "{workspace}/tools", no directory made for it): nothing holds it, and a command that
+    # made it, an empty tools/bin (inert, so no grant is refused for it), and puts an ssh
+    # there after each check had the granted git run it (the build before kept the entry, as
+    # protected). Now it counts as where commands can write.
+    shipped = common.shipped_config()
+    shipped["sandbox"]["protect"].append("{workspace}/tools")
+    config = os.path.join(tmp, "toolsprotect.json")
+    with open(config, "w") as f:
+        json.dump(shipped, f)
+    open(leak, "w").close()
+    tools = os.path.join(ws, "tools")
+    loop = ("mkdir -p {0}/bin; while :; do cp {1}/ssh {0}/bin/s.x && mv {0}/bin/s.x "
+            "{0}/bin/ssh; rm -f {0}/bin/ssh; done".format(tools, evilbin))
+    script = "\n".join(["sh -c \"%s\" >/dev/null 2>&1 &" % loop, "sleep 0.2",
+                        "for i in $(seq 120); do git fetch -q origin 2>/dev/null; done",
+                        "echo runs=done", "kill %1; wait; rm -rf " + tools])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script], config=config),
+                         env=dict(env, PATH=os.path.join(tools, "bin") + ":" + env["PATH"]),
+                         cwd=ws, capture_output=True, text=True, timeout=300)
+    leaks = open(leak).read().count(token)
+    check("grant path link: a PATH entry under a protected path missing at the start, where a "
+          "command makes an ssh, runs nothing of the command's with the token (120 fetches)",
+          "runs=done" in out.stdout and leaks == 0,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-300:]))
 
 
 def test_grant_other_git_prefixes(tmp):
