@@ -199,7 +199,8 @@ static bool run_git(const char *workspace, char *const args[], char sep,
 	for (int p;
 	     !late && pid > 0 && pidfd >= 0 && (p = poll(&pe, 1, (int)ms_left(&deadline))) <= 0;)
 		late = p == 0 || errno != EINTR;
-	/* Without a pidfd (out of fds): its exit looked for until the same deadline. */
+	/* Without a pidfd (out of fds, or a kernel before 5.3): its exit looked for until the
+	 * same deadline. */
 	int status = 1;
 	bool reaped = false;
 	while (!late && pid > 0 && pidfd < 0 && !reaped) {
