@@ -186,16 +186,21 @@ void sup_cmd_status(struct sup *u, struct cmd *c)
 	read_status(u, c);
 }
 
-void sup_cmd_read_ends(struct sup *u, bool wait_back)
+/* Every end a reaper has written and runnerd not yet read; with seen_only, not of a command
+ * whose exec runnerd has not seen through (its end is read after the exec's result). */
+static void read_written(struct sup *u, bool seen_only)
 {
-	/* Not a command whose exec runnerd has not seen through yet: its sandbox must stay until
-	 * the exec's result is read (sup_handoff_exec_result), and its end is read after it. */
 	for (struct cmd *c = u->cmds, *next; c; c = next) {
 		next = c->next; /* read_status may take c off the list */
-		if (!c->run.status_known && c->run.sb.status_fd >= 0 && !c->ho.exec_pending &&
-		    c->run.sb.setup_fd < 0)
+		if (!c->run.status_known && c->run.sb.status_fd >= 0 &&
+		    (!seen_only || sup_cmd_exec_seen(c)))
 			read_status(u, c);
 	}
+}
+
+void sup_cmd_read_ends(struct sup *u, bool wait_back)
+{
+	read_written(u, true);
 	struct cmd *back;
 	if (!wait_back || !sup_spare_none_ready(u) || !(back = sup_spare_coming_back(u)))
 		return;
@@ -281,11 +286,7 @@ void sup_cmd_session_end(struct sup *u)
 {
 	/* A command whose end its caller may have seen already (the reaper tells the stub
 	 * directly) is logged as it ended, not as killed. */
-	for (struct cmd *c = u->cmds, *next; c; c = next) {
-		next = c->next;
-		if (!c->run.status_known && c->run.sb.status_fd >= 0)
-			read_status(u, c);
-	}
+	read_written(u, false);
 	/* Every sandbox left, its command running or not, gets SIGTERM; what is left of them
 	 * after the grace, SIGKILL (sup_cmd_kill_all). */
 	for (struct cmd *c = u->cmds; c; c = c->next) {

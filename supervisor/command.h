@@ -19,8 +19,9 @@ void sup_cmd_ctl(struct sup *u, struct cmd *c);
 void sup_cmd_status(struct sup *u, struct cmd *c);
 /* Every end a reaper has written and runnerd not yet read, read now: a command's end can reach
  * its caller before runnerd (the reaper tells the stub itself), and the caller's next exec come
- * first in runnerd's loop. With wait_back, when no sandbox is ready or asked for but one is on
- * its way back (sup_spare_coming_back), waits for it, at most 100 ms. */
+ * first in runnerd's loop. Not the end of a command whose exec runnerd has not seen through
+ * (sup_cmd_exec_seen). With wait_back, when no sandbox is ready or asked for but one is on its
+ * way back (sup_spare_coming_back), waits for it, until RD_BACK_MS after its command's end. */
 void sup_cmd_read_ends(struct sup *u, bool wait_back);
 
 /* A stopped stub's wake-up is due again (sup_stub_wake), or no more: the timer stops. Also

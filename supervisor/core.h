@@ -479,4 +479,12 @@ static inline bool sup_cmd_live(const struct cmd *c)
 	return c->run.sb.reaper > 0 && !c->run.reaped;
 }
 
+/* Has runnerd seen c's exec through (no handoff waiting for its result, no setup pipe left)?
+ * Until then its sandbox stays as it is: the exec's result comes through it
+ * (sup_handoff_exec_result). */
+static inline bool sup_cmd_exec_seen(const struct cmd *c)
+{
+	return !c->ho.exec_pending && c->run.sb.setup_fd < 0;
+}
+
 #endif

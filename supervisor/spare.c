@@ -57,8 +57,8 @@ static bool coming_back(const struct cmd *c)
 {
 	const struct run *r = &c->run;
 	return r->status_known && r->reuse && r->sb.status_fd >= 0 && !r->reaped && !r->crowded &&
-	       !r->granted && !r->killed && !r->timed_out && !c->ho.exec_pending &&
-	       r->sb.setup_fd < 0 && sup_ms_since(&r->ended_at) < RD_BACK_MS;
+	       !r->granted && !r->killed && !r->timed_out && sup_cmd_exec_seen(c) &&
+	       sup_ms_since(&r->ended_at) < RD_BACK_MS;
 }
 
 struct cmd *sup_spare_coming_back(const struct sup *u)
@@ -282,7 +282,7 @@ void sup_spare_return(struct sup *u, struct cmd *c)
 	/* Nor one whose command ran beside another sandbox (crowded), nor one a rule granted a
 	 * secret, nor one whose exec runnerd has not seen through yet (its setup pipe still
 	 * open), nor once the agent has gone. */
-	bool pending = r->sb.setup_fd >= 0 || c->ho.exec_pending;
+	bool pending = !sup_cmd_exec_seen(c);
 	if (!to || r->killed || r->timed_out || r->left || r->crowded || r->granted || r->reaped ||
 	    r->sb.preset_use != RD_PRESET_USED || pending || u->agent_done ||
 	    r->preset_gen != sp->preset_gen || !sp->preset_home || sp->preset_off ||
