@@ -211,9 +211,9 @@ static bool run_git(const char *workspace, char *const args[], char sep,
 			usleep(1000);
 	}
 	if (late) {
-		/* Its group too: what it started (a child still holding its output). */
+		/* Its group (it leads one): what it started too, a child still holding its
+		 * output. */
 		kill(-pid, SIGKILL);
-		kill(pid, SIGKILL);
 		fprintf(stderr,
 		        "runnerd: git %s in %s did not finish within %d s and was stopped: what it "
 		        "checks is not checked (is a file of the repository's a FIFO, such as "

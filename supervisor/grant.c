@@ -430,8 +430,8 @@ static const char *env_of(const struct req *q, const char *name)
  * Where resolving path, as the kernel does, meets a writable root: the file itself, or a part
  * that is missing there (a command can make it), or a symbolic link that lies there (a command
  * can turn it elsewhere); or a link runnerd cannot follow (a loop, one too long). True, with
- * the place into where (n bytes). A part that is missing outside the writable roots ends it:
- * nothing is read there, and no command can make it. */
+ * the place into where (n bytes; where may be NULL, n 0). A part that is missing outside the
+ * writable roots ends it: nothing is read there, and no command can make it. */
 static bool path_open(struct sup *u, const char *path, char *where, size_t n)
 {
 	char cur[PATH_MAX] = "", next[PATH_MAX], target[PATH_MAX];
@@ -985,13 +985,12 @@ static char *quoted(char *o, const char *s)
  * works in: none, then. */
 static int global_config(struct sup *u, struct req *q)
 {
-	/* A relative one: git reads it from the directory it works in, the commands' to write. */
-	/* An absolute one that leads where commands can write is missing (one there was
-	 * refused: global_config_writable): none either. */
+	/* A relative one: git reads it from the directory it works in, the commands' to write;
+	 * an absolute one that leads where commands can write is missing (one there was refused,
+	 * global_config_writable): none, for either. */
 	const char *global = env_of(q, "GIT_CONFIG_GLOBAL");
-	char where[PATH_MAX];
 	if (global)
-		return (global[0] == '/' && !path_open(u, global, where, sizeof(where))) ||
+		return (global[0] == '/' && !path_open(u, global, NULL, 0)) ||
 		               rd_env_put(&q->env, "GIT_CONFIG_GLOBAL=/dev/null") == 0
 		           ? 0
 		           : -ENOMEM;
@@ -1003,12 +1002,11 @@ static int global_config(struct sup *u, struct req *q)
 	const char *there = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
-		/* One missing at the start counts as missing, there or not now: a command may
-		 * have made it (or makes it between this check and git's start). So does one
-		 * that leads where commands can write: were it there at the check before
+		/* One missing at the start (writable) counts as missing, there or not now: a
+		 * command may have made it (or makes it between this check and git's start). So
+		 * does one that leads where commands can write: were it there at the check before
 		 * (global_config_writable), it was refused; there now, a command made it since. */
-		bool made = missing_at_start(u, files[i]) || writable(u, files[i]) ||
-		            path_open(u, files[i], where, sizeof(where));
+		bool made = writable(u, files[i]) || path_open(u, files[i], NULL, 0);
 		if (!made && lstat(files[i], &st) == 0)
 			there = there ? there : files[i];
 		open = open || made;
@@ -1054,9 +1052,8 @@ int sup_grant_env(struct sup *u, struct req *q)
 				 * may lead into a writable root, or lie in one, which a command
 				 * can turn after this check); one that is not there, or cannot be
 				 * followed, is left out. */
-				char real[PATH_MAX], where[PATH_MAX];
-				keep = realpath(dir, real) && !writable(u, dir) &&
-				       !path_open(u, dir, where, sizeof(where));
+				keep = access(dir, F_OK) == 0 && !writable(u, dir) &&
+				       !path_open(u, dir, NULL, 0);
 			}
 			if (keep) {
 				if (o[-1] != '=')
