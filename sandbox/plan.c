@@ -24,7 +24,8 @@ int rd_plan_pack(const struct rd_launch_plan *p, struct rd_plan_blob *b)
 	h->size = sizeof(*h);
 	if (!p->filter)
 		h->filter_len = 0;
-	size_t n = 4 + 2 + (size_t)h->argc + h->envc + h->n_masks + h->n_write + h->n_protect;
+	size_t n =
+	    4 + 2 + (size_t)h->argc + h->envc + h->n_masks + h->n_write + h->n_protect + h->n_gates;
 	b->iov = calloc(n, sizeof(*b->iov));
 	b->targets = calloc(h->n_fds + 1, sizeof(int));
 	if (!b->iov || !b->targets) {
@@ -86,15 +87,16 @@ int rd_plan_unpack(const void *blob, size_t size, struct rd_launch_plan *out, vo
 	const struct rd_plan_head *h = take(&at, end, 1, sizeof(*h));
 	if (!h || h->size != sizeof(*h) || h->argc > (1u << 24) || h->envc > (1u << 24) ||
 	    h->n_masks > (1u << 16) || h->n_write > (1u << 12) || h->n_protect > (1u << 12) ||
-	    h->n_fds > (1u << 20) || h->n_groups > (1u << 17) || h->filter_len > BPF_MAXINSNS ||
+	    h->n_gates > 16 || h->n_fds > (1u << 20) || h->n_groups > (1u << 17) ||
+	    h->filter_len > BPF_MAXINSNS ||
 	    (h->exec_via != RD_EXEC_CWD && h->exec_via != RD_EXEC_TARGET &&
 	     h->exec_via != RD_EXEC_OWN))
 		return -EPROTO;
 	*out = (struct rd_launch_plan){
 	    .h = *h, .cwd_fd = -1, .stub_ctl_fd = -1, .own_exec_fd = -1, .setup_fd = -1};
 	/* One allocation: the fd map, then the pointer lists, each NULL-terminated. */
-	size_t n_ptrs =
-	    (size_t)h->argc + 1 + h->envc + 1 + h->n_masks + 1 + h->n_write + 1 + h->n_protect + 1;
+	size_t n_ptrs = (size_t)h->argc + 1 + h->envc + 1 + h->n_masks + 1 + h->n_write + 1 +
+	                h->n_protect + 1 + h->n_gates + 1;
 	char *mem = calloc(1, sizeof(struct rd_fd_map) * (h->n_fds + 1) + sizeof(char *) * n_ptrs);
 	if (!mem)
 		return -ENOMEM;

@@ -77,7 +77,7 @@ struct rd_plan_head {
 	/* Every sandbox key, merged (policy/box.h): network, rlimit caps, ... */
 	struct rd_box_opts box;
 	/* The lengths of the arrays of struct rd_launch_plan, set by whoever builds it. */
-	uint32_t argc, envc, n_masks, n_fds, n_groups, filter_len, n_write, n_protect;
+	uint32_t argc, envc, n_masks, n_fds, n_groups, filter_len, n_write, n_protect, n_gates;
 };
 
 struct rd_launch_plan {
@@ -96,6 +96,9 @@ struct rd_launch_plan {
 	 * rd_view_rule); absolute. */
 	char *const *write;
 	char *const *protect;
+	/* The gits that git's own git is covered at (sandbox/view.h, rd_view_git_gate): a command
+	 * a rule grants a secret. */
+	char *const *gates;
 	const struct rd_fd_map *fds; /* the caller's fds the command keeps, h.n_fds of them */
 	const gid_t *groups;         /* the caller's supplementary groups, h.n_groups */
 	/* The command's seccomp filter (BPF), loaded after no_new_privs, just before its exec;
@@ -120,7 +123,8 @@ struct rd_launch_plan {
 	X(envp, envc)                                                                              \
 	X(masks, n_masks)                                                                          \
 	X(write, n_write)                                                                          \
-	X(protect, n_protect)
+	X(protect, n_protect)                                                                      \
+	X(gates, n_gates)
 
 /* A plan as iovecs over its own memory and p's: valid as long as p is. */
 struct rd_plan_blob {

@@ -761,9 +761,9 @@ static bool same_strings(char *const *a, char *const *b, size_t n)
 bool rd_sandbox_preset_fits(const struct rd_sandbox_preset *pre, const struct rd_launch_plan *p)
 {
 	bool net_none = rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE);
-	/* A rule's own view, or the layers taken off, go in before the masks, which a spare has
-	 * placed already. */
-	if (p->h.n_write || p->h.n_protect || p->h.no_layers)
+	/* A rule's own view, the layers taken off, or git's own git go in before the masks, which
+	 * a spare has placed already. */
+	if (p->h.n_write || p->h.n_protect || p->h.no_layers || p->h.n_gates)
 		return false;
 	if (net_none != pre->net_none || p->h.n_masks != pre->n_masks ||
 	    !same_strings(p->masks, pre->masks, p->h.n_masks))
@@ -998,6 +998,8 @@ static void run_plan(int plan_fd, int err_fd, int status_fd, const struct rd_san
 			fail(err_fd, STAGE_SETUP, view->what, -r);
 	}
 	if (p->h.no_layers && (r = rd_view_no_layers(view, paths)) < 0)
+		fail(err_fd, STAGE_SETUP, view->what, -r);
+	if (p->h.n_gates && (r = rd_view_git_gate(view, p->gates, p->h.n_gates)) < 0)
 		fail(err_fd, STAGE_SETUP, view->what, -r);
 	apply_masks(p->masks, p->h.n_masks, err_fd, NULL);
 	if (!preset && rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE))

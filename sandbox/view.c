@@ -323,24 +323,82 @@ static const char git_shim[] =
     "cd -- \"$here\" || exit 128\n"
     "exec \"$RUNNERD_GIT\" \"$@\"\n";
 
-/* RD_VIEW_BIN_DIR: a tmpfs of its own (/dev's is noexec), with git_shim as git, read-only. */
+/* git's own git (RD_VIEW_GIT_GATE), over the git of its exec path in the view of a command a
+ * rule grants a secret: what git runs for itself (a fetch's remote helper, a gc, the status
+ * of a submodule, a hook's git) finds it first on the PATH git sets. It runs the real git
+ * (RUNNERD_GIT) only where that git is told the repository runnerd checked, as runnerd told
+ * the git it granted (GIT_DIR, and GIT_COMMON_DIR where set, as they were: git passes them on
+ * to what it runs there). Elsewhere git would take a configuration commands may write: a
+ * submodule's (git tells its git GIT_DIR=.git there), whose filter git runs with the secret,
+ * entered by a .gitmodules a command put in the index; a linked worktree's. A git told none of
+ * the three (a hook's, which cleared them to work in another repository) goes to git_shim,
+ * which takes the checked repository at or under its top and refuses one commands can write
+ * elsewhere. Where runnerd pinned no repository (git init; one the agent's environment names),
+ * git runs none of its own. */
+static const char git_gate[] =
+    "#!/bin/sh\n"
+    "# runnerd: git's own git, for a command a rule grants a secret\n"
+    "refuse() {\n"
+    "\techo \"runnerd: git: $*; run git there without the secret\" >&2\n"
+    "\texit 128\n"
+    "}\n"
+    "[ -n \"${RUNNERD_GIT-}\" ] || refuse \"RUNNERD_GIT is not set\"\n"
+    "# A git cleared of them (a hook that works in another repository clears them, as\n"
+    "# githooks(5) says) is judged as a granted program's git is.\n"
+    "if [ -z \"${GIT_DIR+1}${GIT_WORK_TREE+1}${GIT_COMMON_DIR+1}\" ]; then\n"
+    "\texec \"" RD_VIEW_BIN_DIR "/git\" \"$@\"\n"
+    "fi\n"
+    "if [ -z \"${RUNNERD_GIT_DIR-}\" ] || [ \"${GIT_DIR-}\" != \"$RUNNERD_GIT_DIR\" ] ||\n"
+    "\t{ [ -n \"${GIT_COMMON_DIR+1}\" ] &&\n"
+    "\t\t[ \"$GIT_COMMON_DIR\" != \"${RUNNERD_GIT_COMMON_DIR-}\" ]; }; then\n"
+    "\trefuse \"git would run git for itself in a repository other than the one runnerd\" \\\n"
+    "\t\t\"checked (GIT_DIR ${GIT_DIR-unset} in $PWD; a submodule, another worktree), whose\" \\\n"
+    "\t\t\"configuration commands may write\"\n"
+    "fi\n"
+    "skip=\n"
+    "for a do\n"
+    "\tif [ -n \"$skip\" ]; then skip=; continue; fi\n"
+    "\tcase $a in\n"
+    "\t--git-dir | --git-dir=* | --work-tree | --work-tree=* | --bare)\n"
+    "\t\trefuse \"$a names a repository runnerd did not check\" ;;\n"
+    "\t-c | -C | --namespace | --super-prefix | --config-env | --attr-source | --shallow-file)\n"
+    "\t\tskip=1 ;;\n"
+    "\t-*) ;;\n"
+    "\t*) break ;;\n"
+    "\tesac\n"
+    "done\n"
+    "exec \"$RUNNERD_GIT\" \"$@\"\n";
+
+/* The script text at path, mode 0755. */
+static int write_script(const char *path, const char *text, size_t len)
+{
+	int f = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	if (f < 0)
+		return -errno;
+	ssize_t w = write(f, text, len);
+	int r = w == (ssize_t)len ? 0 : w < 0 ? -errno : -EIO;
+	if (close(f) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && fchmodat(AT_FDCWD, path, 0755, 0) < 0)
+		r = -errno;
+	return r;
+}
+
+/* RD_VIEW_BIN_DIR: a tmpfs of its own (/dev's is noexec), with git_shim as git and git_gate,
+ * read-only. */
 static int make_bin(struct rd_view_error *e)
 {
 	e->what = RD_VIEW_BIN_DIR;
 	if (mkdir(RD_VIEW_BIN_DIR, 0755) < 0 ||
 	    mount("tmpfs", RD_VIEW_BIN_DIR, "tmpfs", MS_NOSUID | MS_NODEV,
-	          "mode=0755,size=16k,nr_inodes=8") < 0)
+	          "mode=0755,size=32k,nr_inodes=8") < 0)
 		return -errno;
 	e->what = RD_VIEW_BIN_DIR "/git";
-	int f = open(RD_VIEW_BIN_DIR "/git", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-	if (f < 0)
-		return -errno;
-	ssize_t w = write(f, git_shim, sizeof(git_shim) - 1);
-	int r = w == (ssize_t)sizeof(git_shim) - 1 ? 0 : w < 0 ? -errno : -EIO;
-	if (close(f) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && fchmodat(AT_FDCWD, RD_VIEW_BIN_DIR "/git", 0755, 0) < 0)
-		r = -errno;
+	int r = write_script(RD_VIEW_BIN_DIR "/git", git_shim, sizeof(git_shim) - 1);
+	if (r == 0) {
+		e->what = RD_VIEW_GIT_GATE;
+		r = write_script(RD_VIEW_GIT_GATE, git_gate, sizeof(git_gate) - 1);
+	}
 	if (r == 0) {
 		e->what = "making " RD_VIEW_BIN_DIR " read-only";
 		r = set_readonly(RD_VIEW_BIN_DIR, 0);
@@ -727,6 +785,37 @@ int rd_view_no_layers(struct rd_view_error *e, const struct rd_view_paths *paths
 			e->what = paths->layers[2 * i];
 			return -errno;
 		}
+	}
+	return 0;
+}
+
+int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n)
+{
+	*e = (struct rd_view_error){0};
+	for (size_t i = 0; i < n; i++) {
+		e->what = gits[i];
+		int to = open_nofollow(gits[i]), tree = -1, r = 0;
+		struct stat st;
+		struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY};
+		if (to < 0)
+			return to;
+		/* A file git runs: not a link, which would be followed to what it names. */
+		if (fstat(to, &st) < 0)
+			r = -errno;
+		else if (!S_ISREG(st.st_mode))
+			r = -EINVAL;
+		if (r == 0 && (tree = open_tree(AT_FDCWD, RD_VIEW_GIT_GATE,
+		                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)) < 0)
+			r = -errno;
+		if (r == 0 && (mount_setattr(tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0 ||
+		               move_mount(tree, "", to, "",
+		                          MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0))
+			r = -errno;
+		if (tree >= 0)
+			close(tree);
+		close(to);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

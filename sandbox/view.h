@@ -18,11 +18,15 @@ struct rd_view_error {
  * not a tmpfs of its own for each mask). */
 #define RD_VIEW_EMPTY_DIR "/dev/.empty"
 
-/* A directory of the view's own, read-only, where the one program runnerd puts in every
- * command's view lives: git for a program a rule grants a secret, first on its PATH
- * (supervisor/grant.c), which tells git the repository runnerd checked where that program
- * started. Not under /dev's tmpfs: that one is noexec. */
+/* A directory of the view's own, read-only, where the programs runnerd puts in every command's
+ * view live: git for a program a rule grants a secret, first on its PATH (supervisor/grant.c),
+ * which tells git the repository runnerd checked where that program started; and git's own
+ * git (RD_VIEW_GIT_GATE). Not under /dev's tmpfs: that one is noexec. */
 #define RD_VIEW_BIN_DIR "/dev/.runnerd"
+
+/* And git's own git there, which runs the real git only in the repository runnerd checked
+ * (rd_view_git_gate). */
+#define RD_VIEW_GIT_GATE RD_VIEW_BIN_DIR "/git-gate"
 
 /* Where commands may write (absolute paths, each once): everything else is read-only. */
 struct rd_view_paths {
@@ -85,6 +89,12 @@ int rd_view_no_layers(struct rd_view_error *e, const struct rd_view_paths *paths
  * Returns 0, or -errno with e->what naming the path. */
 int rd_view_rule(struct rd_view_error *e, const struct rd_view_paths *session,
                  const struct rd_view_paths *rule);
+
+/* In a sandbox's own mount namespace, a copy of the session's view: RD_VIEW_GIT_GATE over each of
+ * gits (the git of a git's exec path, where that git finds the git it runs for itself; found
+ * without a symlink on the way, a regular file), read-only. Returns 0, or -errno with e->what
+ * naming the path. */
+int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n);
 
 /* In a sandbox's own mount namespace, a copy of the session's view, after its fresh /proc is
  * mounted: with root_ids (the sandbox's uid 0 is the machine's root, whom the kernel lets

@@ -77,6 +77,7 @@ void sup_req_free(struct req *q)
 	rd_strv_free(&q->masks);
 	rd_strv_free(&q->write);
 	rd_strv_free(&q->protect);
+	rd_strv_free(&q->gates);
 	rd_env_result_free(&q->env);
 	rd_strings_free(&q->strs);
 	rd_target_free(&q->tg);

@@ -70,6 +70,9 @@ struct req {
 	/* Its git directory and common directory, real paths, as the check took them (a .git
 	 * file's gitdir, and the commondir there). */
 	char *git_dir, *git_common;
+	/* The gits of the exec path of the git it runs, covered by git's own git (sandbox/view.h,
+	 * rd_view_git_gate). */
+	struct rd_strv gates;
 };
 
 struct req *sup_req_new(void);

@@ -537,16 +537,11 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 		r = sup_grant_reads(u, q, why_file, sizeof(why_file));
 		if (r)
 			return refuse(x, r, "%s", why_file);
-		r = sup_grant_env(u, q);
-		if (r == -ENOEXEC)
-			return refuse(
-			    x, EACCES,
-			    "commands.rules[%zu] grants a secret to %s, which finds git on its "
-			    "PATH, and there is no /bin/sh for runnerd's git, which tells git "
-			    "the repository the grant's check took: refused",
-			    rule->index, q->tg.resolved ? q->tg.resolved : q->path);
+		r = sup_grant_env(u, q, why_file, sizeof(why_file));
 		if (r < 0)
 			return refuse(x, ENOMEM, "out of memory");
+		if (r)
+			return refuse(x, r, "%s", why_file);
 	}
 	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
 	 * agent itself over to the sandbox; worth knowing when reading the log. */
@@ -682,6 +677,7 @@ static int build_plan(struct sup *u, struct req *q)
 	            .n_masks = (uint32_t)q->masks.n,
 	            .n_write = (uint32_t)q->write.n,
 	            .n_protect = (uint32_t)q->protect.n,
+	            .n_gates = (uint32_t)q->gates.n,
 	            .n_fds = (uint32_t)t->n_fds,
 	            .n_groups = (uint32_t)t->n_groups,
 	            .filter_len = filter ? filter->len : 0,
@@ -693,6 +689,7 @@ static int build_plan(struct sup *u, struct req *q)
 	    .masks = q->masks.v,
 	    .write = q->write.v,
 	    .protect = q->protect.v,
+	    .gates = q->gates.v,
 	    .fds = q->map,
 	    .groups = t->groups,
 	    .filter = filter ? filter->insns : NULL,

@@ -912,23 +912,25 @@ static char *git_in(struct sup *u, const char *dir, bool *own, int *e)
  * for init, which makes the repository GIT_DIR names (clone is refused); not where the agent
  * started with one of the three (its own, kept by rd_grant_pinned_names). git hands them to its
  * hooks and aliases, as githooks(5) says it may: a hook that works in another repository clears
- * them first. A granted program that is not git gets them as RUNNERD_GIT_DIR and so on, for
- * the git of RD_VIEW_BIN_DIR (sandbox/view.c), first on its PATH, which tells the real git
- * (RUNNERD_GIT) the repository where the program started, but not where git clones, inits or
- * is told another (git clone refuses a GIT_WORK_TREE that is there; gh runs it). For a .git
- * file, the directory it names and its common directory, as the check took them. Returns 0
- * or -ENOMEM. */
+ * them first. Both get them as RUNNERD_GIT_DIR and so on too (with RUNNERD_GIT_TOP and
+ * RUNNERD_GIT_ROOTS), for runnerd's gits (sandbox/view.c): git's own git, which runs the real
+ * git (RUNNERD_GIT) only where git passes the same on, and for a granted program that is not
+ * git, the git of RD_VIEW_BIN_DIR, first on its PATH, which tells the real git the repository
+ * where the program started, but not where git clones, inits or is told another (git clone
+ * refuses a GIT_WORK_TREE that is there; gh runs it). For a .git file, the directory it names
+ * and its common directory, as the check took them. Returns 0 or -ENOMEM. */
 static int pin_git_dir(struct sup *u, struct req *q, bool makes, const char *real_git)
 {
 	bool git = is_git(q);
 	if ((git && makes) || (!git && !real_git) || names_repo(q))
 		return 0;
-	const char *pre = git ? "" : "RUNNERD_";
-	_cleanup_free_ char *dir = NULL, *tree = NULL, *common = NULL, *at = NULL, *prog = NULL;
-	if (q->git_top ? asprintf(&dir, "%sGIT_DIR=%s", pre, q->git_dir) < 0 ||
-	                     asprintf(&tree, "%sGIT_WORK_TREE=%s", pre, q->git_top) < 0 ||
-	                     asprintf(&common, "%sGIT_COMMON_DIR=%s", pre, q->git_common) < 0
-	               : asprintf(&dir, "%sGIT_DIR=/dev/null", pre) < 0)
+	/* As RUNNERD_*, for runnerd's git and git's own git (sandbox/view.c), and for git itself
+	 * as they are (git passes them on to what it runs in that repository). */
+	_cleanup_free_ char *dir = NULL, *tree = NULL, *common = NULL, *at = NULL;
+	if (q->git_top ? asprintf(&dir, "RUNNERD_GIT_DIR=%s", q->git_dir) < 0 ||
+	                     asprintf(&tree, "RUNNERD_GIT_WORK_TREE=%s", q->git_top) < 0 ||
+	                     asprintf(&common, "RUNNERD_GIT_COMMON_DIR=%s", q->git_common) < 0
+	               : asprintf(&dir, "RUNNERD_GIT_DIR=/dev/null") < 0)
 		return -ENOMEM;
 	/* Where runnerd's git pins: the work tree; with none, the writable root of the session
 	 * the program starts in (a mount, which no command can rename a directory out of), or
@@ -938,28 +940,26 @@ static int pin_git_dir(struct sup *u, struct req *q, bool makes, const char *rea
 		area = rd_view_writable_root(&u->s->view, q->git_cwd);
 	if (!area)
 		area = q->git_cwd ? q->git_cwd : "/";
-	if (!git && (asprintf(&at, "RUNNERD_GIT_TOP=%s", area) < 0 ||
-	             asprintf(&prog, "RUNNERD_GIT=%s", real_git) < 0))
+	if (asprintf(&at, "RUNNERD_GIT_TOP=%s", area) < 0)
 		return -ENOMEM;
 	/* And where commands can write (every rule's roots too), one a line. */
-	_cleanup_free_ char *roots = NULL;
-	size_t len = sizeof("RUNNERD_GIT_ROOTS=");
 	const struct rd_view_paths *v = any_view(u);
-	for (size_t i = 0; !git && i < v->n_write; i++)
+	size_t len = sizeof("RUNNERD_GIT_ROOTS=");
+	for (size_t i = 0; i < v->n_write; i++)
 		len += strlen(v->write[i]) + 1;
-	if (!git && !(roots = malloc(len)))
+	_cleanup_free_ char *roots = malloc(len);
+	if (!roots)
 		return -ENOMEM;
-	for (size_t i = 0; roots && i < v->n_write; i++) {
-		char *o = i ? strchr(roots, '\0') : stpcpy(roots, "RUNNERD_GIT_ROOTS=");
+	char *o = stpcpy(roots, "RUNNERD_GIT_ROOTS=");
+	for (size_t i = 0; i < v->n_write; i++) {
 		if (i)
 			*o++ = '\n';
-		strcpy(o, v->write[i]);
+		o = stpcpy(o, v->write[i]);
 	}
-	if (roots && !v->n_write)
-		strcpy(roots, "RUNNERD_GIT_ROOTS=");
-	const char *const puts[] = {dir, tree, common, at, prog, roots};
+	const char *const puts[] = {dir, tree, common, at, roots};
 	for (size_t i = 0; i < ARRAY_SIZE(puts); i++)
-		if (puts[i] && rd_env_put(&q->env, puts[i]) < 0)
+		if (puts[i] && (rd_env_put(&q->env, puts[i]) < 0 ||
+		                (git && i < 3 && rd_env_put(&q->env, puts[i] + 8) < 0)))
 			return -ENOMEM;
 	return 0;
 }
@@ -1019,7 +1019,83 @@ static int global_config(struct sup *u, struct req *q)
 	return rd_env_put(&q->env, e) < 0 ? -ENOMEM : 0;
 }
 
-int sup_grant_env(struct sup *u, struct req *q)
+/* Where the git at real (a real path: PREFIX/bin/git) finds the git it runs for itself (a
+ * fetch's remote helper, a gc, a submodule's status): its exec path, compiled in,
+ * PREFIX/lib/git-core (Debian's) or PREFIX/libexec/git-core (git's own default), which git puts
+ * first on its children's PATH; and those of /usr and /usr/local, for a real that is a wrapper
+ * of another git. Each git there goes to q->gates, which the sandbox covers with git's own git
+ * (sandbox/view.c, git_gate), and RUNNERD_GIT=real to q->env. 0, -ENOMEM, or EACCES and why:
+ * none there (runnerd could hold nothing git runs for itself); beside real, a link (the cover
+ * would go over what it leads to); real itself; one where commands can write. */
+static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, size_t n)
+{
+	/* Beside real, then where distributions and git's own install put it (real may be a
+	 * wrapper, or a git of its own: those cover the git it runs). */
+	static const char *const execs[] = {
+	    "/lib/git-core",         "/libexec/git-core",       "/usr/lib/git-core",
+	    "/usr/libexec/git-core", "/usr/local/lib/git-core", "/usr/local/libexec/git-core"};
+	char prefix[PATH_MAX], got[PATH_MAX];
+	snprintf(prefix, sizeof(prefix), "%s", real);
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(prefix, '/');
+		if (slash)
+			*slash = '\0';
+	}
+	rd_strv_free(&q->gates);
+	for (size_t i = 0; i < ARRAY_SIZE(execs); i++) {
+		char g[PATH_MAX + 32];
+		struct stat st;
+		bool beside = i < 2, listed = false;
+		snprintf(g, sizeof(g), "%s%s/git", beside ? prefix : "", execs[i]);
+		const char *what = NULL;
+		if (lstat(g, &st) < 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				continue;
+			what = "cannot be looked at";
+		} else if (S_ISLNK(st.st_mode)) {
+			/* Not this git's (a distribution's own git may link it): none of its. */
+			if (!beside)
+				continue;
+			what = "is a symlink, which runnerd cannot cover without covering what it "
+			       "leads to";
+		} else if (!S_ISREG(st.st_mode) || !realpath(g, got)) {
+			what = "is not a file runnerd can cover";
+		} else if (strcmp(got, real) == 0) {
+			what = "is the git the rule grants the secret to";
+		} else if (writable(u, got)) {
+			what = "lies where commands can write";
+		}
+		if (what) {
+			snprintf(
+			    why, n,
+			    "commands.rules[%zu] grants a secret to git %s, whose own git %s %s: "
+			    "git would run it for itself with the secret; install git where its "
+			    "exec path holds a git of its own",
+			    q->rule->index, real, g, what);
+			return EACCES;
+		}
+		for (size_t k = 0; k < q->gates.n; k++)
+			listed = listed || strcmp(q->gates.v[k], got) == 0;
+		if (!listed && rd_strv_add(&q->gates, got) < 0)
+			return -ENOMEM;
+	}
+	if (!q->gates.n) {
+		snprintf(why, n,
+		         "commands.rules[%zu] grants a secret to git %s, and runnerd finds no git "
+		         "in its exec path (%s/lib/git-core, %s/libexec/git-core, or those of "
+		         "/usr and /usr/local), which it covers with one that runs only in the "
+		         "repository it checked (a submodule's git would take a configuration "
+		         "commands can write)",
+		         q->rule->index, real, prefix, prefix);
+		return EACCES;
+	}
+	_cleanup_free_ char *e = NULL;
+	if (asprintf(&e, "RUNNERD_GIT=%s", real) < 0 || rd_env_put(&q->env, e) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n)
 {
 	if (!q->rule || !q->rule->grants_secret)
 		return 0;
@@ -1079,23 +1155,34 @@ int sup_grant_env(struct sup *u, struct req *q)
 		*o = '\0';
 		if (!real_git)
 			real_git = steal_pointer(&own_git);
-		/* runnerd's git first, for a program that is not git; its script needs /bin/sh:
-		 * without it, programs that search PATH on would run the real git as it is, told
-		 * nothing, so the grant is refused. */
-		if (real_git && access("/bin/sh", X_OK) < 0)
-			return -ENOEXEC;
 		/* None kept: an empty PATH has execvp, bash and Python search the cwd. */
 		if (!real_git && !*first)
 			strcpy(first, RD_VIEW_EMPTY_DIR);
+		/* runnerd's git first, for a program that is not git. */
 		if (real_git) {
-			size_t n = strlen(first);
-			memmove(first + sizeof(RD_VIEW_BIN_DIR), first, n + 1);
+			size_t len = strlen(first);
+			memmove(first + sizeof(RD_VIEW_BIN_DIR), first, len + 1);
 			memcpy(first, RD_VIEW_BIN_DIR, sizeof(RD_VIEW_BIN_DIR) - 1);
-			first[sizeof(RD_VIEW_BIN_DIR) - 1] = n ? ':' : '\0';
+			first[sizeof(RD_VIEW_BIN_DIR) - 1] = len ? ':' : '\0';
 		}
 		if (rd_env_put(&q->env, out) < 0)
 			return -ENOMEM;
 	}
+	/* git itself, or the real git runnerd's git runs for a program: git's own git over its
+	 * exec path. Their scripts need /bin/sh: without it, git would run what it runs for
+	 * itself unchecked, and a program that searches PATH on, the real git told nothing. */
+	const char *runs = is_git(q) ? q->tg.resolved : real_git;
+	if (runs && access("/bin/sh", X_OK) < 0) {
+		snprintf(why, n,
+		         "commands.rules[%zu] grants a secret to %s, which runs git %s, and there "
+		         "is no /bin/sh for runnerd's git, which keeps git in the repository the "
+		         "grant's check took: refused",
+		         q->rule->index, q->tg.resolved ? q->tg.resolved : q->path, runs);
+		return EACCES;
+	}
+	int r = runs ? gate_gits(u, q, runs, why, n) : 0;
+	if (r)
+		return r;
 	if (global_config(u, q) < 0)
 		return -ENOMEM;
 	/* And git goes into no other repository of the workspace's (a submodule, a gitlink to

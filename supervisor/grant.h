@@ -23,10 +23,12 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n);
  * directories that lie where commands can write (a project's venv, ./node_modules/.bin),
  * GIT_ALLOW_PROTOCOL that lets git reach no local repository (whose hooks a command may have
  * written; git runs them with the secret), git's settings (GIT_CONFIG_PARAMETERS), and for
- * git itself the repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR).
- * Returns 0, -ENOMEM, or -ENOEXEC where a program other than git would find a git on its PATH
- * and there is no /bin/sh for runnerd's git (sandbox/view.c), which tells it the repository. */
-int sup_grant_env(struct sup *u, struct req *q);
+ * git itself the repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR). For git,
+ * or a program that finds one on its PATH, q->gates: the git of that git's exec path, which
+ * the sandbox covers with one that runs only in that repository (sandbox/view.c, git_gate).
+ * Returns 0, -ENOMEM, or the errno to refuse the exec with and why: there is no /bin/sh for
+ * runnerd's gits, or no git in the exec path to cover. */
+int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n);
 
 void sup_grants_free(struct sup *u);
 

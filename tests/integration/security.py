@@ -1668,6 +1668,94 @@ def test_grant_git_include(tmp):
           "plain_rc=0" in out.stdout, out.stdout[-300:] + out.stderr[-300:])
 
 
+SUBMODULE_MADE = r"""set -e
+cd "$1"
+git init -q --separate-git-dir "$PWD/.sm.git" sm
+cd sm
+printf '* filter=x\n' > .gitattributes
+echo a > f
+git add -A
+git -c user.name=t -c user.email=t@x commit -q -m s
+git config filter.x.clean "sh -c 'echo \"\$GH_TOKEN\" >> $2; cat'"
+echo b > f
+cd ..
+git update-index --add --cacheinfo "160000,$(git -C sm rev-parse HEAD),sm"
+printf '[submodule "sm"]\n\tpath = sm\n\turl = ./sm\n\tignore = none\n' > .gitmodules
+git add .gitmodules
+rm .gitmodules
+"""
+
+
+def test_grant_git_submodule(tmp):
+    """A command enters a submodule of its own in the index (its git directory in the
+    workspace, with a filter.x.clean that writes GH_TOKEN, and a file the filter cleans), and a
+    .gitmodules with submodule.sm.ignore=none in the index alone: runnerd's check reads the
+    work tree's, and git the index's, which outranks diff.ignoreSubmodules=all. A granted git
+    status, diff, diff-index, diff-files, add -A and stash ran git status in the submodule, and
+    its filter with the token (the build before: each of them, directly and through a granted
+    program). Now the git of git's exec path is runnerd's in a granted command's view, and runs
+    git only in the repository runnerd checked: refused there, nothing leaks. git's own git
+    still runs in the checked repository (a gc's repack, a hook's git diff)."""
+    setup = granted_repo(tmp, "submodule")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    made = os.path.join(tmp, "submodule-made.sh")
+    with open(made, "w") as f:
+        f.write(SUBMODULE_MADE)
+    hook = os.path.join(ws, ".git", "hooks", "pre-commit")
+    with open(hook, "w") as f:
+        f.write("#!/bin/sh\necho hook_sees=$(git diff --cached --name-only | tr '\\n' ,)\n")
+    os.chmod(hook, 0o755)
+    common.open_to_all(ws)
+    os.chmod(made, 0o755)
+    os.chmod(hook, 0o755)
+    ops = ["status", "diff", "diff-index HEAD", "diff-files", "add -A", "stash"]
+
+    def attack(name, prof, git):
+        """The submodule made by a command, then each of ops by git (a command line): (tokens
+        written, the ops' exit codes, stderr)."""
+        leak = os.path.join(tmp, "leak-" + name)
+        subprocess.run("cd %s && rm -rf sm .sm.git .gitmodules && git rm -q --cached -r "
+                       "--ignore-unmatch sm .gitmodules && git reset -q --hard" % ws,
+                       shell=True, env=genv, capture_output=True, check=True)
+        script = "sh %s %s %s; " % (made, ws, leak) + "; ".join(
+            "%s %s >/dev/null; echo rc=$?" % (git, op) for op in ops)
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                             capture_output=True, text=True, timeout=120)
+        leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+        return leaks, re.findall(r"^rc=(\d+)$", out.stdout, re.M), out.stderr
+
+    leaks, rcs, err = attack("direct", prof, "git")
+    check("grant git submodule: a granted git status, diff, diff-index, diff-files, add -A and "
+          "stash run no filter of a submodule a command made with the token, each refused "
+          "there (128)",
+          leaks == 0 and rcs == ["128"] * len(ops) and
+          "in a repository other than the one runnerd checked" in err,
+          "%d leaks, rc %s: %s" % (leaks, rcs, err[-400:]))
+    other = grant_profile(tmp, "submodule-env", os.path.realpath(shutil.which("env")))
+    leaks, rcs, err = attack("program", other, "env git")
+    check("grant git submodule: so does the git of a granted program (env for gh)",
+          leaks == 0 and rcs == ["128"] * len(ops) and
+          "in a repository other than the one runnerd checked" in err,
+          "%d leaks, rc %s: %s" % (leaks, rcs, err[-400:]))
+    subprocess.run("cd %s && rm -rf sm .sm.git .gitmodules && git rm -q --cached -r "
+                   "--ignore-unmatch sm .gitmodules && git reset -q --hard" % ws,
+                   shell=True, env=genv, capture_output=True, check=True)
+    common.open_to_all(ws)
+    os.chmod(hook, 0o755)
+    script = "; ".join([
+        "git gc -q; echo gc_rc=$?",
+        "echo x > kept && git add kept && git commit -q -m kept; echo commit_rc=$?",
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=120)
+    check("grant git submodule: git's own git runs in the checked repository (a gc, a "
+          "pre-commit hook's git diff)",
+          "gc_rc=0" in out.stdout and "commit_rc=0" in out.stdout and
+          "hook_sees=kept," in out.stderr, out.stdout[-300:] + out.stderr[-300:])
+
+
 def test_grant_git_worktree(tmp):
     """A linked worktree outside the writable roots (its .git file read-only to commands), of
     the workspace's repository: its git directory, .git/worktrees/NAME in the workspace, is
@@ -1745,23 +1833,48 @@ def test_grant_git_hooks(tmp):
     repository of its own, while granted commits run a pre-commit that fetches, had the
     hook's fetch run that repository's core.sshCommand with the token (the build before). A
     hook that works in another repository clears git's variables first (GIT_CONFIG_PARAMETERS
-    too, which names runnerd's core.hooksPath), and works there, with that one's hooks. The
-    repository's own hooks still run: pre-commit, post-commit, from a subdirectory too; a
-    template does not."""
+    too, which names runnerd's core.hooksPath): its git reads one commands cannot write, but
+    is refused in one they can (in /tmp), whose pre-commit a command planted, and which the
+    hook's commit there ran with the token (the build before). The repository's own hooks
+    still run: pre-commit, post-commit, from a subdirectory too; a template does not."""
     setup = granted_repo(tmp, "hooks", first="first")
     if not setup:
         return
     token, ws, prof, genv, env = setup
     os.makedirs(os.path.join(ws, "sub"))
-    other = os.path.join(tmp, "other")
+    planted = os.path.join(tmp, "planted")
+    leak = os.path.join(tmp, "leak-planted")
+    subprocess.run(["git", "init", "-q", planted], check=True)
+    with open(os.path.join(planted, ".git", "hooks", "pre-commit"), "w") as f:
+        f.write("#!/bin/sh\necho \"$GH_TOKEN\" >> %s\n" % leak)
+    os.chmod(os.path.join(planted, ".git", "hooks", "pre-commit"), 0o755)
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    outside = tempfile.mkdtemp(prefix="rd-hooks-", dir=home)
+    try:
+        os.chmod(outside, 0o755)
+        other = os.path.join(outside, "other")
+        subprocess.run(["git", "init", "-q", other], check=True)
+        subprocess.run(["git", "-C", other, "commit", "-q", "--allow-empty", "-m", "theirs"],
+                       check=True, env=genv)
+        common.open_to_all(outside)
+        hook_runs(tmp, token, ws, prof, genv, env, planted, leak, other)
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def hook_runs(tmp, token, ws, prof, genv, env, planted, leak, other):
+    """test_grant_git_hooks's commit, with other (a repository commands cannot write), then
+    the race."""
     hooks = os.path.join(ws, ".git", "hooks")
     with open(os.path.join(hooks, "pre-commit"), "w") as f:
         f.write("#!/bin/sh\necho \"pre=[$(pwd)][${GIT_CONFIG_PARAMETERS-unset}]\" >> %s/log\n"
                 "[ \"$(pwd)\" = %s ] || exit 0\n"
                 "[ -e %s/fetch ] && { git fetch -q origin 2>/dev/null; exit 0; }\n"
                 "unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_CONFIG_PARAMETERS\n"
-                "git init -q %s && git -C %s commit -q --allow-empty -m from-hook\n"
-                % (tmp, ws, tmp, other, other))
+                "echo \"theirs=$(git -C %s log --format=%%s)\" >> %s/log\n"
+                "git -C %s commit -q --allow-empty -m from-hook 2>/dev/null\n"
+                "echo planted_rc=$? >> %s/log\n"
+                % (tmp, ws, tmp, other, tmp, planted, tmp))
     with open(os.path.join(hooks, "post-commit"), "w") as f:
         f.write("#!/bin/sh\necho post=[$(git rev-parse --show-toplevel)] >> %s/log\n" % tmp)
     with open(os.path.join(hooks, "commit-msg.sample"), "w") as f:
@@ -1769,6 +1882,7 @@ def test_grant_git_hooks(tmp):
     common.open_to_all(tmp)
     for h in ("pre-commit", "post-commit", "commit-msg.sample"):
         os.chmod(os.path.join(hooks, h), 0o755)
+    os.chmod(os.path.join(planted, ".git", "hooks", "pre-commit"), 0o755)
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c",
                                             "cd sub && git commit -q --allow-empty -m mine; "
                                             "echo commit_rc=$?"]),
@@ -1777,16 +1891,15 @@ def test_grant_git_hooks(tmp):
         else ""
     mine = subprocess.run(["git", "-C", ws, "log", "--format=%s"], capture_output=True,
                           text=True).stdout.split()
-    theirs = subprocess.run(["git", "-C", other, "log", "--format=%s"], capture_output=True,
-                            text=True).stdout.split()
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
     check("grant git hooks: the granted commit ran, and its hooks",
-          "commit_rc=0" in out.stdout and "pre=[%s]" % ws in log and "post=[%s]" % ws in log,
-          out.stdout[-300:] + out.stderr[-300:] + log)
-    check("grant git hooks: a hook that clears git's variables commits in another "
-          "repository there", theirs == ["from-hook"] and mine == ["mine", "first"],
-          "other: %r, workspace: %r" % (theirs, mine))
-    check("grant git hooks: the git a hook runs in another repository takes that one's hooks, "
-          "not the workspace's", "pre=[%s]" % other not in log, log)
+          "commit_rc=0" in out.stdout and "pre=[%s]" % ws in log and "post=[%s]" % ws in log
+          and mine == ["mine", "first"], out.stdout[-300:] + out.stderr[-300:] + log)
+    check("grant git hooks: a hook that clears git's variables reads another repository, "
+          "one commands cannot write", "theirs=theirs\n" in log, log)
+    check("grant git hooks: a hook's git in a repository commands can write (/tmp) is refused "
+          "(128), and runs no hook a command planted there with the token",
+          leaks == 0 and "planted_rc=128" in log, "%d leaks: %s" % (leaks, log))
     check("grant git hooks: a template (NAME.sample) does not run", "sample" not in log, log)
 
     # The race, for the hook's own git.
@@ -2935,7 +3048,7 @@ def main():
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
-             test_grant_git_include, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
+             test_grant_git_include, test_grant_git_submodule, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,

@@ -25,7 +25,7 @@
  * there and given a value in full_plan(). The size says when that is due. The sandbox keys'
  * values are compared key by key, whatever keys there are: a new key changes nothing here. */
 #if defined(__x86_64__) || defined(__aarch64__)
-_Static_assert(sizeof(struct rd_plan_head) - sizeof(struct rd_box_opts) == 480,
+_Static_assert(sizeof(struct rd_plan_head) - sizeof(struct rd_box_opts) == 488,
                "struct rd_plan_head changed: update full_plan() and check_head()");
 #endif
 
@@ -40,6 +40,7 @@ static char *envp_full[] = {"PATH=/usr/bin:/bin", "EMPTY=", "",  "LANG=C.UTF-8",
 static char *masks_full[] = {"/home/u/.ssh", "/etc/shadow", "/tmp/a dir/with spaces", NULL};
 static char *write_full[] = {"/home/u/.config/gh", NULL};
 static char *protect_full[] = {"/work/p/Makefile", "/work/p/.npmrc", NULL};
+static char *gates_full[] = {"/usr/lib/git-core/git", "/usr/libexec/git-core/git", NULL};
 static const struct rd_fd_map fds_full[] = {{.fd = 7, .target = 3},
                                             {.fd = 8, .target = 0},
                                             {.fd = 9, .target = 1023},
@@ -108,6 +109,7 @@ static struct rd_launch_plan full_plan(void)
 	h->n_masks = (uint32_t)count(masks_full);
 	h->n_write = (uint32_t)count(write_full);
 	h->n_protect = (uint32_t)count(protect_full);
+	h->n_gates = (uint32_t)count(gates_full);
 	h->n_fds = ARRAY_SIZE(fds_full);
 	h->n_groups = ARRAY_SIZE(groups_full);
 	h->filter_len = ARRAY_SIZE(filter_full);
@@ -118,6 +120,7 @@ static struct rd_launch_plan full_plan(void)
 	p.masks = masks_full;
 	p.write = write_full;
 	p.protect = protect_full;
+	p.gates = gates_full;
 	p.fds = fds_full;
 	p.groups = groups_full;
 	p.filter = filter_full;
@@ -187,6 +190,7 @@ static void check_head(const struct rd_plan_head *want, const struct rd_plan_hea
 	assert_int_equal(got->n_masks, want->n_masks);
 	assert_int_equal(got->n_write, want->n_write);
 	assert_int_equal(got->n_protect, want->n_protect);
+	assert_int_equal(got->n_gates, want->n_gates);
 	assert_int_equal(got->n_fds, want->n_fds);
 	assert_int_equal(got->n_groups, want->n_groups);
 	assert_int_equal(got->filter_len, want->filter_len);
@@ -226,6 +230,7 @@ static void check_plan(const struct rd_launch_plan *want, const struct rd_plan_h
 	check_strings(want->masks, got->masks, sent->n_masks, blob, size);
 	check_strings(want->write, got->write, sent->n_write, blob, size);
 	check_strings(want->protect, got->protect, sent->n_protect, blob, size);
+	check_strings(want->gates, got->gates, sent->n_gates, blob, size);
 	for (uint32_t i = 0; i < sent->n_fds; i++) {
 		/* The fds come apart, after the plan: only their numbers are in it. */
 		assert_int_equal(got->fds[i].target, want->fds[i].target);
@@ -260,7 +265,7 @@ static void round_trip(const struct rd_launch_plan *p)
 	/* The head, the two arrays, the fd numbers, exec_path, cwd_path, then one iovec a
 	 * string. */
 	assert_int_equal(b.n_iov, 6 + (size_t)p->h.argc + p->h.envc + p->h.n_masks + p->h.n_write +
-	                              p->h.n_protect);
+	                              p->h.n_protect + p->h.n_gates);
 	size_t size;
 	char *blob = concat(&b, &size);
 	struct rd_launch_plan out;
@@ -388,6 +393,7 @@ static const struct bad_blob bad_blobs[] = {
     {"n_masks over its cap", HEAD(n_masks, (1u << 16) + 1)},
     {"n_write over its cap", HEAD(n_write, (1u << 12) + 1)},
     {"n_protect over its cap", HEAD(n_protect, (1u << 12) + 1)},
+    {"n_gates over its cap", HEAD(n_gates, 17)},
     {"n_fds over its cap", HEAD(n_fds, (1u << 20) + 1)},
     {"n_groups over its cap", HEAD(n_groups, (1u << 17) + 1)},
     {"filter_len over BPF_MAXINSNS", HEAD(filter_len, BPF_MAXINSNS + 1)},
