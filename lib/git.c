@@ -234,6 +234,43 @@ bool rd_git_modules_enter(const char *path)
 	return false;
 }
 
+bool rd_git_worktree_config_on(const char *buf, size_t len)
+{
+	if (has_control(buf, len))
+		return true;
+	for (const char *line = buf, *end = buf + len; line < end;) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		size_t n = nl ? (size_t)(nl - line) : (size_t)(end - line);
+		const char *next = line + n + 1;
+		while (n && (*line == ' ' || *line == '\t'))
+			line++, n--;
+		bool named = false;
+		for (size_t i = 0; !named && i + 14 <= n; i++)
+			named = strncasecmp(line + i, "worktreeconfig", 14) == 0;
+		if (named && *line != '#' && *line != ';') {
+			/* The key alone at the line's start, = and a plain false value: off. */
+			const char *v = line + 14, *e = line + n;
+			if (strncasecmp(line, "worktreeconfig", 14) != 0)
+				return true;
+			while (v < e && (*v == ' ' || *v == '\t'))
+				v++;
+			if (v == e || *v++ != '=')
+				return true;
+			while (v < e && (*v == ' ' || *v == '\t'))
+				v++;
+			while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+				e--;
+			size_t vl = (size_t)(e - v);
+			if (!((vl == 5 && strncasecmp(v, "false", 5) == 0) ||
+			      (vl == 2 && strncasecmp(v, "no", 2) == 0) ||
+			      (vl == 3 && strncasecmp(v, "off", 3) == 0) || (vl == 1 && *v == '0')))
+				return true;
+		}
+		line = next;
+	}
+	return false;
+}
+
 bool rd_git_dir_of(const char *dotgit, char *gd, size_t n)
 {
 	struct stat st;

@@ -33,6 +33,13 @@ bool rd_git_config_inert(int dirfd, const char *name);
  * past? false if there is no such file. */
 bool rd_git_modules_enter(const char *path);
 
+/* Does the configuration text buf (len bytes) turn extensions.worktreeConfig on, so that git
+ * reads config.worktree too? Read to refuse rather than let through: false only where each
+ * line that names the key is one of its own (after a section header line of its own), a
+ * plain false, no, off or 0, as git reads it, and no control character git would read past is
+ * there; a comment line (# or ;) names nothing. */
+bool rd_git_worktree_config_on(const char *buf, size_t len);
+
 /* The git directory that the .git at dotgit names, as git takes it, into gd: itself (a
  * directory, or a symlink to one, resolved), or the directory a .git file names ("gitdir:
  * DIR", relative to dotgit's directory, trailing newlines off), also through a symlink to such

@@ -401,8 +401,8 @@ static bool held_in_place(struct sup *u, const char *git)
 enum { CONFIG_MAX = 1 << 20 };
 
 /* Does the configuration of the common directory common have git read a config.worktree
- * (extensions.worktreeConfig)? The whole file looked at for the word, as a check that cannot
- * miss it; true where it cannot be read whole. */
+ * (extensions.worktreeConfig)? Read to refuse rather than let through
+ * (rd_git_worktree_config_on); true where it cannot be read whole. */
 static bool reads_worktree_config(const char *common)
 {
 	char p[PATH_MAX + 16];
@@ -411,9 +411,7 @@ static bool reads_worktree_config(const char *common)
 	ssize_t len = rd_read_file(p, CONFIG_MAX, &buf);
 	if (len < 0)
 		return len != -ENOENT;
-	for (char *c = buf; c < buf + len; c++)
-		*c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
-	return memmem(buf, (size_t)len, "worktreeconfig", 14) != NULL;
+	return rd_git_worktree_config_on(buf, (size_t)len);
 }
 
 /* The value of NAME in q's environment, or NULL. */

@@ -115,12 +115,38 @@ static void test_modules(void **state)
 	assert_false(rd_git_modules_enter("/nonexistent/.gitmodules"));
 }
 
+/* extensions.worktreeConfig: does the configuration turn it on (or might it)? */
+#define WORKTREE(text, on)                                                                         \
+	do {                                                                                       \
+		if (rd_git_worktree_config_on(text, sizeof(text) - 1) != (on))                     \
+			fail_msg("%s for:\n%s", (on) ? "off" : "on", text);                       \
+	} while (0)
+
+static void test_worktree_config(void **state)
+{
+	(void)state;
+	WORKTREE("[core]\n\tbare = false\n", false);
+	WORKTREE("[extensions]\n\tworktreeConfig = false\n", false);
+	WORKTREE("[extensions]\n\tWorktreeConfig=0\r\n", false);
+	WORKTREE("# worktreeConfig = true\n; worktreeconfig\n[core]\n", false);
+	WORKTREE("[extensions]\n\tworktreeConfig = true\n", true);
+	WORKTREE("[extensions]\n\tworktreeConfig\n", true);
+	WORKTREE("[extensions]\n\tworktreeConfig = false\n\tworktreeConfig = yes\n", true);
+	/* Not read here as git reads it: taken as on. */
+	WORKTREE("[extensions]worktreeConfig = false\n", true);
+	WORKTREE("[extensions]\n\tworktreeConfig = false # no\n", true);
+	WORKTREE("[extensions]\n\tworktreeConfig = \"false\"\n", true);
+	static const char nul[] = "[core]\n\0[extensions]\n\tworktreeConfig = true\n";
+	assert_true(rd_git_worktree_config_on(nul, sizeof(nul) - 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_written_by_git),
 	    cmocka_unit_test(test_not_inert),
 	    cmocka_unit_test(test_modules),
+	    cmocka_unit_test(test_worktree_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
