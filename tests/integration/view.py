@@ -130,9 +130,9 @@ def test_view(tmp):
                                     sorted(want - set(got["dev"]))))
     check("view: nothing can be made in /dev (%s)" % got["dev_write"],
           got["dev_write"] == "EROFS")
-    check("view: /dev/.runnerd holds runnerd's git alone, read-only (%s, %s)" % (
+    check("view: /dev/.runnerd holds runnerd's two gits alone, read-only (%s, %s)" % (
         got["dev/.runnerd_write"], got["dev_bin_git_write"]),
-        got["dev_bin"] == ["git"] and got["dev/.runnerd_write"] == "EROFS" and
+        got["dev_bin"] == ["git", "git-gate"] and got["dev/.runnerd_write"] == "EROFS" and
         got["dev_bin_git_write"] == "EROFS", repr(got["dev_bin"]))
     check("view: /dev/pts is the sandbox's own devpts", got["pts"] == ["ptmx"], repr(got["pts"]))
     check("view: a terminal outside is out of reach (%s)" % got["tty"], got["tty"] == "ENOENT")
