@@ -119,7 +119,7 @@ static void test_modules(void **state)
 #define WORKTREE(text, on)                                                                         \
 	do {                                                                                       \
 		if (rd_git_worktree_config_on(text, sizeof(text) - 1) != (on))                     \
-			fail_msg("%s for:\n%s", (on) ? "off" : "on", text);                       \
+			fail_msg("%s for:\n%s", (on) ? "off" : "on", text);                        \
 	} while (0)
 
 static void test_worktree_config(void **state)
