@@ -325,16 +325,19 @@ static const char git_shim[] =
 
 /* git's own git (RD_VIEW_GIT_GATE), over the git of its exec path in the view of a command a
  * rule grants a secret: what git runs for itself (a fetch's remote helper, a gc, the status
- * of a submodule, a hook's git) finds it first on the PATH git sets. It runs the real git
- * (RUNNERD_GIT) only where that git is told the repository runnerd checked, as runnerd told
- * the git it granted (GIT_DIR, and GIT_COMMON_DIR where set, as they were: git passes them on
- * to what it runs there). Elsewhere git would take a configuration commands may write: a
- * submodule's (git tells its git GIT_DIR=.git there), whose filter git runs with the secret,
- * entered by a .gitmodules a command put in the index; a linked worktree's. A git told none of
- * the three (a hook's, which cleared them to work in another repository) goes to git_shim,
- * which takes the checked repository at or under its top and refuses one commands can write
- * elsewhere. Where runnerd pinned no repository (git init; one the agent's environment names),
- * git runs none of its own. */
+ * of a submodule, a hook's git, a built-in by its dashed name) finds it first on the PATH git
+ * sets. It runs the real git (RUNNERD_GIT) only where that git is told the repository runnerd
+ * checked, as runnerd told the git it granted: GIT_DIR as it was, which git passes on to what
+ * it runs there, and GIT_COMMON_DIR as runnerd set it or left it, since git never sets it
+ * itself (a git told the same GIT_DIR without it reads a commondir a command may have written
+ * since: a submodule's lazy fetch, its git directory named the checked one by a command).
+ * Elsewhere git would take a configuration commands may write: a submodule's (git tells its
+ * git GIT_DIR=.git there), whose filter git runs with the secret, entered by a .gitmodules a
+ * command put in the index; a linked worktree's. A git told none of the three (a hook's,
+ * which cleared them to work in another repository) goes to git_shim, which takes the
+ * checked repository at or under its top and refuses one commands can write elsewhere.
+ * Where runnerd pinned no repository (git init; one the agent's environment names), git runs
+ * none of its own. */
 static const char git_gate[] =
     "#!/bin/sh\n"
     "# runnerd: git's own git, for a command a rule grants a secret\n"
@@ -343,14 +346,19 @@ static const char git_gate[] =
     "\texit 128\n"
     "}\n"
     "[ -n \"${RUNNERD_GIT-}\" ] || refuse \"RUNNERD_GIT is not set\"\n"
+    "# A built-in run by its dashed name (git-rev-parse, a link to git): its subcommand.\n"
+    "name=${0##*/}\n"
+    "case $name in git-?*) set -- \"${name#git-}\" \"$@\" ;; esac\n"
     "# A git cleared of them (a hook that works in another repository clears them, as\n"
     "# githooks(5) says) is judged as a granted program's git is.\n"
     "if [ -z \"${GIT_DIR+1}${GIT_WORK_TREE+1}${GIT_COMMON_DIR+1}\" ]; then\n"
     "\texec \"" RD_VIEW_BIN_DIR "/git\" \"$@\"\n"
     "fi\n"
+    "# git never sets GIT_COMMON_DIR itself: one taken away (another repository's git, a\n"
+    "# submodule's lazy fetch) would have git read a commondir a command wrote since.\n"
     "if [ -z \"${RUNNERD_GIT_DIR-}\" ] || [ \"${GIT_DIR-}\" != \"$RUNNERD_GIT_DIR\" ] ||\n"
-    "\t{ [ -n \"${GIT_COMMON_DIR+1}\" ] &&\n"
-    "\t\t[ \"$GIT_COMMON_DIR\" != \"${RUNNERD_GIT_COMMON_DIR-}\" ]; }; then\n"
+    "\t[ \"${GIT_COMMON_DIR+1}:${GIT_COMMON_DIR-}\" != \\\n"
+    "\t\t\"${RUNNERD_GIT_COMMON_DIR+1}:${RUNNERD_GIT_COMMON_DIR-}\" ]; then\n"
     "\trefuse \"git would run git for itself in a repository other than the one runnerd\" \\\n"
     "\t\t\"checked (GIT_DIR ${GIT_DIR-unset} in $PWD; a submodule, another worktree), whose\" \\\n"
     "\t\t\"configuration commands may write\"\n"

@@ -579,8 +579,10 @@ static const char *linked_repo(struct sup *u, const char *git, char *gd, char *c
 	if (writable(u, p))
 		return "names a repository whose hooks commands can write";
 	/* (The git directory itself may be a command's to swap, as .git/worktrees/NAME: git is
-	 * told its common directory, and takes from it only HEAD, the index and the logs, and a
-	 * config.worktree where the configuration says so, below.) */
+	 * told its common directory, and takes from it HEAD, the index, the logs, a
+	 * config.worktree where the configuration says so (below), and refs, which git 2.39's
+	 * files backend finds by its commondir file, not GIT_COMMON_DIR: data commands can
+	 * write anyway, and nothing git runs.) */
 	if (!held_in_place(u, common))
 		return "names a common git directory that lies where commands can write, and is "
 		       "not held in place";
@@ -1027,6 +1029,15 @@ static int global_config(struct sup *u, struct req *q)
  * would go over what it leads to); real itself; one where commands can write. */
 static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, size_t n)
 {
+	/* One the environment names (not hard-denied in this configuration) is not covered. */
+	if (env_of(q, "GIT_EXEC_PATH")) {
+		snprintf(why, n,
+		         "commands.rules[%zu] grants a secret to git %s with GIT_EXEC_PATH in its "
+		         "environment, where git would find the git it runs for itself, which "
+		         "runnerd does not cover; keep GIT_EXEC_PATH in hard_deny",
+		         q->rule->index, real);
+		return EACCES;
+	}
 	/* Beside real, then where distributions and git's own install put it (real may be a
 	 * wrapper, or a git of its own: those cover the git it runs). */
 	static const char *const execs[] = {

@@ -1695,7 +1695,8 @@ def test_grant_git_submodule(tmp):
     its filter with the token (the build before: each of them, directly and through a granted
     program). Now the git of git's exec path is runnerd's in a granted command's view, and runs
     git only in the repository runnerd checked: refused there, nothing leaks. git's own git
-    still runs in the checked repository (a gc's repack, a hook's git diff)."""
+    still runs in the checked repository (a gc's repack, a hook's git diff, a built-in by its
+    dashed name, which the build before ran without its subcommand)."""
     setup = granted_repo(tmp, "submodule")
     if not setup:
         return
@@ -1705,7 +1706,8 @@ def test_grant_git_submodule(tmp):
         f.write(SUBMODULE_MADE)
     hook = os.path.join(ws, ".git", "hooks", "pre-commit")
     with open(hook, "w") as f:
-        f.write("#!/bin/sh\necho hook_sees=$(git diff --cached --name-only | tr '\\n' ,)\n")
+        f.write("#!/bin/sh\necho hook_sees=$(git diff --cached --name-only | tr '\\n' ,) "
+                "top=$(git-rev-parse --show-toplevel)\n")
     os.chmod(hook, 0o755)
     common.open_to_all(ws)
     os.chmod(made, 0o755)
@@ -1751,9 +1753,75 @@ def test_grant_git_submodule(tmp):
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
                          capture_output=True, text=True, timeout=120)
     check("grant git submodule: git's own git runs in the checked repository (a gc, a "
-          "pre-commit hook's git diff)",
+          "pre-commit hook's git diff, and git-rev-parse by its dashed name)",
           "gc_rc=0" in out.stdout and "commit_rc=0" in out.stdout and
-          "hook_sees=kept," in out.stderr, out.stdout[-300:] + out.stderr[-300:])
+          "hook_sees=kept, top=%s\n" % ws in out.stderr, out.stdout[-300:] + out.stderr[-300:])
+
+
+LAZY_MADE = r"""set -e
+M=$PWD/.git E=$1
+git init -q --bare "$E"
+git -C "$E" config core.repositoryformatversion 1
+git -C "$E" config extensions.partialClone origin
+git -C "$E" config remote.origin.url ssh://git@127.0.0.1/x
+git -C "$E" config core.sshCommand "sh -c 'echo \"\$GH_TOKEN\" >> $2; exit 1' x"
+X=$(git commit-tree -m x "$(git mktree </dev/null)")
+Y=$(git commit-tree -m y -p "$X" "$(git mktree </dev/null)")
+Z=$(git commit-tree -m z -p "$X" "$(git mktree </dev/null)")
+GM=$(printf '[submodule "sm"]\n\tpath = sm\n\turl = ./sm\n' | git hash-object -w --stdin)
+mk() { printf "100644 blob $GM\t.gitmodules\n160000 commit $1\tsm\n" | git mktree; }
+B=$(git commit-tree -m base -p HEAD "$(mk "$X")")
+O=$(git commit-tree -m other -p "$B" "$(mk "$Y")")
+H=$(git commit-tree -m mine -p "$B" "$(mk "$Z")")
+git update-ref refs/heads/other "$O"
+git update-ref HEAD "$H"
+git read-tree HEAD
+mkdir -p sm
+echo "gitdir: $M" > sm/.git
+mkdir -p "$E/refs/heads"
+echo "$H" > "$E/refs/heads/master"
+echo "$O" > "$E/refs/heads/other"
+"""
+
+
+def test_grant_git_lazy_fetch(tmp):
+    """A granted git merge of two commits that change a submodule's gitlink merges the
+    submodule in-process, and fetches what it lacks lazily: git runs git for itself with the
+    submodule's GIT_DIR and no GIT_COMMON_DIR. A command named the checked .git as the
+    submodule's git directory (sm/.git), and wrote and removed a .git/commondir naming a
+    partial clone of its own in a loop (the grant is refused while it is there): that git
+    took the partial clone's configuration and ran its core.sshCommand with the token (a
+    review's repro, the build before: 6 leaks in 20 merges, git's own git let a GIT_DIR
+    equal to runnerd's through without GIT_COMMON_DIR). Now git's own git takes GIT_COMMON_DIR
+    as runnerd set it, or refuses."""
+    setup = granted_repo(tmp, "lazy")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    made = os.path.join(tmp, "lazy-made.sh")
+    with open(made, "w") as f:
+        f.write(LAZY_MADE)
+    leak = os.path.join(tmp, "leak-lazy")
+    evil = os.path.join(tmp, "evil-lazy")
+    stop = os.path.join(tmp, "stop-lazy")
+    common.open_to_all(tmp)
+    os.chmod(made, 0o755)
+    script = "\n".join([
+        "sh %s %s %s || exit 1" % (made, evil, leak),
+        "sh -c 'while [ ! -e %s ]; do echo %s > .git/commondir; sleep 0.003; "
+        "rm -f .git/commondir; sleep 0.003; done' >/dev/null 2>&1 &" % (stop, evil),
+        "for i in $(seq 40); do git merge --abort >/dev/null 2>&1; git reset -q --hard "
+        ">/dev/null 2>&1; git merge --no-edit other >/dev/null 2>&1; echo ran=$i; done",
+        "touch %s; wait" % stop,
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=300)
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    check("grant git lazy fetch: 40 granted merges of a submodule a command named the checked "
+          ".git for, raced with a .git/commondir naming a partial clone of its own, run its "
+          "core.sshCommand with the token in none",
+          leaks == 0 and "ran=40" in out.stdout,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-300:]))
 
 
 def test_grant_git_worktree(tmp):
@@ -3048,7 +3116,7 @@ def main():
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
-             test_grant_git_include, test_grant_git_submodule, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
+             test_grant_git_include, test_grant_git_submodule, test_grant_git_lazy_fetch, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
