@@ -956,14 +956,7 @@ def test_grant_other_git(tmp):
     # Another repository: one commands cannot write (the user's, in the home: git runs there
     # as it is), and one they can (in /tmp, with a program of a command's as its ssh: refused,
     # as a clone is, whose new configuration commands can write while git reads it).
-    home = pwd.getpwuid(os.geteuid()).pw_dir
-    outside = tempfile.mkdtemp(prefix="rd-other-", dir=home)
-    try:
-        os.chmod(outside, 0o755)
-        other = os.path.join(outside, "other")
-        subprocess.run(["git", "init", "-q", other], check=True)
-        subprocess.run(["git", "-C", other, "commit", "-q", "--allow-empty", "-m", "theirs"],
-                       check=True, env=genv)
+    with home_repo(genv, "rd-other-") as other:
         writable, leak = trap_repo(tmp, "writable")
         script = "; ".join([
             "echo top=$(cd a/b && env git rev-parse --show-toplevel)",
@@ -981,8 +974,6 @@ def test_grant_other_git(tmp):
         ])
         out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
                              capture_output=True, text=True, timeout=120)
-    finally:
-        shutil.rmtree(outside, ignore_errors=True)
     got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
     want = {"top": ws, "log": "mine", "other": "theirs", "there": "theirs"}
     check("grant other git: its git works where it is, from a subdirectory, with -C and in "
@@ -1251,6 +1242,23 @@ def linked_home(links):
         yield home
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def home_repo(genv, prefix):
+    """A repository with one commit (theirs), OUTSIDE/other, in a directory under the user's
+    home, which commands cannot write: its path, removed after."""
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    outside = tempfile.mkdtemp(prefix=prefix, dir=home)
+    try:
+        os.chmod(outside, 0o755)
+        other = os.path.join(outside, "other")
+        subprocess.run(["git", "init", "-q", other], check=True)
+        subprocess.run(["git", "-C", other, "commit", "-q", "--allow-empty", "-m", "theirs"],
+                       check=True, env=genv)
+        yield other
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
 
 
 def test_grant_git_global_link(tmp):
@@ -1668,6 +1676,18 @@ def test_grant_git_include(tmp):
           "plain_rc=0" in out.stdout, out.stdout[-300:] + out.stderr[-300:])
 
 
+def granted_repo_made(tmp, name, script):
+    """granted_repo, and the script of what a command makes for the test (script, a text) in
+    tmp/NAME-made.sh: granted_repo's tuple with the script's path after it, or None."""
+    setup = granted_repo(tmp, name)
+    if not setup:
+        return None
+    made = os.path.join(tmp, name + "-made.sh")
+    with open(made, "w") as f:
+        f.write(script)
+    return setup + (made,)
+
+
 SUBMODULE_MADE = r"""set -e
 cd "$1"
 git init -q --separate-git-dir "$PWD/.sm.git" sm
@@ -1697,13 +1717,10 @@ def test_grant_git_submodule(tmp):
     git only in the repository runnerd checked: refused there, nothing leaks. git's own git
     still runs in the checked repository (a gc's repack, a hook's git diff, a built-in by its
     dashed name, which the build before ran without its subcommand)."""
-    setup = granted_repo(tmp, "submodule")
+    setup = granted_repo_made(tmp, "submodule", SUBMODULE_MADE)
     if not setup:
         return
-    token, ws, prof, genv, env = setup
-    made = os.path.join(tmp, "submodule-made.sh")
-    with open(made, "w") as f:
-        f.write(SUBMODULE_MADE)
+    token, ws, prof, genv, env, made = setup
     hook = os.path.join(ws, ".git", "hooks", "pre-commit")
     with open(hook, "w") as f:
         f.write("#!/bin/sh\necho hook_sees=$(git diff --cached --name-only | tr '\\n' ,) "
@@ -1791,16 +1808,13 @@ def test_grant_git_lazy_fetch(tmp):
     submodule's git directory (sm/.git), and wrote and removed a .git/commondir naming a
     partial clone of its own in a loop (the grant is refused while it is there): that git
     took the partial clone's configuration and ran its core.sshCommand with the token (a
-    review's repro, the build before: 6 leaks in 20 merges, git's own git let a GIT_DIR
+    review's repro; the build before: 22 leaks in 40 merges, git's own git let a GIT_DIR
     equal to runnerd's through without GIT_COMMON_DIR). Now git's own git takes GIT_COMMON_DIR
     as runnerd set it, or refuses."""
-    setup = granted_repo(tmp, "lazy")
+    setup = granted_repo_made(tmp, "lazy", LAZY_MADE)
     if not setup:
         return
-    token, ws, prof, genv, env = setup
-    made = os.path.join(tmp, "lazy-made.sh")
-    with open(made, "w") as f:
-        f.write(LAZY_MADE)
+    token, ws, prof, genv, env, made = setup
     leak = os.path.join(tmp, "leak-lazy")
     evil = os.path.join(tmp, "evil-lazy")
     stop = os.path.join(tmp, "stop-lazy")
@@ -1916,18 +1930,9 @@ def test_grant_git_hooks(tmp):
     with open(os.path.join(planted, ".git", "hooks", "pre-commit"), "w") as f:
         f.write("#!/bin/sh\necho \"$GH_TOKEN\" >> %s\n" % leak)
     os.chmod(os.path.join(planted, ".git", "hooks", "pre-commit"), 0o755)
-    home = pwd.getpwuid(os.geteuid()).pw_dir
-    outside = tempfile.mkdtemp(prefix="rd-hooks-", dir=home)
-    try:
-        os.chmod(outside, 0o755)
-        other = os.path.join(outside, "other")
-        subprocess.run(["git", "init", "-q", other], check=True)
-        subprocess.run(["git", "-C", other, "commit", "-q", "--allow-empty", "-m", "theirs"],
-                       check=True, env=genv)
-        common.open_to_all(outside)
+    with home_repo(genv, "rd-hooks-") as other:
+        common.open_to_all(os.path.dirname(other))
         hook_runs(tmp, token, ws, prof, genv, env, planted, leak, other)
-    finally:
-        shutil.rmtree(outside, ignore_errors=True)
 
 
 def hook_runs(tmp, token, ws, prof, genv, env, planted, leak, other):
