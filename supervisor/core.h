@@ -70,6 +70,9 @@ struct req {
 	/* Its git directory and common directory, real paths, as the check took them (a .git
 	 * file's gitdir, and the commondir there). */
 	char *git_dir, *git_common;
+	/* git's global configuration files (grant.c, global_files), as the check found them:
+	 * missing where a command could make them (left out for git), or there. */
+	bool global_open[2], global_there[2];
 	/* The gits of the exec path of the git it runs, covered by git's own git (sandbox/view.h,
 	 * rd_view_git_gate). */
 	struct rd_strv gates;

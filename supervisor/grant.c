@@ -772,7 +772,10 @@ static size_t global_files(const struct req *q, char files[2][PATH_MAX], bool *r
 /* git's global configuration as the granted program's git reads it (~/.gitconfig,
  * $XDG_CONFIG_HOME/git/config, by their real paths: a symlink into a dotfiles repository in
  * the workspace, as stow makes them): refused (why) where it lies where commands can write,
- * else 0. (An include.path there that leads into a writable root is not followed.) */
+ * or includes what does, else 0, with what was found in q->global_open and global_there for
+ * global_config. One look: what it finds cannot change before git starts (a file there that
+ * no command can reach, one missing where none can make it); one a command could make is left
+ * out, whether it is there by then or not. */
 static int global_config_writable(struct sup *u, struct req *q, char *why, size_t n)
 {
 	const char *home = env_of(q, "HOME");
@@ -794,8 +797,13 @@ static int global_config_writable(struct sup *u, struct req *q, char *why, size_
 			    q->rule->index, q->tg.resolved ? q->tg.resolved : q->path, files[i]);
 			return EACCES;
 		}
-		if (!there)
+		/* Missing: one a command could make (where it can write, or a part on the way is
+		 * missing there, or under a protected path missing at the start) is left out for
+		 * git (global_config), were it there when git starts. */
+		if (!there) {
+			q->global_open[i] = path_open(u, files[i], NULL, 0);
 			continue;
+		}
 		/* The file, and every link on the way to it (one a command can turn elsewhere
 		 * after this check: a dotfiles repository of the workspace's, as stow makes them,
 		 * whose link leads on outside). */
@@ -822,6 +830,7 @@ static int global_config_writable(struct sup *u, struct req *q, char *why, size_
 			    inc);
 			return EACCES;
 		}
+		q->global_there[i] = true;
 	}
 	return 0;
 }
@@ -975,41 +984,34 @@ static char *quoted(char *o, const char *s)
 	return o;
 }
 
-/* git's global configuration, ~/.gitconfig and $XDG_CONFIG_HOME/git/config, where one is
- * missing and commands could make it (a home in a writable root: protected, but a missing
- * file cannot be held, and one made between the check and git's start would be read): git is
- * told the one that is there (GIT_CONFIG_GLOBAL), or none (/dev/null), which is what it would
- * have read at the check; "missing" by the path as git resolves it (path_open: a ~/.config
- * that is a link into the workspace, git/config missing there). Not where the agent set
- * GIT_CONFIG_GLOBAL itself, but for a relative one, which git would read in the directory it
- * works in: none, then. */
-static int global_config(struct sup *u, struct req *q)
+/* git's global configuration, ~/.gitconfig and $XDG_CONFIG_HOME/git/config, where one was
+ * missing at the check and commands could make it (global_config_writable: a home in a
+ * writable root, protected, but a missing file cannot be held, and one made between the check
+ * and git's start would be read; missing by the path as git resolves it, a ~/.config that is
+ * a link into the workspace, git/config missing there): git is told the one that is there
+ * (GIT_CONFIG_GLOBAL), or none (/dev/null), which is what it would have read at the check.
+ * Not where the agent set GIT_CONFIG_GLOBAL itself, but for a relative one, which git would
+ * read in the directory it works in, or one missing where commands could make it: none,
+ * then. */
+static int global_config(struct req *q)
 {
-	/* A relative one: git reads it from the directory it works in, the commands' to write;
-	 * an absolute one that leads where commands can write is missing (one there was refused,
-	 * global_config_writable): none, for either. */
-	const char *global = env_of(q, "GIT_CONFIG_GLOBAL");
-	if (global)
-		return (global[0] == '/' && !path_open(u, global, NULL, 0)) ||
-		               rd_env_put(&q->env, "GIT_CONFIG_GLOBAL=/dev/null") == 0
-		           ? 0
-		           : -ENOMEM;
 	char files[2][PATH_MAX];
 	bool open;
 	size_t n = global_files(q, files, &open);
+	/* A relative GIT_CONFIG_GLOBAL: git reads it from the directory it works in, the
+	 * commands' to write; an absolute one missing where a command could make it (one there
+	 * that leads where commands can write was refused): none, for either. */
+	if (env_of(q, "GIT_CONFIG_GLOBAL"))
+		return !n || q->global_open[0]
+		           ? (rd_env_put(&q->env, "GIT_CONFIG_GLOBAL=/dev/null") < 0 ? -ENOMEM : 0)
+		           : 0;
 	if (open)
 		n = 0;
 	const char *there = NULL;
 	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-		/* One missing at the start (writable) counts as missing, there or not now: a
-		 * command may have made it (or makes it between this check and git's start). So
-		 * does one that leads where commands can write: were it there at the check before
-		 * (global_config_writable), it was refused; there now, a command made it since. */
-		bool made = writable(u, files[i]) || path_open(u, files[i], NULL, 0);
-		if (!made && lstat(files[i], &st) == 0)
+		if (q->global_there[i])
 			there = there ? there : files[i];
-		open = open || made;
+		open = open || q->global_open[i];
 	}
 	if (!open)
 		return 0;
@@ -1192,7 +1194,7 @@ int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n)
 	int r = runs ? gate_gits(u, q, runs, why, n) : 0;
 	if (r)
 		return r;
-	if (global_config(u, q) < 0)
+	if (global_config(q) < 0)
 		return -ENOMEM;
 	/* And git goes into no other repository of the workspace's (a submodule, a gitlink to
 	 * one a command made: its configuration's fsmonitor would run), runs no fsmonitor,
