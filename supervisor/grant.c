@@ -10,6 +10,7 @@
 #include "lib/sha256.h"
 #include "policy/rules.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -592,6 +593,40 @@ static const char *linked_repo(struct sup *u, const char *git, char *gd, char *c
 	return NULL;
 }
 
+/* A hook in hooks (a repository's .git/hooks, protected) that leads where commands can write:
+ * a symlink into the work tree, as projects install their hooks (.git/hooks/pre-commit ->
+ * ../../scripts/pre-commit), which git follows and runs. What it says into buf (n bytes), or
+ * NULL if none. Templates (NAME.sample) git never runs. */
+static const char *hook_open(struct sup *u, const char *hooks, char *buf, size_t n)
+{
+	DIR *d = opendir(hooks);
+	if (!d)
+		return errno == ENOENT || errno == ENOTDIR ? NULL : "has hooks runnerd cannot list";
+	const char *what = NULL;
+	size_t seen = 0;
+	for (struct dirent *e; !what && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		char hook[PATH_MAX], where[PATH_MAX];
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    (len > 7 && strcmp(e->d_name + len - 7, ".sample") == 0))
+			continue;
+		if (++seen > 1024) {
+			what = "has more hooks than runnerd looks at (1024)";
+			break;
+		}
+		if ((size_t)snprintf(hook, sizeof(hook), "%s/%s", hooks, e->d_name) >=
+		        sizeof(hook) ||
+		    path_open(u, hook, where, sizeof(where))) {
+			snprintf(buf, n,
+			         "has a hook, %s, that leads through %s, where commands can write",
+			         e->d_name, where);
+			what = buf;
+		}
+	}
+	closedir(d);
+	return what;
+}
+
 /* The git repository git would take for a command in dir: the nearest .git at or above it
  * (or a directory shaped as a bare repository on the way). Refused (why) when commands could
  * have written what git runs or reads from there. */
@@ -622,7 +657,7 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 		if (lstat(git, &st) == 0) {
 			const char *what = NULL;
 			bool is_dir = S_ISDIR(st.st_mode);
-			char gd[PATH_MAX + 8], common[PATH_MAX + 8];
+			char gd[PATH_MAX + 8], common[PATH_MAX + 8], hookwhat[2 * PATH_MAX + 128];
 			snprintf(gd, sizeof(gd), "%s", git);
 			snprintf(common, sizeof(common), "%s", git);
 			if (!is_dir) {
@@ -645,6 +680,9 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 						        ? "has hooks that commands can write"
 						        : "has a configuration commands can write";
 				}
+				snprintf(sub, sizeof(sub), "%s/hooks", git);
+				if (!what)
+					what = hook_open(u, sub, hookwhat, sizeof(hookwhat));
 				snprintf(sub, sizeof(sub), "%s/commondir", git);
 				if (!what && lstat(sub, &st) == 0)
 					what = "has a commondir, which names another repository's "
@@ -716,18 +754,24 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 			bool protectable = strstr(what, "hooks that") ||
 			                   strstr(what, "a configuration") ||
 			                   strstr(what, "not held in place");
+			const char *fix =
+			    what == hookwhat ? "put the hook's own file in .git/hooks (a link into "
+			                       "the work tree "
+			                       "runs what commands write), or grant git only for "
+			                       "subcommands that "
+			                       "run no hook"
+			    : protectable
+			        ? "protect that repository's .git/hooks/ and .git/config "
+			          "(sandbox.protect) from the session's start, or run the "
+			          "command elsewhere"
+			        : "run the command elsewhere, or where no secret is granted";
 			snprintf(
 			    why, n,
 			    "commands.rules[%zu] grants a secret to a command run in the git "
 			    "repository %s%s%s%s, which %s: a command could have put code there "
 			    "that git would run with the secret; %s",
 			    r->index, git, is_dir ? "" : " (its common directory ",
-			    is_dir ? "" : common, is_dir ? "" : ")", what,
-			    protectable ? "protect that repository's .git/hooks/ and .git/config "
-			                  "(sandbox.protect) from the session's start, or run "
-			                  "the command elsewhere"
-			                : "run the command elsewhere, or where no secret is "
-			                  "granted");
+			    is_dir ? "" : common, is_dir ? "" : ")", what, fix);
 			return EACCES;
 		}
 		if (errno != ENOENT && errno != ENOTDIR) {
@@ -1237,5 +1281,10 @@ int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n)
 		    rd_env_put(&q->env, ceiling) < 0)
 			return -ENOMEM;
 	}
+	/* No module of the directory it works in for a Python program git runs (a filter,
+	 * "python3 -m nbstripout", run in the top of the work tree, the commands' to write);
+	 * runnerd's git sets it for a program's git. */
+	if (is_git(q) && rd_env_put(&q->env, "PYTHONSAFEPATH=1") < 0)
+		return -ENOMEM;
 	return rd_env_put(&q->env, "GIT_ALLOW_PROTOCOL=https:http:ssh:git");
 }

@@ -1838,6 +1838,111 @@ def test_grant_git_lazy_fetch(tmp):
           "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-300:]))
 
 
+def test_grant_git_hook_link(tmp):
+    """A project's hook installed as a link into the work tree (.git/hooks/pre-commit ->
+    ../../scripts/pre-commit), as projects install them: .git/hooks is protected, but the
+    file the link leads to is the commands' to write. A command wrote a pre-commit there that
+    writes GH_TOKEN, and each granted commit ran it (the build before, a review's repro: 3
+    of 3). Now the grant is refused, audited with the hook and the fix."""
+    setup = granted_repo(tmp, "hooklink")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    os.makedirs(os.path.join(ws, "scripts"))
+    with open(os.path.join(ws, "scripts", "pre-commit"), "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(os.path.join(ws, "scripts", "pre-commit"), 0o755)
+    os.symlink("../../scripts/pre-commit", os.path.join(ws, ".git", "hooks", "pre-commit"))
+    common.open_to_all(ws)
+    os.chmod(os.path.join(ws, "scripts", "pre-commit"), 0o755)
+    leak = os.path.join(tmp, "leak-hooklink")
+    audit = os.path.join(tmp, "audit-hooklink.jsonl")
+    script = "; ".join([
+        "printf '#!/bin/sh\\necho \"$GH_TOKEN\" >> %s\\n' > scripts/pre-commit" % leak,
+        "for i in 1 2 3; do git commit -q --allow-empty -m c$i; echo rc=$?; done",
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script], audit=audit), env=env,
+                         cwd=ws, capture_output=True, text=True, timeout=120)
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    said = open(audit).read() if os.path.exists(audit) else ""
+    check("grant git hook link: a hook linked into the work tree runs nothing a command wrote "
+          "with the token, each commit refused (126), audited with the hook and the fix",
+          leaks == 0 and re.findall(r"^rc=(\d+)$", out.stdout, re.M) == ["126"] * 3 and
+          "has a hook, pre-commit, that leads through" in said and
+          "put the hook's own file in .git/hooks" in said,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], said[-300:]))
+
+
+def test_grant_git_exec_path(tmp):
+    """A granted program that sets where git finds its own programs (--exec-path=DIR, or
+    GIT_EXEC_PATH) sends git past runnerd's git-gate: a git of the work tree's ran with the
+    token (the build before, a review's repro: 8 runs), and with /usr/bin a submodule's
+    git status ran its filter. runnerd's git refuses both now, unless the directory's git is
+    runnerd's own."""
+    setup = granted_repo(tmp, "execpath", prog="env")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    leak = os.path.join(tmp, "leak-execpath")
+    common.open_to_all(ws)
+    script = "; ".join([
+        "mkdir -p evbin && printf '#!/bin/sh\\necho \"$GH_TOKEN\" >> %s\\n' > evbin/git && "
+        "chmod 755 evbin/git" % leak,
+        "env git --exec-path=evbin gc -q; echo opt_rc=$?",
+        "env GIT_EXEC_PATH=%s/evbin git gc -q; echo env_rc=$?" % ws,
+        "env git --exec-path >/dev/null; echo show_rc=$?",
+        "env git rev-parse --git-dir >/dev/null; echo plain_rc=$?",
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=120)
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    check("grant git exec path: a granted program's --exec-path=DIR and GIT_EXEC_PATH run no "
+          "git of a command's with the token, each refused (128)",
+          leaks == 0 and got.get("opt_rc") == "128" and got.get("env_rc") == "128",
+          "%d leaks: %r %s" % (leaks, got, out.stderr[-300:]))
+    check("grant git exec path: git --exec-path (which prints it) and plain git still run",
+          got.get("show_rc") == "0" and got.get("plain_rc") == "0",
+          repr(got) + out.stderr[-300:])
+
+
+def test_grant_git_python_filter(tmp):
+    """A filter a project set up as nbstripout --install does ("/usr/bin/python3" -m
+    nbstripout, in the protected .git/config): git runs it in the top of the work tree, and
+    python3 -m searches the directory it runs in first. A command wrote an nbstripout.py
+    there that writes GH_TOKEN, and a granted git status and git diff ran it (the build
+    before, a review's repro: 2 leaks). runnerd's gits set PYTHONSAFEPATH=1 now."""
+    setup = granted_repo(tmp, "pyfilter")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    python = shutil.which("python3")
+    subprocess.run(["git", "-C", ws, "config", "filter.nbstripout.clean",
+                    '"%s" -m nbstripout' % python], check=True)
+    with open(os.path.join(ws, ".gitattributes"), "w") as f:
+        f.write("*.ipynb filter=nbstripout\n")
+    with open(os.path.join(ws, "a.ipynb"), "w") as f:
+        f.write("{}\n")
+    subprocess.run(["git", "-C", ws, "add", "-A"], check=True)
+    subprocess.run(["git", "-C", ws, "commit", "-q", "-m", "nb"], check=True, env=genv)
+    common.open_to_all(ws)
+    leak = os.path.join(tmp, "leak-pyfilter")
+    script = "; ".join([
+        "printf 'import os, sys\\nopen(\"%s\", \"a\").write(os.environ.get(\"GH_TOKEN\", "
+        "\"\") + \"\\\\n\")\\nsys.stdout.write(sys.stdin.read())\\n' > nbstripout.py" % leak,
+        "echo '{ }' > a.ipynb",
+        "git status >/dev/null 2>&1; echo status_rc=$?",
+        "git diff >/dev/null 2>&1; echo diff_rc=$?",
+    ])
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=120)
+    leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
+    check("grant git python filter: a granted git status and diff import no module a command "
+          "wrote in the work tree with the token",
+          leaks == 0 and "status_rc=0" in out.stdout and "diff_rc=0" in out.stdout,
+          "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-300:]))
+
+
 def test_grant_git_worktree(tmp):
     """A linked worktree outside the writable roots (its .git file read-only to commands), of
     the workspace's repository: its git directory, .git/worktrees/NAME in the workspace, is
@@ -3121,7 +3226,7 @@ def main():
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
-             test_grant_git_include, test_grant_git_submodule, test_grant_git_lazy_fetch, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
+             test_grant_git_include, test_grant_git_submodule, test_grant_git_lazy_fetch, test_grant_git_hook_link, test_grant_git_exec_path, test_grant_git_python_filter, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
