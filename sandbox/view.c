@@ -127,8 +127,8 @@ static int readonly_tree(const char *path)
  *   repositories).
  * A clone is refused (commands can write the new repository's configuration while git makes
  * and reads it: a smudge filter, a credential helper), and so are --git-dir, --work-tree,
- * --bare and --exec-path=DIR, a GIT_EXEC_PATH whose git is not git_gate (the program's own:
- * git would run its own gits from there, unchecked), and the subcommands and long options a
+ * --bare and --exec-path=DIR (and GIT_EXEC_PATH is unset: git would run its own programs from
+ * where the program says, unchecked), and the subcommands and long options a
  * granted git is refused (a submodule's configuration is the commands' to write); init runs
  * unpinned. Then the real git (RUNNERD_GIT), with PYTHONSAFEPATH=1: a Python program git
  * runs (a filter, "python3 -m nbstripout") imports no module of the work tree, where git runs
@@ -148,14 +148,6 @@ static const char git_shim[] =
     "\texit 128\n"
     "}\n"
     "# A merge strategy is a program, git-merge-NAME: with a /, one of the work tree's.\n"
-    "# git's own programs: where git finds them, if set, holds runnerd's git-gate as git.\n"
-    "exec_path_ok() {\n"
-    "\tif [ -n \"${GIT_EXEC_PATH+1}\" ] &&\n"
-    "\t\t! [ \"$GIT_EXEC_PATH/git\" -ef \"" RD_VIEW_GIT_GATE "\" ]; then\n"
-    "\t\trefuse \"GIT_EXEC_PATH names where git would find the git it runs for itself,\" \\\n"
-    "\t\t\t\"not runnerd's\"\n"
-    "\tfi\n"
-    "}\n"
     "strategy_ok() {\n"
     "\tcase $1 in */*) refuse \"a merge strategy with a / is refused for a program that\" \\\n"
     "\t\t\"holds a secret\" ;;\n"
@@ -167,7 +159,9 @@ static const char git_shim[] =
     "fi\n"
     "# runnerd sets both; a program that took one away would have git checked by nothing.\n"
     "[ -n \"${RUNNERD_GIT_DIR-}\" ] || refuse \"RUNNERD_GIT_DIR is not set\"\n"
-    "exec_path_ok\n"
+    "# Where git finds its own programs: its own (git sets it for what it runs, as it would\n"
+    "# find it unset); one a program names would hold programs of its choosing.\n"
+    "unset GIT_EXEC_PATH\n"
     "# GIT_DIR, GIT_WORK_TREE and GIT_COMMON_DIR, set by the program, name a repository\n"
     "# runnerd did not check, as --git-dir would; the three this git set (a hook's git) pass,\n"
     "# all three as they were (one alone, git would take the rest from where it names).\n"
@@ -334,8 +328,9 @@ static const char git_shim[] =
     "done\n"
     "cd -- \"$here\" || exit 128\n"
     "# No module of the directory it works in for a Python program git runs (python3 -m NAME,\n"
-    "# a filter as nbstripout installs it): the work tree is the commands' to write.\n"
-    "export PYTHONSAFEPATH=1\n"
+    "# a filter as nbstripout installs it): the work tree is the commands' to write. No shell\n"
+    "# escape from git's pager.\n"
+    "export PYTHONSAFEPATH=1 LESSSECURE=1\n"
     "exec \"$RUNNERD_GIT\" \"$@\"\n";
 
 /* git's own git (RD_VIEW_GIT_GATE), over the git of its exec path in the view of a command a
@@ -352,8 +347,8 @@ static const char git_shim[] =
  * which cleared them to work in another repository) goes to git_shim, which takes the
  * checked repository at or under its top and refuses one commands can write elsewhere.
  * Where runnerd pinned no repository (git init; one the agent's environment names), git runs
- * none of its own. As git_shim, it refuses --exec-path=DIR and a GIT_EXEC_PATH whose git is
- * not this, and sets PYTHONSAFEPATH=1. */
+ * none of its own. As git_shim, it refuses --exec-path=DIR, unsets GIT_EXEC_PATH (git sets
+ * its own for what it runs), and sets PYTHONSAFEPATH=1. */
 static const char git_gate[] =
     "#!/bin/sh\n"
     "# runnerd: git's own git, for a command a rule grants a secret\n"
@@ -365,11 +360,7 @@ static const char git_gate[] =
     "# A built-in run by its dashed name (git-rev-parse, a link to git): its subcommand.\n"
     "name=${0##*/}\n"
     "case $name in git-[a-z]*) set -- \"${name#git-}\" \"$@\" ;; esac\n"
-    "if [ -n \"${GIT_EXEC_PATH+1}\" ] && ! [ \"$GIT_EXEC_PATH/git\" -ef \"" RD_VIEW_GIT_GATE
-    "\" ]; then\n"
-    "\trefuse \"GIT_EXEC_PATH names where git would find the git it runs for itself, not\" \\\n"
-    "\t\t\"runnerd's\"\n"
-    "fi\n"
+    "unset GIT_EXEC_PATH\n"
     "# A git cleared of them (a hook that works in another repository clears them, as\n"
     "# githooks(5) says) is judged as a granted program's git is.\n"
     "if [ -z \"${GIT_DIR+1}${GIT_WORK_TREE+1}${GIT_COMMON_DIR+1}\" ]; then\n"
@@ -397,8 +388,9 @@ static const char git_gate[] =
     "\tesac\n"
     "done\n"
     "# No module of the directory it works in for a Python program git runs (python3 -m NAME,\n"
-    "# a filter as nbstripout installs it): the work tree is the commands' to write.\n"
-    "export PYTHONSAFEPATH=1\n"
+    "# a filter as nbstripout installs it): the work tree is the commands' to write. No shell\n"
+    "# escape from git's pager.\n"
+    "export PYTHONSAFEPATH=1 LESSSECURE=1\n"
     "exec \"$RUNNERD_GIT\" \"$@\"\n";
 
 /* The script text at path, mode 0755. */

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
@@ -593,10 +594,54 @@ static const char *linked_repo(struct sup *u, const char *git, char *gd, char *c
 	return NULL;
 }
 
-/* A hook in hooks (a repository's .git/hooks, protected) that leads where commands can write:
+/* What the hook at path (a file that leads nowhere commands can write) runs from where they
+ * can, into buf (n bytes), or NULL: its #! interpreter, by a relative path (git runs hooks in
+ * the top of the work tree) or one that leads where commands can write; or the hook manager
+ * that wrote it, which runs what the work tree's configuration names (the pre-commit
+ * framework's .pre-commit-config.yaml, lefthook.yml, husky's .husky/, overcommit's
+ * .overcommit.yml). A hook that runs a file of the work tree by its own code is not seen. */
+static const char *hook_runs(struct sup *u, const char *path, const char *name, char *buf, size_t n)
+{
+	static const char *const managers[] = {"pre-commit.com", "lefthook", "husky", "overcommit"};
+	char text[65536], interp[PATH_MAX], where[PATH_MAX];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t len = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (len < 0) {
+		snprintf(buf, n, "has a hook, %s, runnerd cannot read", name);
+		return buf;
+	}
+	text[len] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(managers); i++)
+		if (memmem(text, (size_t)len, managers[i], strlen(managers[i]))) {
+			snprintf(buf, n,
+			         "has a hook, %s, of a hook manager (%s), which runs what the work "
+			         "tree's configuration names",
+			         name, managers[i]);
+			return buf;
+		}
+	if (len < 2 || text[0] != '#' || text[1] != '!')
+		return NULL;
+	const char *c = text + 2 + strspn(text + 2, " \t");
+	size_t il = strcspn(c, " \t\r\n");
+	if (il >= sizeof(interp))
+		il = sizeof(interp) - 1;
+	memcpy(interp, c, il);
+	interp[il] = '\0';
+	if (interp[0] != '/' || path_open(u, interp, where, sizeof(where))) {
+		snprintf(buf, n, "has a hook, %s, whose interpreter %s %s where commands can write",
+		         name, interp, interp[0] != '/' ? "is found in the work tree," : "leads");
+		return buf;
+	}
+	return NULL;
+}
+
+/* A hook in hooks (a repository's .git/hooks, protected) that runs what commands can write:
  * a symlink into the work tree, as projects install their hooks (.git/hooks/pre-commit ->
- * ../../scripts/pre-commit), which git follows and runs. What it says into buf (n bytes), or
- * NULL if none. Templates (NAME.sample) git never runs. */
+ * ../../scripts/pre-commit), which git follows and runs; a hard link (a name of the file may
+ * lie in the work tree); or what hook_runs finds. What it says into buf (n bytes), or NULL if
+ * none. Templates (NAME.sample) git never runs. */
 static const char *hook_open(struct sup *u, const char *hooks, char *buf, size_t n)
 {
 	DIR *d = opendir(hooks);
@@ -607,6 +652,7 @@ static const char *hook_open(struct sup *u, const char *hooks, char *buf, size_t
 	for (struct dirent *e; !what && (e = readdir(d));) {
 		size_t len = strlen(e->d_name);
 		char hook[PATH_MAX], where[PATH_MAX];
+		struct stat st;
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
 		    (len > 7 && strcmp(e->d_name + len - 7, ".sample") == 0))
 			continue;
@@ -621,6 +667,14 @@ static const char *hook_open(struct sup *u, const char *hooks, char *buf, size_t
 			         "has a hook, %s, that leads through %s, where commands can write",
 			         e->d_name, where);
 			what = buf;
+		} else if (stat(hook, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1) {
+			snprintf(buf, n,
+			         "has a hook, %s, with %ju names (a hard link: one may lie where "
+			         "commands can write)",
+			         e->d_name, (uintmax_t)st.st_nlink);
+			what = buf;
+		} else if (stat(hook, &st) == 0 && S_ISREG(st.st_mode)) {
+			what = hook_runs(u, hook, e->d_name, buf, n);
 		}
 	}
 	closedir(d);
@@ -671,10 +725,12 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 					what = "lies where commands can write, and is not held in "
 					       "place: a command could put a repository of its own "
 					       "there between this check and git's start";
+				/* By where they lead, too (a hooks directory that is a link
+				 * into /tmp, of a repository outside the writable roots). */
 				static const char *const inside[] = {"hooks", "config"};
 				for (size_t i = 0; !what && i < ARRAY_SIZE(inside); i++) {
 					snprintf(sub, sizeof(sub), "%s/%s", git, inside[i]);
-					if (writable(u, sub))
+					if (path_open(u, sub, NULL, 0))
 						what =
 						    i == 0
 						        ? "has hooks that commands can write"
@@ -1282,9 +1338,10 @@ int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n)
 			return -ENOMEM;
 	}
 	/* No module of the directory it works in for a Python program git runs (a filter,
-	 * "python3 -m nbstripout", run in the top of the work tree, the commands' to write);
-	 * runnerd's git sets it for a program's git. */
-	if (is_git(q) && rd_env_put(&q->env, "PYTHONSAFEPATH=1") < 0)
+	 * "python3 -m nbstripout", run in the top of the work tree, the commands' to write), and
+	 * no shell escape from git's pager; runnerd's git sets them for a program's git. */
+	if (is_git(q) && (rd_env_put(&q->env, "PYTHONSAFEPATH=1") < 0 ||
+	                  rd_env_put(&q->env, "LESSSECURE=1") < 0))
 		return -ENOMEM;
 	return rd_env_put(&q->env, "GIT_ALLOW_PROTOCOL=https:http:ssh:git");
 }
