@@ -67,11 +67,12 @@ void rd_profile_mark_grants(const struct rd_env_config *env, struct rd_profile *
 }
 
 const struct rd_strv rd_grant_pinned_names = {
-    .v = (char *[]){"PATH",    "HOME",      "XDG_*",   "GIT_*",   "MAKEFLAGS",     "MFLAGS",
-                    "PAGER",   "EDITOR",    "VISUAL",  "SHELL",   "GH_PAGER",      "GH_BROWSER",
-                    "BROWSER", "GH_EDITOR", "GH_HOST", "GH_REPO", "GH_CONFIG_DIR", "GH_PATH",
-                    "LESS*",   "*_ASKPASS", NULL},
-    .n = 20,
+    .v = (char *[]){"PATH",    "HOME",      "XDG_*",     "GIT_*",    "MAKEFLAGS",     "MFLAGS",
+                    "PAGER",   "EDITOR",    "VISUAL",    "SHELL",    "GH_PAGER",      "GH_BROWSER",
+                    "BROWSER", "GH_EDITOR", "GH_HOST",   "GH_REPO",  "GH_CONFIG_DIR", "GH_PATH",
+                    "LESS*",   "*_ASKPASS", "LANG",      "LANGUAGE", "LC_*",          "TZ",
+                    "NLSPATH", "LOCPATH",   "TERMINFO*", NULL},
+    .n = 27,
 };
 
 /* git's options that run another program, or read another configuration or repository, as

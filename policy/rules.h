@@ -83,7 +83,11 @@ void rd_profile_mark_grants(const struct rd_env_config *env, struct rd_profile *
  * elsewhere (PATH the programs it starts by name, HOME and XDG_* its config files, GIT_*
  * git's, MAKEFLAGS make's, PAGER, EDITOR, VISUAL, SHELL, BROWSER, LESS* and *_ASKPASS what
  * it starts; gh's GH_PAGER, GH_BROWSER, GH_EDITOR, GH_PATH (its git credential helper) and
- * GH_CONFIG_DIR (its aliases) likewise, GH_HOST and GH_REPO where its token goes). */
+ * GH_CONFIG_DIR (its aliases) likewise, GH_HOST and GH_REPO where its token goes; LANG,
+ * LANGUAGE, LC_*, NLSPATH and LOCPATH the message catalogs and locale data it loads, by a path
+ * (LANGUAGE=../../../tmp/x has gettext take /tmp/x/LC_MESSAGES/git.mo: a command's catalog,
+ * whose translations are format strings that print the program's environment), TZ and
+ * TERMINFO* the zone and terminal files it loads). */
 extern const struct rd_strv rd_grant_pinned_names;
 
 /* For a command that a rule grants a secret: does argv (of the program at resolved) ask it to

@@ -27,6 +27,7 @@ import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -1982,6 +1983,63 @@ def test_grant_git_python_filter(tmp):
           "%d leaks: %s %s" % (leaks, out.stdout[-200:], out.stderr[-300:]))
 
 
+def mo_file(path, messages):
+    """A gettext catalog (GNU .mo, little-endian) at path: messages maps each msgid to its
+    msgstr; the header entry says UTF-8."""
+    entries = sorted(dict(messages, **{"": "Content-Type: text/plain; charset=UTF-8\n"})
+                     .items())
+    ids = [k.encode() for k, _ in entries]
+    strs = [v.encode() for _, v in entries]
+    n = len(entries)
+    head = 28
+    data_at = head + 16 * n
+    blob, tables = b"", []
+    for group in (ids, strs):
+        table = []
+        for b in group:
+            table.append((len(b), data_at + len(blob)))
+            blob += b + b"\0"
+        tables.append(table)
+    out = struct.pack("<7I", 0x950412de, 0, n, head, head + 8 * n, 0, data_at)
+    for table in tables:
+        for length, offset in table:
+            out += struct.pack("<2I", length, offset)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(out + blob)
+
+
+def test_grant_git_locale(tmp):
+    """LANGUAGE is passed to commands (base_allow), and gettext takes a catalog by a path built
+    from it, .. included: LANGUAGE=../../../tmp/x has git load /tmp/x/LC_MESSAGES/git.mo, which
+    a command wrote. git prints its messages through their translations as format strings: a
+    review's catalog made a granted git checkout print git's whole environment, GH_TOKEN with
+    it. Here the translation only marks the message (the build before printed the mark, both
+    for a granted git and through a granted program's git). Now a granted command gets the
+    locale variables as the agent had them at its start."""
+    setup = granted_repo(tmp, "locale")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    if not os.path.isdir("/usr/share/locale"):
+        common.skip_part("grant git locale: /usr/share/locale is needed")
+        return
+    msg = "pathspec '%s' did not match any file(s) known to git"
+    mo_file(os.path.join(tmp, "loc", "LC_MESSAGES", "git.mo"), {msg: "RDMARK(%s)"})
+    common.open_to_all(tmp)
+    language = "../../.." + os.path.join(tmp, "loc")
+    other = grant_profile(tmp, "locale-env", os.path.realpath(shutil.which("env")))
+    for name, profile, git in (("git", prof, "git"), ("program", other, "env git")):
+        script = "LANG=C.UTF-8 LC_ALL= LANGUAGE=%s %s checkout nosuch; echo rc=$?" % (
+            language, git)
+        out = subprocess.run(runnerd_cmd(profile, ["bash", "-c", script]), env=env, cwd=ws,
+                             capture_output=True, text=True, timeout=60)
+        check("grant git locale (%s): a granted git takes no message catalog a command wrote "
+              "(a LANGUAGE with ..)" % name,
+              "RDMARK" not in out.stderr and "did not match" in out.stderr and
+              "rc=1" in out.stdout, out.stdout[-200:] + out.stderr[-300:])
+
+
 def test_grant_git_worktree(tmp):
     """A linked worktree outside the writable roots (its .git file read-only to commands), of
     the workspace's repository: its git directory, .git/worktrees/NAME in the workspace, is
@@ -3265,7 +3323,7 @@ def main():
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
-             test_grant_git_include, test_grant_git_submodule, test_grant_git_lazy_fetch, test_grant_git_hook_link, test_grant_git_exec_path, test_grant_git_python_filter, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
+             test_grant_git_include, test_grant_git_submodule, test_grant_git_lazy_fetch, test_grant_git_hook_link, test_grant_git_exec_path, test_grant_git_python_filter, test_grant_git_locale, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,
