@@ -12,8 +12,9 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD_DEPS := gcc make cmake pkg-config libseccomp-dev libcap-dev libjansson-dev libcmocka-dev
 # npm and g++: node-pty (tests/integration/npm-deps.sh) builds its native part on Linux. npm
 # only if no npm is there: NodeSource's nodejs brings its own, which Debian's would conflict with.
+# gh: the GitHub CLI, a program the docs' example rule grants a secret (security.py).
 TEST_DEPS  := $(BUILD_DEPS) python3 libpython3.11-testsuite nodejs busybox-static procps \
-              bubblewrap socat \
+              bubblewrap socat gh \
               clang libclang-rt-14-dev clang-format tmux python3-pexpect musl-tools g++ \
               $(if $(shell command -v npm 2>/dev/null),,npm)
 

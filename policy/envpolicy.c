@@ -259,15 +259,21 @@ void rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char
 		if (!v->passed)
 			continue;
 		char *e = r->envp[k++];
-		char name[256];
-		if (v->name_len < sizeof(name)) {
-			memcpy(name, v->entry, v->name_len);
-			name[v->name_len] = '\0';
+		/* The name, however long: one that does not fit in memory is not passed. */
+		char small[256], *big = NULL;
+		const char *name = small;
+		if (v->name_len >= sizeof(small)) {
+			name = big = strndup(v->entry, v->name_len);
+		} else {
+			memcpy(small, v->entry, v->name_len);
+			small[v->name_len] = '\0';
 		}
-		if (v->name_len < sizeof(name) && rd_glob_match_any(names, name)) {
+		bool oom = !name, pin = oom || rd_glob_match_any(names, name);
+		free(big);
+		if (pin) {
 			char *was = NULL;
-			for (size_t s = 0; start && start[s] && !was; s++)
-				if (strncmp(start[s], name, v->name_len) == 0 &&
+			for (size_t s = 0; start && !oom && start[s] && !was; s++)
+				if (strncmp(start[s], v->entry, v->name_len) == 0 &&
 				    start[s][v->name_len] == '=')
 					was = start[s];
 			if (!was) {

@@ -71,8 +71,8 @@ const struct rd_strv rd_grant_pinned_names = {
                     "PAGER",   "EDITOR",    "VISUAL",    "SHELL",    "GH_PAGER",      "GH_BROWSER",
                     "BROWSER", "GH_EDITOR", "GH_HOST",   "GH_REPO",  "GH_CONFIG_DIR", "GH_PATH",
                     "LESS*",   "*_ASKPASS", "LANG",      "LANGUAGE", "LC_*",          "TZ",
-                    "NLSPATH", "LOCPATH",   "TERMINFO*", NULL},
-    .n = 27,
+                    "NLSPATH", "LOCPATH",   "TERMINFO*", "*_PROXY",  "*_proxy",       NULL},
+    .n = 29,
 };
 
 /* git's options that run another program, or read another configuration or repository, as

@@ -87,7 +87,9 @@ void rd_profile_mark_grants(const struct rd_env_config *env, struct rd_profile *
  * LANGUAGE, LC_*, NLSPATH and LOCPATH the message catalogs and locale data it loads, by a path
  * (LANGUAGE=../../../tmp/x has gettext take /tmp/x/LC_MESSAGES/git.mo: a command's catalog,
  * whose translations are format strings that print the program's environment), TZ and
- * TERMINFO* the zone and terminal files it loads). */
+ * TERMINFO* the zone and terminal files it loads; *_PROXY and *_proxy where its requests go: a
+ * granted gh sent its token in the clear, to http://api.github.localhost, through a proxy a
+ * command ran). */
 extern const struct rd_strv rd_grant_pinned_names;
 
 /* For a command that a rule grants a secret: does argv (of the program at resolved) ask it to

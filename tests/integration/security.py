@@ -2040,6 +2040,69 @@ def test_grant_git_locale(tmp):
               "rc=1" in out.stdout, out.stdout[-200:] + out.stderr[-300:])
 
 
+LOGGING_PROXY = r"""import socket, sys
+# A proxy that writes each request's head to sys.argv[2], answers 502, and says its port in
+# sys.argv[1] once it listens.
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+__import__("os").rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    c, _ = s.accept()
+    c.settimeout(5)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            d = c.recv(4096)
+            if not d:
+                break
+            data += d
+    except OSError:
+        pass
+    with open(sys.argv[2], "ab") as f:
+        f.write(data)
+    c.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    c.close()
+"""
+
+
+def test_grant_gh_proxy(tmp):
+    """HTTP_PROXY is passed to commands (base_allow), and a granted gh took the caller's: gh
+    gives GH_TOKEN to github.localhost too, and talks to it in the clear
+    (http://api.github.localhost), so gh api --hostname github.localhost sent the token to a
+    proxy a command ran (the build before, a review's repro). Now a granted command gets the
+    proxies as the agent had them at its start."""
+    gh = shutil.which("gh")
+    if not gh:
+        common.skip_part("grant gh proxy: gh (Debian's GitHub CLI) is needed")
+        return
+    os.chmod(tmp, 0o755)
+    token = "ghp_proxy_%s" % os.urandom(6).hex()
+    prof = grant_profile(tmp, "ghproxy", os.path.realpath(gh))
+    proxy, port, log = (os.path.join(tmp, n) for n in ("proxy.py", "proxy.port", "proxy.log"))
+    with open(proxy, "w") as f:
+        f.write(LOGGING_PROXY)
+    common.open_to_all(tmp)
+    script = "\n".join([
+        "python3 %s %s %s >/dev/null 2>&1 &" % (proxy, port, log),
+        "for i in $(seq 100); do [ -e %s ] && break; sleep 0.1; done" % port,
+        # gh is the agent's own exec (not a child of timeout's sandbox): the grant applies.
+        "HTTP_PROXY=http://127.0.0.1:$(cat %s) http_proxy=http://127.0.0.1:$(cat %s) "
+        "gh api --hostname github.localhost user >/dev/null 2>&1; echo rc=$?" % (port, port),
+        "kill %1",
+    ])
+    env = base_env()
+    env["GH_TOKEN"] = token
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=tmp,
+                         capture_output=True, text=True, timeout=120)
+    seen = open(log, "rb").read().decode(errors="replace") if os.path.exists(log) else ""
+    check("grant gh proxy: a granted gh sends its token to no proxy a command runs (the "
+          "caller's HTTP_PROXY does not reach it)",
+          token not in seen and "rc=" in out.stdout and os.path.exists(port),
+          "%s %s %s" % (seen[-300:], out.stdout[-200:], out.stderr[-300:]))
+
+
 def test_grant_git_worktree(tmp):
     """A linked worktree outside the writable roots (its .git file read-only to commands), of
     the workspace's repository: its git directory, .git/worktrees/NAME in the workspace, is
@@ -3323,7 +3386,7 @@ def main():
              test_grant_git_config, test_grant_git_race, test_grant_git_helpers,
              test_grant_git_state, test_grant_git_late_repo, test_grant_git_hooks, test_grant_git_worktree,
              test_grant_git_missing_config, test_runnerd_git, test_grant_git_global_link,
-             test_grant_git_include, test_grant_git_submodule, test_grant_git_lazy_fetch, test_grant_git_hook_link, test_grant_git_exec_path, test_grant_git_python_filter, test_grant_git_locale, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
+             test_grant_git_include, test_grant_git_submodule, test_grant_git_lazy_fetch, test_grant_git_hook_link, test_grant_git_exec_path, test_grant_git_python_filter, test_grant_git_locale, test_grant_gh_proxy, test_grant_other_git_prefixes, test_grant_other_git_env, test_grant_path_link, test_grant_no_sh, test_grant_git_pull_rebase,
              test_grant_other_git,
              test_agent_relaunch_env,
              test_agent_programs,

@@ -1155,6 +1155,32 @@ static void test_pin_start(void **state)
 	rd_env_result_free(&r);
 }
 
+/* A name longer than the pin's buffer is matched all the same (it was passed unpinned). */
+static const struct rd_profile prof_long = {.name = "long", .commands_env_allow = STRV("LONG_*")};
+
+static void test_pin_start_long(void **state)
+{
+	(void)state;
+	char entry[400];
+	memset(entry, 'X', sizeof(entry) - 1);
+	memcpy(entry, "LONG_", 5);
+	entry[300] = '=';
+	entry[sizeof(entry) - 1] = '\0';
+	char *envp[] = {entry, "TERM=xterm", NULL};
+	char *start[] = {"TERM=xterm", NULL};
+	const struct rd_strv names = STRV("LONG_*");
+	struct rd_env_result r;
+	struct rd_error err = {0};
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_long, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
+	assert_int_equal(r.n_env, 2);
+	rd_env_pin_start(&r, &names, start);
+	assert_int_equal(r.n_env, 1);
+	assert_string_equal(r.envp[0], "TERM=xterm");
+	assert_int_equal(verdict_of(&r, "TERM")->passed, true);
+	rd_env_result_free(&r);
+}
+
 /* runnerd's own value: in place of the variable of that name, or added at the end. */
 static void test_env_put(void **state)
 {
@@ -1299,6 +1325,7 @@ int main(void)
 	    cmocka_unit_test(test_secret_values),
 	    cmocka_unit_test(test_proxy_userinfo),
 	    cmocka_unit_test(test_pin_start),
+	    cmocka_unit_test(test_pin_start_long),
 	    cmocka_unit_test(test_env_put),
 	    cmocka_unit_test(test_max_keys),
 	    cmocka_unit_test(test_max_bytes),
