@@ -2816,6 +2816,29 @@ def test_deputies(tmp):
             os.rmdir(tdir)
 
 
+def test_krb5_cache(tmp):
+    """The Kerberos ticket cache kinit writes by default, /tmp/krb5cc_UID, is a credential in a
+    writable root, readable by every command (a review: it was in no mask). The shipped
+    runner.json masks it."""
+    uid = os.getuid()
+    cache = "/tmp/krb5cc_%d" % uid
+    made = not os.path.lexists(cache)
+    canary = "krb5-canary-%s" % os.urandom(6).hex()
+    if made:
+        fd = os.open(cache, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, canary.encode())
+        os.close(fd)
+    try:
+        out = subprocess.run(runnerd_cmd("generic", ["sh", "-c", "cat %s; echo rc=$?" % cache]),
+                             env=base_env(), capture_output=True, text=True, timeout=60)
+        check("masks: a command reads nothing of /tmp/krb5cc_UID",
+              "rc=0" in out.stdout and out.stdout.strip() == "rc=0" and canary not in out.stdout,
+              out.stdout[-200:] + out.stderr[-200:])
+    finally:
+        if made:
+            os.unlink(cache)
+
+
 def test_mask_setup_race(tmp):
     """A secret appears at a masked path while the next spare sandbox is putting its masks in
     place: no later command may read it (the spare must not be used as it is)."""
@@ -3391,7 +3414,7 @@ def main():
              test_agent_relaunch_env,
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
-             test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
+             test_deputies, test_krb5_cache, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
