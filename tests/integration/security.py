@@ -672,7 +672,9 @@ def race_grant(tmp, prof, env, genv, top, kind, at, sub, cmd, n=40):
         "sh -c \"%s\" >/dev/null 2>&1 &" % loop,
         "sleep 0.2",
         "for i in $(seq %d); do %s 2>/dev/null; done; echo runs=done" % (n, cmd),
-        "kill %%1; wait; rm -rf %s" % clean,
+        # The loop's last mv may outlive its shell (what a command starts lives for the
+        # session), and put a .git back after one rm: a few rounds, apart.
+        "kill %%1; wait; for i in 1 2 3 4 5; do rm -rf %s; sleep 0.1; done" % clean,
     ])
     out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=top,
                          capture_output=True, text=True, timeout=300)
