@@ -673,7 +673,9 @@ static const char *hook_open(struct sup *u, const char *hooks, char *buf, size_t
 			         "commands can write)",
 			         e->d_name, (uintmax_t)st.st_nlink);
 			what = buf;
-		} else if (stat(hook, &st) == 0 && S_ISREG(st.st_mode)) {
+		} else if (stat(hook, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
+			/* (git runs none that is not executable: a pre-commit.legacy the
+			 * framework set aside, a README.) */
 			what = hook_runs(u, hook, e->d_name, buf, n);
 		}
 	}

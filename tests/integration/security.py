@@ -1906,6 +1906,16 @@ def test_grant_git_hook_link(tmp):
         if os.path.exists(leak):
             os.unlink(leak)
     os.unlink(hook)
+    # What git does not run, a file that is not executable (pre-commit.legacy, which the
+    # framework sets aside), refuses nothing.
+    with open(hook + ".legacy", "w") as f:
+        f.write(manager)
+    os.chmod(hook + ".legacy", 0o644)
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", "git commit -q --allow-empty -m l; "
+                                            "echo rc=$?"]),
+                         env=env, cwd=ws, capture_output=True, text=True, timeout=60)
+    check("grant git hook link: a hook file git does not run (not executable) refuses nothing",
+          "rc=0" in out.stdout, out.stdout[-200:] + out.stderr[-300:])
 
 
 def test_grant_git_exec_path(tmp):
