@@ -251,7 +251,7 @@ static char *without_userinfo(const char *entry, size_t name_len, bool *oom)
 	return out;
 }
 
-void rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char *const *start)
+int rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char *const *start)
 {
 	size_t k = 0, n = 0, bytes = 0;
 	for (size_t i = 0; i < r->n_verdicts; i++) {
@@ -282,6 +282,22 @@ void rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char
 				v->pattern = NULL;
 				continue;
 			}
+			/* A proxy's start value as commands get it: without its user and password
+			 * (the agent's block keeps them). */
+			if (proxy_name(was, v->name_len)) {
+				char *bare = without_userinfo(was, v->name_len, &oom);
+				char **owned =
+				    bare ? realloc(r->owned, (r->n_owned + 1) * sizeof(char *))
+				         : NULL;
+				if (oom || (bare && !owned)) {
+					free(bare);
+					return -ENOMEM;
+				}
+				if (bare) {
+					r->owned = owned;
+					r->owned[r->n_owned++] = was = bare;
+				}
+			}
 			if (strcmp(was, e) != 0) {
 				e = was;
 				v->pinned = true;
@@ -293,6 +309,7 @@ void rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char
 	r->envp[n] = NULL;
 	r->n_env = n;
 	r->bytes = bytes;
+	return 0;
 }
 
 int rd_env_put(struct rd_env_result *r, const char *entry)

@@ -109,9 +109,11 @@ int rd_env_secret_entries(const struct rd_env_result *r, struct rd_strv *out) _w
 void rd_env_result_free(struct rd_env_result *r);
 
 /* For a command that a rule grants a secret: every passed variable whose name matches names
- * gets the value the agent had at its start (start, "NAME=value", which must outlive r), or is
- * stripped (RD_ENV_DENIED_GRANT) if the agent had none. */
-void rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char *const *start);
+ * gets the value the agent had at its start (start, "NAME=value", which must outlive r), a
+ * proxy's without its user and password, or is stripped (RD_ENV_DENIED_GRANT) if the agent had
+ * none. Returns 0, or -ENOMEM (r is then only to be freed). */
+int rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names,
+                     char *const *start) _wur_;
 
 /* Every entry of r whose text starts with prefix ("NAME=" for one name) taken out. */
 void rd_env_drop_prefix(struct rd_env_result *r, const char *prefix);

@@ -532,8 +532,9 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 		r = sup_grant_target(u, q, why_file, sizeof(why_file));
 		if (r)
 			return refuse(x, r, "%s", why_file);
-		if (rule->grants_secret)
-			rd_env_pin_start(&q->env, &rd_grant_pinned_names, u->s->agent_env);
+		if (rule->grants_secret &&
+		    rd_env_pin_start(&q->env, &rd_grant_pinned_names, u->s->agent_env) < 0)
+			return refuse(x, ENOMEM, "out of memory");
 		r = sup_grant_reads(u, q, why_file, sizeof(why_file));
 		if (r)
 			return refuse(x, r, "%s", why_file);

@@ -1142,7 +1142,7 @@ static void test_pin_start(void **state)
 	struct rd_error err = {0};
 	assert_int_equal(
 	    rd_env_build(&cfg_default, &prof_empty, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
-	rd_env_pin_start(&r, &names, start);
+	assert_int_equal(rd_env_pin_start(&r, &names, start), 0);
 	assert_string_equal(out_value(&r, "HOME"), "/home/dev");
 	assert_true(verdict_of(&r, "HOME")->pinned);
 	assert_null(out_value(&r, "XDG_CONFIG_HOME"));
@@ -1174,10 +1174,21 @@ static void test_pin_start_long(void **state)
 	assert_int_equal(
 	    rd_env_build(&cfg_default, &prof_long, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
 	assert_int_equal(r.n_env, 2);
-	rd_env_pin_start(&r, &names, start);
+	assert_int_equal(rd_env_pin_start(&r, &names, start), 0);
 	assert_int_equal(r.n_env, 1);
 	assert_string_equal(r.envp[0], "TERM=xterm");
 	assert_int_equal(verdict_of(&r, "TERM")->passed, true);
+	rd_env_result_free(&r);
+	/* And one the agent had at its start: its start value. */
+	char was[400];
+	memcpy(was, entry, sizeof(was));
+	was[sizeof(was) - 2] = 'Y';
+	char *start2[] = {was, NULL};
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_long, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
+	assert_int_equal(rd_env_pin_start(&r, &names, start2), 0);
+	assert_int_equal(r.n_env, 2);
+	assert_string_equal(r.envp[0], was);
 	rd_env_result_free(&r);
 }
 
@@ -1208,6 +1219,29 @@ static const struct rd_profile prof_proxy = {
         STRV("HTTP_PROXY", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "FTP_PROXY", "NO_PROXY"),
     .agent_env_allow = STRV("HTTPS_PROXY"),
 };
+
+/* A proxy pinned to the agent's start value gets it without its user and password, as every
+ * command gets a proxy. */
+static void test_pin_start_proxy(void **state)
+{
+	(void)state;
+	char *envp[] = {"HTTPS_PROXY=http://127.0.0.1:9/", "https_proxy=http://p:3128", NULL};
+	char *start[] = {"HTTPS_PROXY=http://bob:hunter2@proxy:3128", "https_proxy=http://p:3128",
+	                 NULL};
+	const struct rd_strv names = STRV("*_PROXY", "*_proxy");
+	struct rd_env_result r;
+	struct rd_error err = {0};
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_proxy, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
+	assert_int_equal(rd_env_pin_start(&r, &names, start), 0);
+	assert_string_equal(out_value(&r, "HTTPS_PROXY"), "http://proxy:3128");
+	assert_true(verdict_of(&r, "HTTPS_PROXY")->pinned);
+	assert_string_equal(out_value(&r, "https_proxy"), "http://p:3128");
+	assert_false(verdict_of(&r, "https_proxy")->pinned);
+	assert_int_equal(r.bytes,
+	                 strlen("HTTPS_PROXY=http://proxy:3128 https_proxy=http://p:3128") + 1);
+	rd_env_result_free(&r);
+}
 
 /* At the command level, a proxy URL's user and password are removed; the agent keeps them. */
 static void test_proxy_userinfo(void **state)
@@ -1326,6 +1360,7 @@ int main(void)
 	    cmocka_unit_test(test_proxy_userinfo),
 	    cmocka_unit_test(test_pin_start),
 	    cmocka_unit_test(test_pin_start_long),
+	    cmocka_unit_test(test_pin_start_proxy),
 	    cmocka_unit_test(test_env_put),
 	    cmocka_unit_test(test_max_keys),
 	    cmocka_unit_test(test_max_bytes),
