@@ -111,6 +111,21 @@ static int readonly_tree(const char *path)
 	return r;
 }
 
+/* What runnerd's two gits share (git_shim, git_gate): */
+/* - their refusal, on stderr, with git's status for a usage error; */
+#define SH_REFUSE                                                                                  \
+	"refuse() {\n"                                                                             \
+	"\techo \"runnerd: git: $*; run git there without the secret\" >&2\n"                      \
+	"\texit 128\n"                                                                             \
+	"}\n"
+/* - git's options before the subcommand whose value is the next argument (but -c, -C); */
+#define SH_VALUE_OPTS "--namespace | --super-prefix | --config-env | --attr-source | --shallow-file"
+/* - the environment the real git gets: no module of the directory it works in for a Python
+ *   program git runs (python3 -m NAME, a filter as nbstripout installs it: the work tree is the
+ *   commands' to write), no shell escape from git's pager (supervisor/grant.c sets the same
+ *   for a granted git). */
+#define SH_SAFE_ENV "export PYTHONSAFEPATH=1 LESSSECURE=1\n"
+
 /* git for a program a rule grants a secret (RD_VIEW_BIN_DIR; supervisor/grant.c sets what it
  * reads). Where git is to work (the directory it runs in, then each -C), known by where it
  * is, not by a name a command may rename:
@@ -142,11 +157,7 @@ static const char git_shim[] =
     "\t[ ${#n} -ge \"$3\" ] || return 1\n"
     "\tcase $2 in \"$n\"*) return 0 ;; esac\n"
     "\treturn 1\n"
-    "}\n"
-    "refuse() {\n"
-    "\techo \"runnerd: git: $*; run git there without the secret\" >&2\n"
-    "\texit 128\n"
-    "}\n"
+    "}\n" SH_REFUSE
     "# A merge strategy is a program, git-merge-NAME: with a /, one of the work tree's.\n"
     "strategy_ok() {\n"
     "\tcase $1 in */*) refuse \"a merge strategy with a / is refused for a program that\" \\\n"
@@ -189,7 +200,7 @@ static const char git_shim[] =
     "\t--git-dir | --git-dir=* | --work-tree | --work-tree=* | --bare | --exec-path=*)\n"
     "\t\trefuse \"$a names a repository runnerd did not check for this program,\" \\\n"
     "\t\t\t\"which holds a secret\" ;;\n"
-    "\t-c | --namespace | --super-prefix | --config-env | --attr-source | --shallow-file)\n"
+    "\t-c | " SH_VALUE_OPTS ")\n"
     "\t\tskip=1 ;;\n"
     "\t-*) ;;\n"
     "\t*) sub=$a; break ;;\n"
@@ -319,19 +330,14 @@ static const char git_shim[] =
     "\tif [ -n \"$skip\" ]; then skip=; set -- \"$@\" \"$a\"; continue; fi\n"
     "\tcase $a in\n"
     "\t-C) cdir=1; continue ;;\n"
-    "\t-c | --namespace | --super-prefix | --config-env | --attr-source | --shallow-file)\n"
+    "\t-c | " SH_VALUE_OPTS ")\n"
     "\t\tskip=1 ;;\n"
     "\t-*) ;;\n"
     "\t*) past=1 ;;\n"
     "\tesac\n"
     "\tset -- \"$@\" \"$a\"\n"
     "done\n"
-    "cd -- \"$here\" || exit 128\n"
-    "# No module of the directory it works in for a Python program git runs (python3 -m NAME,\n"
-    "# a filter as nbstripout installs it): the work tree is the commands' to write. No shell\n"
-    "# escape from git's pager.\n"
-    "export PYTHONSAFEPATH=1 LESSSECURE=1\n"
-    "exec \"$RUNNERD_GIT\" \"$@\"\n";
+    "cd -- \"$here\" || exit 128\n" SH_SAFE_ENV "exec \"$RUNNERD_GIT\" \"$@\"\n";
 
 /* git's own git (RD_VIEW_GIT_GATE), over the git of its exec path in the view of a command a
  * rule grants a secret: what git runs for itself (a fetch's remote helper, a gc, the status
@@ -351,15 +357,12 @@ static const char git_shim[] =
  * its own for what it runs), and sets PYTHONSAFEPATH=1. */
 static const char git_gate[] =
     "#!/bin/sh\n"
-    "# runnerd: git's own git, for a command a rule grants a secret\n"
-    "refuse() {\n"
-    "\techo \"runnerd: git: $*; run git there without the secret\" >&2\n"
-    "\texit 128\n"
-    "}\n"
-    "[ -n \"${RUNNERD_GIT-}\" ] || refuse \"RUNNERD_GIT is not set\"\n"
+    "# runnerd: git's own git, for a command a rule grants a secret\n" SH_REFUSE
+    "[ -n \"${RUNNERD_GIT-}\" ] ||\n"
+    "\trefuse \"runnerd found no git for this program on its PATH to keep in a repository\"\n"
     "# A built-in run by its dashed name (git-rev-parse, a link to git): its subcommand.\n"
     "name=${0##*/}\n"
-    "case $name in git-[a-z]*) set -- \"${name#git-}\" \"$@\" ;; esac\n"
+    "case $name in git-gate) ;; git-[a-z]*) set -- \"${name#git-}\" \"$@\" ;; esac\n"
     "unset GIT_EXEC_PATH\n"
     "# A git cleared of them (a hook that works in another repository clears them, as\n"
     "# githooks(5) says) is judged as a granted program's git is.\n"
@@ -381,17 +384,12 @@ static const char git_gate[] =
     "\tcase $a in\n"
     "\t--git-dir | --git-dir=* | --work-tree | --work-tree=* | --bare | --exec-path=*)\n"
     "\t\trefuse \"$a names a repository runnerd did not check\" ;;\n"
-    "\t-c | -C | --namespace | --super-prefix | --config-env | --attr-source | --shallow-file)\n"
+    "\t-c | -C | " SH_VALUE_OPTS ")\n"
     "\t\tskip=1 ;;\n"
     "\t-*) ;;\n"
     "\t*) break ;;\n"
     "\tesac\n"
-    "done\n"
-    "# No module of the directory it works in for a Python program git runs (python3 -m NAME,\n"
-    "# a filter as nbstripout installs it): the work tree is the commands' to write. No shell\n"
-    "# escape from git's pager.\n"
-    "export PYTHONSAFEPATH=1 LESSSECURE=1\n"
-    "exec \"$RUNNERD_GIT\" \"$@\"\n";
+    "done\n" SH_SAFE_ENV "exec \"$RUNNERD_GIT\" \"$@\"\n";
 
 /* The script text at path, mode 0755. */
 static int write_script(const char *path, const char *text, size_t len)

@@ -595,12 +595,14 @@ static const char *linked_repo(struct sup *u, const char *git, char *gd, char *c
 }
 
 /* What the hook at path (a file that leads nowhere commands can write) runs from where they
- * can, into buf (n bytes), or NULL: its #! interpreter, by a relative path (git runs hooks in
- * the top of the work tree) or one that leads where commands can write; or the hook manager
- * that wrote it, which runs what the work tree's configuration names (the pre-commit
- * framework's .pre-commit-config.yaml, lefthook.yml, husky's .husky/, overcommit's
- * .overcommit.yml). A hook that runs a file of the work tree by its own code is not seen. */
-static const char *hook_runs(struct sup *u, const char *path, const char *name, char *buf, size_t n)
+ * can, into buf (n bytes), with the fix in *fix, or NULL: its #! interpreter, by a relative
+ * path (git runs hooks in the top of the work tree) or one that leads where commands can
+ * write; or the hook manager that wrote it, which runs what the work tree's configuration
+ * names (the pre-commit framework's .pre-commit-config.yaml, lefthook.yml, husky's .husky/,
+ * overcommit's .overcommit.yml). A hook that runs a file of the work tree by its own code is
+ * not seen. */
+static const char *hook_runs(struct sup *u, const char *path, const char *name, char *buf, size_t n,
+                             const char **fix)
 {
 	static const char *const managers[] = {"pre-commit.com", "lefthook", "husky", "overcommit"};
 	char text[65536], interp[PATH_MAX], where[PATH_MAX];
@@ -609,7 +611,8 @@ static const char *hook_runs(struct sup *u, const char *path, const char *name, 
 	if (fd >= 0)
 		close(fd);
 	if (len < 0) {
-		snprintf(buf, n, "has a hook, %s, runnerd cannot read", name);
+		snprintf(buf, n, "has a hook, %s, runnerd cannot read (%s)", name, strerror(errno));
+		*fix = "make it readable, or grant git only for subcommands that run no hook";
 		return buf;
 	}
 	text[len] = '\0';
@@ -619,6 +622,8 @@ static const char *hook_runs(struct sup *u, const char *path, const char *name, 
 			         "has a hook, %s, of a hook manager (%s), which runs what the work "
 			         "tree's configuration names",
 			         name, managers[i]);
+			*fix = "grant git only for subcommands that run no hook (match.args), or "
+			       "take the hook manager out of that repository";
 			return buf;
 		}
 	if (len < 2 || text[0] != '#' || text[1] != '!')
@@ -632,6 +637,7 @@ static const char *hook_runs(struct sup *u, const char *path, const char *name, 
 	if (interp[0] != '/' || path_open(u, interp, where, sizeof(where))) {
 		snprintf(buf, n, "has a hook, %s, whose interpreter %s %s where commands can write",
 		         name, interp, interp[0] != '/' ? "is found in the work tree," : "leads");
+		*fix = "name an interpreter outside the writable roots by its absolute path";
 		return buf;
 	}
 	return NULL;
@@ -640,44 +646,65 @@ static const char *hook_runs(struct sup *u, const char *path, const char *name, 
 /* A hook in hooks (a repository's .git/hooks, protected) that runs what commands can write:
  * a symlink into the work tree, as projects install their hooks (.git/hooks/pre-commit ->
  * ../../scripts/pre-commit), which git follows and runs; a hard link (a name of the file may
- * lie in the work tree); or what hook_runs finds. What it says into buf (n bytes), or NULL if
- * none. Templates (NAME.sample) git never runs. */
-static const char *hook_open(struct sup *u, const char *hooks, char *buf, size_t n)
+ * lie in the work tree); or what hook_runs finds. What it says into buf (n bytes), with the
+ * fix in *fix, or NULL if none. Templates (NAME.sample) git never runs. */
+static const char *hook_open(struct sup *u, const char *hooks, char *buf, size_t n,
+                             const char **fix)
 {
+	*fix = "put the hook's own file in .git/hooks (a link into the work tree runs what "
+	       "commands write), or grant git only for subcommands that run no hook";
 	DIR *d = opendir(hooks);
-	if (!d)
-		return errno == ENOENT || errno == ENOTDIR ? NULL : "has hooks runnerd cannot list";
+	if (!d && (errno == ENOENT || errno == ENOTDIR))
+		return NULL;
+	if (!d) {
+		snprintf(buf, n, "has hooks runnerd cannot list (%s)", strerror(errno));
+		return buf;
+	}
 	const char *what = NULL;
 	size_t seen = 0;
-	for (struct dirent *e; !what && (e = readdir(d));) {
+	for (;;) {
+		errno = 0;
+		struct dirent *e = readdir(d);
+		if (!e) {
+			if (errno) {
+				snprintf(buf, n, "has hooks runnerd cannot list (%s)",
+				         strerror(errno));
+				what = buf;
+			}
+			break;
+		}
 		size_t len = strlen(e->d_name);
-		char hook[PATH_MAX], where[PATH_MAX];
+		char hook[PATH_MAX], where[PATH_MAX] = "";
 		struct stat st;
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
 		    (len > 7 && strcmp(e->d_name + len - 7, ".sample") == 0))
 			continue;
-		if (++seen > 1024) {
-			what = "has more hooks than runnerd looks at (1024)";
-			break;
-		}
-		if ((size_t)snprintf(hook, sizeof(hook), "%s/%s", hooks, e->d_name) >=
-		        sizeof(hook) ||
-		    path_open(u, hook, where, sizeof(where))) {
+		bool fits =
+		    (size_t)snprintf(hook, sizeof(hook), "%s/%s", hooks, e->d_name) < sizeof(hook);
+		if (++seen > 1024 || !fits) {
+			snprintf(buf, n, "has %s than runnerd looks at",
+			         fits ? "more hooks (1024)" : "a hook with a longer path");
+			what = buf;
+		} else if (path_open(u, hook, where, sizeof(where))) {
 			snprintf(buf, n,
 			         "has a hook, %s, that leads through %s, where commands can write",
 			         e->d_name, where);
 			what = buf;
-		} else if (stat(hook, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1) {
+		} else if (stat(hook, &st) < 0 || !S_ISREG(st.st_mode)) {
+			/* Nothing git runs (gone since, or not a file). */
+		} else if (st.st_nlink > 1) {
 			snprintf(buf, n,
 			         "has a hook, %s, with %ju names (a hard link: one may lie where "
 			         "commands can write)",
 			         e->d_name, (uintmax_t)st.st_nlink);
 			what = buf;
-		} else if (stat(hook, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
+		} else if (st.st_mode & 0111) {
 			/* (git runs none that is not executable: a pre-commit.legacy the
 			 * framework set aside, a README.) */
-			what = hook_runs(u, hook, e->d_name, buf, n);
+			what = hook_runs(u, hook, e->d_name, buf, n, fix);
 		}
+		if (what)
+			break;
 	}
 	closedir(d);
 	return what;
@@ -714,6 +741,7 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 			const char *what = NULL;
 			bool is_dir = S_ISDIR(st.st_mode);
 			char gd[PATH_MAX + 8], common[PATH_MAX + 8], hookwhat[2 * PATH_MAX + 128];
+			const char *hookfix = NULL;
 			snprintf(gd, sizeof(gd), "%s", git);
 			snprintf(common, sizeof(common), "%s", git);
 			if (!is_dir) {
@@ -740,7 +768,8 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 				}
 				snprintf(sub, sizeof(sub), "%s/hooks", git);
 				if (!what)
-					what = hook_open(u, sub, hookwhat, sizeof(hookwhat));
+					what =
+					    hook_open(u, sub, hookwhat, sizeof(hookwhat), &hookfix);
 				snprintf(sub, sizeof(sub), "%s/commondir", git);
 				if (!what && lstat(sub, &st) == 0)
 					what = "has a commondir, which names another repository's "
@@ -813,11 +842,7 @@ static int check_repo(struct sup *u, struct req *q, const char *dir, char *why, 
 			                   strstr(what, "a configuration") ||
 			                   strstr(what, "not held in place");
 			const char *fix =
-			    what == hookwhat ? "put the hook's own file in .git/hooks (a link into "
-			                       "the work tree "
-			                       "runs what commands write), or grant git only for "
-			                       "subcommands that "
-			                       "run no hook"
+			    what == hookwhat ? hookfix
 			    : protectable
 			        ? "protect that repository's .git/hooks/ and .git/config "
 			          "(sandbox.protect) from the session's start, or run the "
@@ -1069,8 +1094,9 @@ static int pin_git_dir(struct sup *u, struct req *q, bool makes, const char *rea
 	}
 	const char *const puts[] = {dir, tree, common, at, roots};
 	for (size_t i = 0; i < ARRAY_SIZE(puts); i++)
-		if (puts[i] && (rd_env_put(&q->env, puts[i]) < 0 ||
-		                (git && i < 3 && rd_env_put(&q->env, puts[i] + 8) < 0)))
+		if (puts[i] &&
+		    (rd_env_put(&q->env, puts[i]) < 0 ||
+		     (git && i < 3 && rd_env_put(&q->env, puts[i] + sizeof("RUNNERD_") - 1) < 0)))
 			return -ENOMEM;
 	return 0;
 }
@@ -1127,19 +1153,22 @@ static int global_config(struct req *q)
  * fetch's remote helper, a gc, a submodule's status): its exec path, compiled in,
  * PREFIX/lib/git-core (Debian's) or PREFIX/libexec/git-core (git's own default), which git puts
  * first on its children's PATH; and those of /usr and /usr/local, for a real that is a wrapper
- * of another git. Each git there goes to q->gates, which the sandbox covers with git's own git
- * (sandbox/view.c, git_gate), and RUNNERD_GIT=real to q->env. 0, -ENOMEM, or EACCES and why:
- * none there (runnerd could hold nothing git runs for itself); beside real, a link (the cover
- * would go over what it leads to); real itself; one where commands can write. */
+ * of another git, or for a granted program that finds none on its PATH (real NULL: it may run
+ * one by its full path). Each git there goes to q->gates, which the sandbox covers with git's
+ * own git (sandbox/view.c, git_gate), and RUNNERD_GIT=real to q->env (without one, git's own
+ * git runs nothing). 0, -ENOMEM, or EACCES and why: for a real, none there (runnerd could hold
+ * nothing git runs for itself); beside real, a link (the cover would go over what it leads
+ * to); real itself; one where commands can write. */
 static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, size_t n)
 {
+	const char *prog = q->tg.resolved ? q->tg.resolved : q->path;
 	/* One the environment names (not hard-denied in this configuration) is not covered. */
 	if (env_of(q, "GIT_EXEC_PATH")) {
 		snprintf(why, n,
-		         "commands.rules[%zu] grants a secret to git %s with GIT_EXEC_PATH in its "
+		         "commands.rules[%zu] grants a secret to %s with GIT_EXEC_PATH in its "
 		         "environment, where git would find the git it runs for itself, which "
 		         "runnerd does not cover; keep GIT_EXEC_PATH in hard_deny",
-		         q->rule->index, real);
+		         q->rule->index, prog);
 		return EACCES;
 	}
 	/* Beside real, then where distributions and git's own install put it (real may be a
@@ -1147,24 +1176,27 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, 
 	static const char *const execs[] = {
 	    "/lib/git-core",         "/libexec/git-core",       "/usr/lib/git-core",
 	    "/usr/libexec/git-core", "/usr/local/lib/git-core", "/usr/local/libexec/git-core"};
-	char prefix[PATH_MAX], got[PATH_MAX];
-	snprintf(prefix, sizeof(prefix), "%s", real);
-	for (int up = 0; up < 2; up++) {
+	char prefix[PATH_MAX] = "", got[PATH_MAX];
+	if (real)
+		snprintf(prefix, sizeof(prefix), "%s", real);
+	for (int up = 0; real && up < 2; up++) {
 		char *slash = strrchr(prefix, '/');
 		if (slash)
 			*slash = '\0';
 	}
 	rd_strv_free(&q->gates);
-	for (size_t i = 0; i < ARRAY_SIZE(execs); i++) {
+	for (size_t i = real ? 0 : 2; i < ARRAY_SIZE(execs); i++) {
 		char g[PATH_MAX + 32];
 		struct stat st;
 		bool beside = i < 2, listed = false;
 		snprintf(g, sizeof(g), "%s%s/git", beside ? prefix : "", execs[i]);
 		const char *what = NULL;
+		char err[128];
 		if (lstat(g, &st) < 0) {
 			if (errno == ENOENT || errno == ENOTDIR)
 				continue;
-			what = "cannot be looked at";
+			snprintf(err, sizeof(err), "cannot be looked at (%s)", strerror(errno));
+			what = err;
 		} else if (S_ISLNK(st.st_mode)) {
 			/* Not this git's (a distribution's own git may link it): none of its. */
 			if (!beside)
@@ -1173,7 +1205,7 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, 
 			       "leads to";
 		} else if (!S_ISREG(st.st_mode) || !realpath(g, got)) {
 			what = "is not a file runnerd can cover";
-		} else if (strcmp(got, real) == 0) {
+		} else if (real && strcmp(got, real) == 0) {
 			what = "is the git the rule grants the secret to";
 		} else if (writable(u, got)) {
 			what = "lies where commands can write";
@@ -1181,10 +1213,10 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, 
 		if (what) {
 			snprintf(
 			    why, n,
-			    "commands.rules[%zu] grants a secret to git %s, whose own git %s %s: "
+			    "commands.rules[%zu] grants a secret to %s, whose git's own git %s %s: "
 			    "git would run it for itself with the secret; install git where its "
 			    "exec path holds a git of its own",
-			    q->rule->index, real, g, what);
+			    q->rule->index, prog, g, what);
 			return EACCES;
 		}
 		for (size_t k = 0; k < q->gates.n; k++)
@@ -1192,14 +1224,17 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, 
 		if (!listed && rd_strv_add(&q->gates, got) < 0)
 			return -ENOMEM;
 	}
+	if (!real)
+		return 0;
 	if (!q->gates.n) {
-		snprintf(why, n,
-		         "commands.rules[%zu] grants a secret to git %s, and runnerd finds no git "
-		         "in its exec path (%s/lib/git-core, %s/libexec/git-core, or those of "
-		         "/usr and /usr/local), which it covers with one that runs only in the "
-		         "repository it checked (a submodule's git would take a configuration "
-		         "commands can write)",
-		         q->rule->index, real, prefix, prefix);
+		snprintf(
+		    why, n,
+		    "commands.rules[%zu] grants a secret to %s, and runnerd finds no git in the "
+		    "exec path of git %s (%s/lib/git-core, %s/libexec/git-core, or those of "
+		    "/usr and /usr/local), which it covers with one that runs only in the "
+		    "repository it checked (a submodule's git would take a configuration "
+		    "commands can write)",
+		    q->rule->index, prog, real, prefix, prefix);
 		return EACCES;
 	}
 	_cleanup_free_ char *e = NULL;
@@ -1293,7 +1328,7 @@ int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n)
 		         q->rule->index, q->tg.resolved ? q->tg.resolved : q->path, runs);
 		return EACCES;
 	}
-	int r = runs ? gate_gits(u, q, runs, why, n) : 0;
+	int r = gate_gits(u, q, runs, why, n);
 	if (r)
 		return r;
 	if (global_config(q) < 0)

@@ -23,9 +23,9 @@ int sup_grant_reads(struct sup *u, struct req *q, char *why, size_t n);
  * directories that lie where commands can write (a project's venv, ./node_modules/.bin),
  * GIT_ALLOW_PROTOCOL that lets git reach no local repository (whose hooks a command may have
  * written; git runs them with the secret), git's settings (GIT_CONFIG_PARAMETERS), and for
- * git itself the repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR). For git,
- * or a program that finds one on its PATH, q->gates: the git of that git's exec path, which
- * the sandbox covers with one that runs only in that repository (sandbox/view.c, git_gate).
+ * git itself the repository its check took (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR). And
+ * q->gates: the gits of git's exec paths, which the sandbox covers with one that runs only in
+ * that repository (sandbox/view.c, git_gate), for every granted command.
  * Returns 0, -ENOMEM, or the errno to refuse the exec with and why: there is no /bin/sh for
  * runnerd's gits, or no git in the exec path to cover. */
 int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n);
