@@ -1691,6 +1691,12 @@ def test_grant_git_include(tmp):
           "plain_rc=0" in out.stdout, out.stdout[-300:] + out.stderr[-300:])
 
 
+def in_session(prof, env, cwd, lines, timeout=120):
+    """lines, joined by "; ", run by bash as the agent of a session under prof, in cwd."""
+    return subprocess.run(runnerd_cmd(prof, ["bash", "-c", "; ".join(lines)]), env=env,
+                          cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
 def granted_repo_made(tmp, name, script):
     """granted_repo, and the script of what a command makes for the test (script, a text) in
     tmp/NAME-made.sh: granted_repo's tuple with the script's path after it, or None."""
@@ -1993,7 +1999,7 @@ def test_grant_git_python_filter(tmp):
     subprocess.run(["git", "-C", ws, "commit", "-q", "-m", "nb"], check=True, env=genv)
     common.open_to_all(ws)
     leak = os.path.join(tmp, "leak-pyfilter")
-    script = "; ".join([
+    out = in_session(prof, env, ws, [
         "printf 'import os, sys\\nopen(\"%s\", \"a\").write(os.environ.get(\"GH_TOKEN\", "
         "\"\") + \"\\\\n\")\\nsys.stdout.write(sys.stdin.read())\\n' > nbstripout.py" % leak,
         "echo '{ }' > a.ipynb",
@@ -2002,8 +2008,6 @@ def test_grant_git_python_filter(tmp):
         # The control: a command's own git diff (no grant, no token) runs the module.
         "sh -c 'git diff' >/dev/null 2>&1",
     ])
-    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=env, cwd=ws,
-                         capture_output=True, text=True, timeout=120)
     leaks = open(leak).read().count(token) if os.path.exists(leak) else 0
     check("grant git python filter: a granted git status and diff import no module a command "
           "wrote in the work tree with the token, where a command's own git diff does",
