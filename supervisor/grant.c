@@ -595,24 +595,34 @@ static const char *linked_repo(struct sup *u, const char *git, char *gd, char *c
 }
 
 /* What the hook at path (a file that leads nowhere commands can write) runs from where they
- * can, into buf (n bytes), with the fix in *fix, or NULL: its #! interpreter, by a relative
- * path (git runs hooks in the top of the work tree) or one that leads where commands can
- * write; or the hook manager that wrote it, which runs what the work tree's configuration
- * names (the pre-commit framework's .pre-commit-config.yaml, lefthook.yml, husky's .husky/,
- * overcommit's .overcommit.yml). A hook that runs a file of the work tree by its own code is
- * not seen. */
+ * can, into buf (n bytes), with the fix in *fix, or NULL: a file on its #! line (the
+ * interpreter, or a word after it: sh ./x, env -S ./x) by a relative path (git runs hooks in
+ * the top of the work tree) or one that leads where commands can write (a bare name is looked
+ * up on the pinned PATH); the hook manager that wrote it, which runs what the work tree's
+ * configuration or node_modules names (the pre-commit framework's .pre-commit-config.yaml,
+ * lefthook.yml, husky's .husky/, overcommit's .overcommit.yml, simple-git-hooks', yorkie's);
+ * or a hook larger than runnerd reads. A hook that runs a file of the work tree by its own
+ * code otherwise is not seen. */
 static const char *hook_runs(struct sup *u, const char *path, const char *name, char *buf, size_t n,
                              const char **fix)
 {
-	static const char *const managers[] = {"pre-commit.com", "lefthook", "husky", "overcommit"};
-	char text[65536], interp[PATH_MAX], where[PATH_MAX];
+	static const char *const managers[] = {"pre-commit.com", "lefthook", "husky",
+	                                       "overcommit",     "yorkie",   "simple-git-hooks",
+	                                       "node_modules"};
+	char text[65536], word[PATH_MAX], where[PATH_MAX];
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	ssize_t len = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+	ssize_t len = fd < 0 ? -1 : read(fd, text, sizeof(text));
+	int e = errno;
 	if (fd >= 0)
 		close(fd);
-	if (len < 0) {
-		snprintf(buf, n, "has a hook, %s, runnerd cannot read (%s)", name, strerror(errno));
-		*fix = "make it readable, or grant git only for subcommands that run no hook";
+	if (len < 0 || (size_t)len == sizeof(text)) {
+		if (len < 0)
+			snprintf(buf, n, "has a hook, %s, runnerd cannot read (%s)", name,
+			         strerror(e));
+		else
+			snprintf(buf, n, "has a hook, %s, larger than runnerd reads (64 KiB)",
+			         name);
+		*fix = "grant git only for subcommands that run no hook (match.args)";
 		return buf;
 	}
 	text[len] = '\0';
@@ -628,16 +638,27 @@ static const char *hook_runs(struct sup *u, const char *path, const char *name, 
 		}
 	if (len < 2 || text[0] != '#' || text[1] != '!')
 		return NULL;
-	const char *c = text + 2 + strspn(text + 2, " \t");
-	size_t il = strcspn(c, " \t\r\n");
-	if (il >= sizeof(interp))
-		il = sizeof(interp) - 1;
-	memcpy(interp, c, il);
-	interp[il] = '\0';
-	if (interp[0] != '/' || path_open(u, interp, where, sizeof(where))) {
-		snprintf(buf, n, "has a hook, %s, whose interpreter %s %s where commands can write",
-		         name, interp, interp[0] != '/' ? "is found in the work tree," : "leads");
-		*fix = "name an interpreter outside the writable roots by its absolute path";
+	/* Each word of the #! line: the interpreter, and what the kernel passes it (env -S
+	 * splits that again). */
+	size_t line = strcspn(text, "\n");
+	for (size_t at = 2; at < line;) {
+		at += strspn(text + at, " \t\r");
+		size_t wl = strcspn(text + at, " \t\r\n");
+		if (!wl)
+			break;
+		snprintf(word, sizeof(word), "%.*s", (int)wl, text + at);
+		at += wl;
+		/* "-S./x", an option with a path after it: the path. */
+		const char *w = word[0] == '-' ? word + strspn(word, "-") : word;
+		if (w[0] == '-' || !strchr(w, '/'))
+			w = strchr(w, '/');
+		if (!w || (w[0] == '/' && !path_open(u, w, where, sizeof(where))))
+			continue;
+		snprintf(buf, n,
+		         "has a hook, %s, whose #! line names %s, %s where commands can write",
+		         name, word, w[0] != '/' ? "found in the work tree," : "which leads");
+		*fix = "name the interpreter and what it runs outside the writable roots, by "
+		       "absolute paths";
 		return buf;
 	}
 	return NULL;

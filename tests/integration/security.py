@@ -1866,9 +1866,11 @@ def test_grant_git_hook_link(tmp):
     hard link to one; a hook whose #! interpreter lies in the work tree (a project venv's
     python3) or is found there (#!./tools/lint: git runs hooks in the top of the work tree);
     a hook of a hook manager (the pre-commit framework's, which runs what the work tree's
-    configuration names). A command rewrote that file to write GH_TOKEN, and each granted
-    commit ran it (the build before: 3 of 3 for the symlink, and each of the others, two
-    reviews' repros). Now the grant is refused, audited with the hook and the fix."""
+    configuration names); one that passes a work-tree file to its interpreter (#!/bin/sh ./x,
+    #!/usr/bin/env -S ./x), or hides what it runs past what runnerd reads. A command rewrote
+    that file to write GH_TOKEN, and each granted commit ran it (the build before: 3 of 3 for
+    the symlink, and each of the others, three reviews' repros). Now the grant is refused,
+    audited with the hook and the fix."""
     setup = granted_repo(tmp, "hooklink")
     if not setup:
         return
@@ -1880,13 +1882,19 @@ def test_grant_git_hook_link(tmp):
                "sh ./.pre-commit-local.sh\n")
     # (name, the hook, the file of the work tree it runs, what the audit says, its fix)
     own = "put the hook's own file in .git/hooks"
-    interp = "name an interpreter outside the writable roots"
+    interp = "name the interpreter and what it runs outside the writable roots"
     cases = [
         ("symlink", None, "scripts/pre-commit", "that leads through", own),
         ("hardlink", None, "scripts/pre-commit", "a hard link", own),
         ("interpreter", "#!%s/venv/bin/python3\nprint(1)\n" % ws, "venv/bin/python3",
-         "whose interpreter", interp),
-        ("relative", "#!./tools/lint\n", "tools/lint", "whose interpreter ./tools/lint", interp),
+         "whose #! line names", interp),
+        ("relative", "#!./tools/lint\n", "tools/lint", "whose #! line names ./tools/lint",
+         interp),
+        # A word after the interpreter: what sh, or env -S, runs (a third review).
+        ("argument", "#!/bin/sh ./tools/x1\n", "tools/x1", "names ./tools/x1", interp),
+        ("env-S", "#!/usr/bin/env -S ./tools/x2\n", "tools/x2", "names ./tools/x2", interp),
+        ("large", "#!/bin/sh\n" + "#" * 70000 + "\nsh ./tools/x3\n", "tools/x3",
+         "larger than runnerd reads", "grant git only for subcommands that run no hook"),
         ("manager", manager, ".pre-commit-local.sh", "of a hook manager (pre-commit.com)",
          "take the hook manager out of that repository"),
     ]
