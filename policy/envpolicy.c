@@ -51,6 +51,8 @@ const char *rd_env_reason_str(enum rd_env_reason r)
 		return "denied:secret-value";
 	case RD_ENV_DENIED_GRANT:
 		return "denied:granted-command";
+	case RD_ENV_DENIED_PROXY:
+		return "denied:proxy-url";
 	}
 	return "?";
 }
@@ -230,25 +232,30 @@ static bool proxy_name(const char *entry, size_t len)
 	return false;
 }
 
-/* entry ("NAME=scheme://user:password@host..."), without "user:password@"; NULL if the URL
- * has none, or on ENOMEM (*oom). */
-static char *without_userinfo(const char *entry, size_t name_len, bool *oom)
+/* entry ("NAME=scheme://user:password@host..."), without "user:password@", in *bare; NULL if
+ * the URL has none. -1 where an '@' lies past the host (`http://u:p/w@proxy:3128`, a password
+ * with a '/' unescaped): curl and Go take that '@' as part of the path, so whatever is cut
+ * there may still be a password, and no proxy works with it: the caller strips the variable.
+ * -ENOMEM on ENOMEM. */
+static int without_userinfo(const char *entry, size_t name_len, char **bare)
 {
 	const char *v = entry + name_len + 1, *auth = strstr(v, "://");
 	auth = auth ? auth + 3 : v;
 	size_t host_len = strcspn(auth, "/?#");
+	*bare = NULL;
+	if (strchr(auth + host_len, '@'))
+		return -1;
 	const char *at = memrchr(auth, '@', host_len);
 	if (!at)
-		return NULL;
+		return 0;
 	size_t head = (size_t)(auth - entry), tail = strlen(at + 1);
 	char *out = malloc(head + tail + 1);
-	if (!out) {
-		*oom = true;
-		return NULL;
-	}
+	if (!out)
+		return -ENOMEM;
 	memcpy(out, entry, head);
 	memcpy(out + head, at + 1, tail + 1);
-	return out;
+	*bare = out;
+	return 0;
 }
 
 int rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char *const *start)
@@ -285,11 +292,18 @@ int rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char 
 			/* A proxy's start value as commands get it: without its user and password
 			 * (the agent's block keeps them). */
 			if (proxy_name(was, v->name_len)) {
-				char *bare = without_userinfo(was, v->name_len, &oom);
+				char *bare;
+				int cut = without_userinfo(was, v->name_len, &bare);
+				if (cut == -1) {
+					v->passed = false;
+					v->reason = RD_ENV_DENIED_PROXY;
+					v->pattern = NULL;
+					continue;
+				}
 				char **owned =
 				    bare ? realloc(r->owned, (r->n_owned + 1) * sizeof(char *))
 				         : NULL;
-				if (oom || (bare && !owned)) {
+				if (cut < 0 || (bare && !owned)) {
 					free(bare);
 					return -ENOMEM;
 				}
@@ -471,7 +485,15 @@ int rd_env_build_known(const struct rd_env_config *cfg, const struct rd_profile 
 		}
 		char *entry = (char *)v->entry;
 		if (level == RD_ENV_COMMAND && proxy_name(entry, v->name_len)) {
-			char *bare = without_userinfo(entry, v->name_len, &oom);
+			char *bare;
+			int cut = without_userinfo(entry, v->name_len, &bare);
+			if (cut == -1) {
+				v->passed = false;
+				v->reason = RD_ENV_DENIED_PROXY;
+				v->pattern = NULL;
+				continue;
+			}
+			oom = oom || cut < 0;
 			if (bare) {
 				entry = owned[n_owned++] = bare;
 				v->rewritten = true;

@@ -35,6 +35,9 @@ enum rd_env_reason {
 	/* a command a rule grants a secret: one of rd_grant_pinned_names the agent did not
 	 * have at its start */
 	RD_ENV_DENIED_GRANT,
+	/* command level: a proxy URL with an '@' past its host, whose user and password cannot
+	 * be told from its path */
+	RD_ENV_DENIED_PROXY,
 };
 
 /* A value shorter than this is not looked for in other values: too common to tell a secret

@@ -106,6 +106,9 @@ def test_secret_values(tmp):
     key = "sk-ant-values-" + os.urandom(6).hex()
     env["ANTHROPIC_API_KEY"] = key
     env["HTTPS_PROXY"] = "http://bob:%s@127.0.0.1:9" % PROXY_PW
+    # A password with a '/' unescaped: curl and Go take the '@' as the path's, so no cut of
+    # the user and password is sure.
+    env["HTTP_PROXY"] = "http://bob:pw/%s@127.0.0.1:9" % PROXY_PW
     env["PAGER"] = "less " + key
     env["LANG"] = PLANTED["DATABASE_URL"]
     # The agent's key under GIT_EDITOR, a name the claude profile's commands.env_allow lists
@@ -129,6 +132,11 @@ def test_secret_values(tmp):
             if v.get("reason") == "denied:secret-value"}
     check("values: the audit names whose value PAGER held, never the value",
           held.get("PAGER") == "ANTHROPIC_API_KEY" and key not in text, repr(held))
+    unclear = [v for e in map(json.loads, text.splitlines()) if e.get("event") == "exec"
+               for v in e.get("env", []) if v.get("name") == "HTTP_PROXY"]
+    check("values: a proxy URL with an '@' past its host is stripped (denied:proxy-url)",
+          "HTTP_PROXY" not in got and unclear
+          and all(v.get("reason") == "denied:proxy-url" for v in unclear), repr(unclear))
 
 
 def test_grants(tmp):

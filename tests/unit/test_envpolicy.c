@@ -762,6 +762,9 @@ static void test_reason_str(void **state)
 	    {RD_ENV_NOT_ALLOWED, "not-allowed"},
 	    {RD_ENV_DUPLICATE, "duplicate"},
 	    {RD_ENV_MALFORMED, "malformed"},
+	    {RD_ENV_DENIED_SECRET_VALUE, "denied:secret-value"},
+	    {RD_ENV_DENIED_GRANT, "denied:granted-command"},
+	    {RD_ENV_DENIED_PROXY, "denied:proxy-url"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
 		const char *s = rd_env_reason_str(want[i].r);
@@ -1216,8 +1219,9 @@ static void test_env_put(void **state)
 static const struct rd_profile prof_proxy = {
     .name = "proxy",
     .commands_env_allow =
-        STRV("HTTP_PROXY", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "FTP_PROXY", "NO_PROXY"),
-    .agent_env_allow = STRV("HTTPS_PROXY"),
+        STRV("HTTP_PROXY", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "FTP_PROXY", "NO_PROXY",
+             "ftp_proxy", "all_proxy"),
+    .agent_env_allow = STRV("HTTPS_PROXY", "HTTP_PROXY"),
 };
 
 /* A proxy pinned to the agent's start value gets it without its user and password, as every
@@ -1241,6 +1245,17 @@ static void test_pin_start_proxy(void **state)
 	assert_int_equal(r.bytes,
 	                 strlen("HTTPS_PROXY=http://proxy:3128 https_proxy=http://p:3128") + 1);
 	rd_env_result_free(&r);
+
+	/* A start value whose password cannot be cut out goes. */
+	char *unclear[] = {"HTTPS_PROXY=http://bob:hunt/er2@proxy:3128", "https_proxy=http://p:3128",
+	                   NULL};
+	assert_int_equal(
+	    rd_env_build(&cfg_default, &prof_proxy, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
+	assert_int_equal(rd_env_pin_start(&r, &names, unclear), 0);
+	assert_null(out_value(&r, "HTTPS_PROXY"));
+	assert_int_equal(verdict_of(&r, "HTTPS_PROXY")->reason, RD_ENV_DENIED_PROXY);
+	assert_string_equal(out_value(&r, "https_proxy"), "http://p:3128");
+	rd_env_result_free(&r);
 }
 
 /* At the command level, a proxy URL's user and password are removed; the agent keeps them. */
@@ -1249,9 +1264,12 @@ static void test_proxy_userinfo(void **state)
 	(void)state;
 	char *envp[] = {"HTTPS_PROXY=http://bob:hunter2@proxy.corp:3128",
 	                "https_proxy=bob:hunter2@proxy.corp:3128/",
-	                "HTTP_PROXY=http://proxy.corp:3128/a@b",
+	                "HTTP_PROXY=http://bob:pass/word@proxy.corp:3128",
 	                "ALL_PROXY=socks5://tok@[::1]:1080",
 	                "NO_PROXY=user@example.com",
+	                "FTP_PROXY=http://bob:pass?w@proxy.corp:3128",
+	                "ftp_proxy=http://proxy.corp:3128/a@b",
+	                "all_proxy=bob:p#w@proxy.corp:3128",
 	                NULL};
 	struct rd_env_result r;
 	struct rd_error err = {0};
@@ -1260,8 +1278,15 @@ static void test_proxy_userinfo(void **state)
 	assert_string_equal(out_value(&r, "HTTPS_PROXY"), "http://proxy.corp:3128");
 	assert_true(verdict_of(&r, "HTTPS_PROXY")->rewritten);
 	assert_string_equal(out_value(&r, "https_proxy"), "proxy.corp:3128/");
-	assert_string_equal(out_value(&r, "HTTP_PROXY"), "http://proxy.corp:3128/a@b");
-	assert_false(verdict_of(&r, "HTTP_PROXY")->rewritten);
+	/* An '@' past the host: curl and Go take it as the path's, so the part before may be a
+	 * password; the variable goes. */
+	static const char *const unclear[] = {"HTTP_PROXY", "FTP_PROXY", "ftp_proxy", "all_proxy"};
+	for (size_t i = 0; i < ARRAY_SIZE(unclear); i++) {
+		const struct rd_env_verdict *v = verdict_of(&r, unclear[i]);
+		assert_false(v->passed);
+		assert_int_equal(v->reason, RD_ENV_DENIED_PROXY);
+		assert_null(out_value(&r, unclear[i]));
+	}
 	assert_string_equal(out_value(&r, "ALL_PROXY"), "socks5://[::1]:1080");
 	assert_string_equal(out_value(&r, "NO_PROXY"), "user@example.com"); /* not a proxy URL */
 	assert_null(strstr(out_value(&r, "HTTPS_PROXY"), "hunter2"));
@@ -1269,6 +1294,7 @@ static void test_proxy_userinfo(void **state)
 	assert_int_equal(
 	    rd_env_build(&cfg_default, &prof_proxy, RD_ENV_AGENT, NULL, envp, &r, &err), 0);
 	assert_string_equal(out_value(&r, "HTTPS_PROXY"), "http://bob:hunter2@proxy.corp:3128");
+	assert_string_equal(out_value(&r, "HTTP_PROXY"), "http://bob:pass/word@proxy.corp:3128");
 	rd_env_result_free(&r);
 }
 
