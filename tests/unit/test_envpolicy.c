@@ -1218,9 +1218,8 @@ static void test_env_put(void **state)
 
 static const struct rd_profile prof_proxy = {
     .name = "proxy",
-    .commands_env_allow =
-        STRV("HTTP_PROXY", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "FTP_PROXY", "NO_PROXY",
-             "ftp_proxy", "all_proxy"),
+    .commands_env_allow = STRV("HTTP_PROXY", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "FTP_PROXY",
+                               "NO_PROXY", "ftp_proxy", "all_proxy"),
     .agent_env_allow = STRV("HTTPS_PROXY", "HTTP_PROXY"),
 };
 
@@ -1247,8 +1246,8 @@ static void test_pin_start_proxy(void **state)
 	rd_env_result_free(&r);
 
 	/* A start value whose password cannot be cut out goes. */
-	char *unclear[] = {"HTTPS_PROXY=http://bob:hunt/er2@proxy:3128", "https_proxy=http://p:3128",
-	                   NULL};
+	char *unclear[] = {"HTTPS_PROXY=http://bob:hunt/er2@proxy:3128",
+	                   "https_proxy=http://p:3128", NULL};
 	assert_int_equal(
 	    rd_env_build(&cfg_default, &prof_proxy, RD_ENV_COMMAND, NULL, envp, &r, &err), 0);
 	assert_int_equal(rd_env_pin_start(&r, &names, unclear), 0);
