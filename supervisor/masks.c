@@ -1,13 +1,22 @@
 /* Masks go over paths. A command may rename a masked directory's parent, or put a symlink where
  * a masked path was, and the next command's mask would then miss the secret (or cover something
- * else). So every masked path that exists when the session starts is pinned to its inode; once
- * one has moved or changed, commands are refused: better no command than one that sees what it
- * must not. */
+ * else). So every masked path that exists when the session starts is pinned: to its inode and
+ * to the directory it is in. Once the directory is another, or a symlink stands where none was
+ * (or the symlink that was leads elsewhere), or the path holds another kind of file, commands
+ * are refused: better no command than one that sees what it must not.
+ *
+ * A file replaced by one of its kind in the same directory is no such move: the agent rewrites
+ * its own files so (Claude Code writes ~/.claude.json to a temporary file and renames it over
+ * the old one, at every start), bash writes ~/.bash_history so, git's credential store its
+ * file. The mask goes on what is at the path (never through a symlink there): that file is
+ * pinned in its place. And one removed (a logout) leaves nothing to hide. */
 #include "supervisor/masks.h"
 #include "lib/passwd.h"
 #include "policy/rules.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -118,6 +127,17 @@ int sup_masks_for(struct sup *u, const struct rd_rule *rule, const char *home, s
 	return 0;
 }
 
+/* The directory path is in, stat'ed (symlinks on the way followed, as the mask's lookup does). */
+static int dir_of(const char *path, struct stat *st)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return stat(dir, st) < 0 ? -errno : 0;
+}
+
 void sup_masks_pin(struct sup *u)
 {
 	struct masks *m = &u->mk;
@@ -142,17 +162,23 @@ void sup_masks_pin(struct sup *u)
 			all = (struct rd_strv){0};
 		}
 		for (size_t i = 0; i < list.n; i++) {
-			struct stat st, lst;
+			struct stat st, lst, dir;
 			/* "!path": an exception to a mask, not a mask to pin. */
 			if (list.v[i][0] != '/' || stat(list.v[i], &st) < 0)
 				continue;
 			char *real = lstat(list.v[i], &lst) == 0 && S_ISLNK(lst.st_mode)
 			                 ? realpath(list.v[i], NULL)
 			                 : NULL;
+			/* Without its directory, it is pinned to nothing: any change refuses. */
+			if (dir_of(real ? real : list.v[i], &dir) < 0)
+				dir = (struct stat){0};
 			m->pins[m->n_pins++] = (struct pin){.path = strdup(list.v[i]),
 			                                    .real = real,
 			                                    .dev = st.st_dev,
-			                                    .ino = st.st_ino};
+			                                    .ino = st.st_ino,
+			                                    .type = st.st_mode & S_IFMT,
+			                                    .dir_dev = dir.st_dev,
+			                                    .dir_ino = dir.st_ino};
 		}
 		rd_strv_free(&list);
 	}
@@ -160,18 +186,45 @@ void sup_masks_pin(struct sup *u)
 	m->pinned = true;
 }
 
+/* Is the pinned p where it was (see the top of this file)? A file of its kind that replaced
+ * it in the same directory is pinned in its place. */
+static bool still_there(struct pin *p)
+{
+	const char *at = p->real ? p->real : p->path;
+	struct stat st, dir;
+	if (p->real) {
+		/* The symlink that led to what is masked: leading there still, or gone (nothing
+		 * reaches it by that name), or dangling with what it led to gone. */
+		char *now = realpath(p->path, NULL);
+		bool same = now && strcmp(now, p->real) == 0;
+		free(now);
+		if (!same && lstat(p->path, &st) == 0 &&
+		    !(stat(p->path, &st) < 0 && errno == ENOENT && lstat(p->real, &st) < 0 &&
+		      errno == ENOENT))
+			return false;
+	}
+	if (dir_of(at, &dir) < 0 || dir.st_ino != p->dir_ino || dir.st_dev != p->dir_dev ||
+	    !p->dir_ino)
+		return false;
+	if (lstat(at, &st) < 0)
+		return errno == ENOENT;
+	if (S_ISLNK(st.st_mode) || (st.st_mode & S_IFMT) != p->type)
+		return false;
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
+	return true;
+}
+
 const char *sup_masks_tampered(struct sup *u, const struct rd_strv *masks)
 {
-	const struct masks *m = &u->mk;
+	struct masks *m = &u->mk;
 	for (size_t i = 0; i < masks->n; i++)
 		for (size_t k = 0; k < m->n_pins; k++) {
-			const char *p = m->pins[k].path, *real = m->pins[k].real;
-			if (!p || (strcmp(p, masks->v[i]) != 0 &&
-			           (!real || strcmp(real, masks->v[i]) != 0)))
+			struct pin *p = &m->pins[k];
+			if (!p->path || (strcmp(p->path, masks->v[i]) != 0 &&
+			                 (!p->real || strcmp(p->real, masks->v[i]) != 0)))
 				continue;
-			struct stat st;
-			if (stat(masks->v[i], &st) < 0 || st.st_dev != m->pins[k].dev ||
-			    st.st_ino != m->pins[k].ino)
+			if (!still_there(p))
 				return masks->v[i];
 		}
 	return NULL;

@@ -53,7 +53,7 @@ CANARY_ENV = {"ANTHROPIC_API_KEY": TEST_KEY, "AWS_SECRET_ACCESS_KEY": "aws-" + C
 FILE_CANARY = "file-" + CANARY
 
 
-def session_env(tmp, n, api, home):
+def session_env(tmp, n, api, home, returning=False):
     """The environment a user's shell would give the CLI: the stand-in as endpoint and as the
     proxy for everything else; the canaries; the CLI's state and scratch files in directories
     of their own; the switches that keep it off the network. Of those, the claude profile
@@ -70,13 +70,24 @@ def session_env(tmp, n, api, home):
                DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1", DISABLE_BUG_COMMAND="1",
                HTTPS_PROXY=api.url, HTTP_PROXY=api.url, NO_PROXY="127.0.0.1,localhost")
     env.update(CANARY_ENV)
+    if returning:
+        # A user who has run Claude Code before: its state is there when runnerd starts (and
+        # masked from commands), and the CLI writes it again by renaming a new file over it.
+        os.makedirs(env["CLAUDE_CONFIG_DIR"], exist_ok=True)
+        state = os.path.join(env["CLAUDE_CONFIG_DIR"], ".claude.json")
+        with open(state, "w") as f:
+            json.dump({"numStartups": 3, "hasCompletedOnboarding": True}, f)
+        RETURNING_INODES[state] = os.stat(state).st_ino
     return env
+
+
+RETURNING_INODES = {}  # a returning user's state file: its inode as written before the session
 
 
 SANDBOX_ON = json.dumps({"sandbox": {"enabled": True}})
 
 
-def test_claude(tmp, sandbox, tty=False):
+def test_claude(tmp, sandbox, tty=False, returning=False):
     claude = agentrun.npm_bin("claude", PACKAGE, "claude")
     home = agentrun.session_home(tmp)
     ws = os.path.join(tmp, "workspace")
@@ -88,9 +99,9 @@ def test_claude(tmp, sandbox, tty=False):
         if sandbox:
             argv += ["--settings", SANDBOX_ON]
         runs = agentrun.sessions(tmp, ws, api, argv, "claude",
-                                 lambda n: session_env(tmp, n, api, home),
+                                 lambda n: session_env(tmp, n, api, home, returning),
                                  lambda api: api.tool_results, tty=tty,
-                                 times=1 if tty else agentrun.TIMED_RUNS)
+                                 times=1 if tty or returning else agentrun.TIMED_RUNS)
     finally:
         planted.remove()
         api.stop()
@@ -126,6 +137,21 @@ def test_claude(tmp, sandbox, tty=False):
 def test_claude_terminal(tmp):
     """The session with its stdio on a terminal of its own, its sandbox off."""
     test_claude(tmp, False, tty=True)
+
+
+def test_claude_returning(tmp):
+    """A returning user's session: ~/.claude.json (here in CLAUDE_CONFIG_DIR) is there at the
+    start, masked, and the CLI writes it again at its start by renaming a new file over it. The
+    build before took that for a moved mask and refused every command of the session (the Bash
+    tool's posix_spawn failed with EPERM)."""
+    config = os.path.join(tmp, "config-1", ".claude.json")
+    test_claude(tmp, False, returning=True)
+    # The plain session ran first, in config-0: the runnerd one is config-1's.
+    with open(config) as f:
+        state = json.load(f)
+    check("returning user: the CLI wrote its state again during the runnerd session, as a new "
+          "file renamed over the old one", "firstStartTime" in state
+          and os.stat(config).st_ino != RETURNING_INODES.get(config), json.dumps(state)[:300])
 
 
 def test_claude_background(tmp):
@@ -186,7 +212,8 @@ def main():
     agentrun.npm_bin("claude", PACKAGE, "claude")
     tests = agentrun.mode_tests("claude -p", [("its sandbox off", False, False),
                                               ("its sandbox on", True, True)], test_claude)
-    tests += [test_claude_terminal, test_claude_background, test_claude_project_settings]
+    tests += [test_claude_terminal, test_claude_returning, test_claude_background,
+              test_claude_project_settings]
     sys.exit(common.run_tests(tests, "rd-e2e-claude-", enter=False))
 
 

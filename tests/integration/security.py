@@ -2973,6 +2973,86 @@ def test_mask_moved(tmp):
           out.stdout + out.stderr)
 
 
+MASK_REPLACE_AGENT = r"""import os, subprocess, sys
+secret, store, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+def run(name, argv):
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True)
+        print("%s=%d[%s]" % (name, p.returncode, p.stdout.strip()), flush=True)
+    except OSError as e:
+        print("%s=refused[%s]" % (name, e.strerror), flush=True)
+def replace(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(path + ".tmp", path)
+run("start", ["cat", secret])
+if mode == "kinds":
+    # As Claude Code writes ~/.claude.json and bash ~/.bash_history: a new file renamed over.
+    replace(secret, "new " + sys.argv[4])
+    run("replaced", ["cat", secret])
+    os.unlink(secret)
+    run("removed", ["cat", secret])
+    replace(secret, "again " + sys.argv[4])
+    run("again", ["cat", secret])
+    os.rename(store, store + ".old")
+    os.mkdir(store)
+    with open(os.path.join(store, "key"), "w") as f:
+        f.write(sys.argv[4])
+    run("store", ["ls", "-A", store])
+else:
+    os.unlink(secret)
+    if mode == "symlink":
+        os.symlink(os.path.join(os.path.dirname(secret), "elsewhere"), secret)
+    else:
+        os.mkdir(secret)
+    run("after", ["true"])
+"""
+
+
+def test_mask_replaced(tmp):
+    """A masked file the agent replaces by renaming a new one over it (Claude Code rewrites
+    ~/.claude.json so at every start, bash ~/.bash_history, git's credential store its file), or
+    removes and writes again: later commands run, and the new file is masked as the old one was.
+    The build before refused every command after the first such write ("the masked path has
+    moved or changed"), which broke real Claude Code sessions of every user with a
+    ~/.claude.json. A symlink where the file was, or a directory, still refuses: the pin is to
+    the kind of file in its directory."""
+    agent = os.path.join(tmp, "replace_agent.py")
+    with open(agent, "w") as f:
+        f.write(MASK_REPLACE_AGENT)
+    for mode in ("kinds", "symlink", "directory"):
+        d = os.path.join(tmp, mode)
+        store = os.path.join(d, "store")
+        os.makedirs(store)
+        secret = os.path.join(d, "secret.json")
+        with open(secret, "w") as f:
+            f.write("old " + CANARY)
+        with open(os.path.join(store, "key"), "w") as f:
+            f.write(CANARY)
+        prof = write_profile(tmp, "mr-" + mode, {"default": "allow", "mask": [secret, store]})
+        out = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, secret, store, mode,
+                                                "new-" + CANARY]),
+                             env=base_env(), capture_output=True, text=True, timeout=120)
+        got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+        say = out.stdout + out.stderr[-600:]
+        check("mask replaced (%s): the first command reads the masked file empty" % mode,
+              got.get("start") == "0[]", say)
+        if mode == "kinds":
+            check("mask replaced: after a new file is renamed over the masked one, commands run, "
+                  "and read it empty", got.get("replaced") == "0[]", say)
+            check("mask replaced: after the masked file is removed, commands run",
+                  got.get("removed", "").startswith("1["), say)
+            check("mask replaced: a file written again at the masked path reads empty",
+                  got.get("again") == "0[]", say)
+            check("mask replaced: a masked directory replaced by another is empty to commands",
+                  got.get("store") == "0[]", say)
+            check("mask replaced: no command read a secret", CANARY not in out.stdout, say)
+        else:
+            check("mask replaced: a %s where the masked file was refuses commands" % mode,
+                  got.get("after", "").startswith("refused[")
+                  and "has moved or changed" in out.stderr, say)
+
+
 def test_mask_symlinks(tmp):
     """A masked path that is a symlink when the session starts is masked where it leads (the
     secret is hidden by either name). A symlink a command plants at a masked path that did
@@ -3450,7 +3530,7 @@ def main():
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
-             test_mask_symlinks,
+             test_mask_symlinks, test_mask_replaced,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
