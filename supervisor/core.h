@@ -264,8 +264,8 @@ struct masks {
 		char *real; /* where it led at the start, when a symlink did: what is masked */
 		dev_t dev;  /* what is masked (real's, or path's), as it is now */
 		ino_t ino;
-		mode_t type;        /* its S_IFMT */
-		dev_t dir_dev;      /* the directory it is in (real's, or path's) */
+		mode_t type;   /* its S_IFMT */
+		dev_t dir_dev; /* the directory it is in (real's, or path's) */
 		ino_t dir_ino;
 	} * pins;
 	size_t n_pins;
