@@ -287,6 +287,131 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
 	return r;
 }
 
+/* path's directory entries but "." and "..", counted; -errno if it cannot be read. */
+static long count_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	long n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/* The directories of the session's masked files that the view holds as its own (view.h,
+ * shadow; the masks no rule adds): those in the caller's home, read-only to every command (in
+ * no writable root of the session's or of any rule's, nor a cache), not under a masked
+ * directory, with at most RD_VIEW_SHADOW_MAX entries (runnerd says so of one with more); in
+ * shadow, deepest first. In hidden, the masked files in them, with no exception inside (a
+ * masked file that is a symlink at the start: where it leads, as the mask is pinned). A masked
+ * directory is left to its mask: a mask bound on a directory is taken off only when the
+ * directory itself is renamed over or removed, which its tools do not do. */
+static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *prof,
+                        const struct rd_view_paths *view, const struct rd_view_paths *any,
+                        struct rd_strv *shadow, struct rd_strv *hidden)
+{
+	char home[PATH_MAX];
+	struct rd_strv masks = {0};
+	if (!who.home[0] || !realpath(who.home, home) || strcmp(home, "/") == 0)
+		return 0;
+	if (rd_mask_list(cfg, prof, NULL, who.home, who.uid, &masks) < 0)
+		return -ENOMEM;
+	int r = 0;
+	/* First the files, which make their directories shadows; then every other masked path
+	 * in one of those, hidden there too (one made later is not shown). */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; r == 0 && i < masks.n; i++) {
+			const char *m = masks.v[i];
+			struct stat st;
+			char dir[PATH_MAX], file[PATH_MAX * 2];
+			if (m[0] != '/')
+				continue;
+			/* Where the mask goes: a symlink's target (pinned), else the path in its
+			 * directory's real path. */
+			if (lstat(m, &st) == 0 && S_ISLNK(st.st_mode)) {
+				if (!realpath(m, file) || stat(file, &st) < 0 ||
+				    !S_ISREG(st.st_mode))
+					continue;
+			} else {
+				/* A directory, a socket, or nothing yet: its mask alone, unless a
+				 * file makes its directory a shadow (below, hidden). */
+				bool regular = lstat(m, &st) == 0 && S_ISREG(st.st_mode);
+				if (!regular && pass == 0)
+					continue;
+				const char *slash = strrchr(m, '/');
+				char up[PATH_MAX];
+				snprintf(up, sizeof(up), "%.*s", slash == m ? 1 : (int)(slash - m),
+				         m);
+				if (!realpath(up, dir))
+					continue;
+				snprintf(file, sizeof(file), "%s/%s", strcmp(dir, "/") ? dir : "",
+				         slash + 1);
+			}
+			const char *slash = strrchr(file, '/');
+			snprintf(dir, sizeof(dir), "%.*s", slash == file ? 1 : (int)(slash - file),
+			         file);
+			bool skip = !rd_path_within(dir, home) ||
+			            rd_view_writable_root(view, dir) ||
+			            rd_view_writable_root(any, dir) || stat(dir, &st) < 0 ||
+			            !S_ISDIR(st.st_mode);
+			for (size_t k = 0; !skip && k < masks.n; k++) {
+				const char *o = masks.v[k];
+				struct stat ost;
+				if (o[0] == '!' && rd_path_within(o + 1, file))
+					skip = true; /* an exception inside: the mask knows it */
+				else if (o[0] == '/' && rd_path_within(dir, o) &&
+				         stat(o, &ost) == 0 && S_ISDIR(ost.st_mode))
+					skip = true; /* under a masked directory */
+			}
+			if (skip)
+				continue;
+			bool listed = false;
+			for (size_t k = 0; k < shadow->n && !listed; k++)
+				listed = strcmp(shadow->v[k], dir) == 0;
+			if (!listed && pass == 1)
+				continue;
+			if (!listed) {
+				long n = count_entries(dir);
+				if (n < 0)
+					continue;
+				if (n > RD_VIEW_SHADOW_MAX) {
+					fprintf(stderr,
+					        "runnerd: %s holds %ld entries, more than the %d "
+					        "runnerd holds in the commands' view: its masked "
+					        "files are masked where they are, and one written "
+					        "again there (a new file renamed over it) shows in "
+					        "the sandboxes running then\n",
+					        dir, n, RD_VIEW_SHADOW_MAX);
+					continue;
+				}
+				r = rd_strv_add(shadow, dir);
+			}
+			bool known = false;
+			for (size_t k = 0; k < hidden->n && !known; k++)
+				known = strcmp(hidden->v[k], file) == 0;
+			if (r == 0 && !known)
+				r = rd_strv_add(hidden, file);
+		}
+	rd_strv_free(&masks);
+	/* Deepest first: a shadow above holds a copy of the one below. */
+	for (size_t i = 1; r == 0 && i < shadow->n; i++)
+		for (size_t k = i; k > 0; k--) {
+			size_t a = 0, b = 0;
+			for (const char *c = shadow->v[k - 1]; *c; c++)
+				a += *c == '/';
+			for (const char *c = shadow->v[k]; *c; c++)
+				b += *c == '/';
+			if (a >= b)
+				break;
+			char *t = shadow->v[k - 1];
+			shadow->v[k - 1] = shadow->v[k];
+			shadow->v[k] = t;
+		}
+	return r;
+}
+
 static int make_layers(const struct rd_strv *caches, const struct rd_strv *write,
                        const char *session, struct rd_strv *layers, char **layers_dir);
 static int remove_path(const char *path);
@@ -867,7 +992,8 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	char *control_dir = NULL;
 	char **env = NULL;
 	struct rd_strv secrets = {0}, write = {0}, protect = {0}, missing = {0}, layers = {0},
-	               agent_paths = {0}, any_write = {0}, any_protect = {0};
+	               agent_paths = {0}, any_write = {0}, any_protect = {0}, shadow = {0},
+	               hidden = {0};
 	char *workspace = NULL, *layers_dir = NULL;
 	char *agent = NULL;
 	char **agent_argv = NULL;
@@ -986,8 +1112,8 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	/* (runnerd serve: the container's repository is left as it is.) */
 	if (!ss)
 		rd_repo_start(workspace, &repo_start);
-	s.view =
-	    (struct rd_view_paths){write.v, write.n, protect.v, protect.n, layers.v, layers.n / 2};
+	s.view = (struct rd_view_paths){write.v,      write.n, protect.v, protect.n, layers.v,
+	                                layers.n / 2, NULL,    0,         NULL,      0};
 	s.missing = &missing;
 	s.workspace = workspace;
 	const char *over = workspace ? rd_strv_within(&protect, workspace) : NULL;
@@ -1019,8 +1145,16 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		rd_error_set(&err, ENOMEM, "out of memory taking the agent's own programs");
 		goto fail;
 	}
-	s.any_rule =
-	    (struct rd_view_paths){any_write.v, any_write.n, any_protect.v, any_protect.n, NULL, 0};
+	s.any_rule = (struct rd_view_paths){
+	    any_write.v, any_write.n, any_protect.v, any_protect.n, NULL, 0, NULL, 0, NULL, 0};
+	if (shadow_lists(&cfg, &prof, &s.view, &s.any_rule, &shadow, &hidden) < 0) {
+		rd_error_set(&err, ENOMEM, "out of memory listing the directories of masked files");
+		goto fail;
+	}
+	s.view.shadow = shadow.v;
+	s.view.n_shadow = shadow.n;
+	s.view.hidden = hidden.v;
+	s.view.n_hidden = hidden.n;
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
 	rd_strv_free(&notes);
@@ -1168,6 +1302,8 @@ out:
 	rd_strv_free(&agent_paths);
 	rd_strv_free(&any_write);
 	rd_strv_free(&any_protect);
+	rd_strv_free(&shadow);
+	rd_strv_free(&hidden);
 	free(workspace);
 	free(agent);
 	for (char **a = agent_argv; a && *a; a++)

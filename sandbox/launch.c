@@ -107,6 +107,7 @@ int rd_sandbox_spare_begin(struct rd_zygote *z, bool full_ids,
 	out->setup_fd = ep[0];
 	out->plan_fd = pl[0];
 	out->preset = preset;
+	out->view_gen = z ? z->view_gen : 0;
 	out->full_ids = full_ids;
 	/* Before the request: a change the reaper may not see makes a new generation. */
 	if (preset && rd_mask_watch_on(preset->watch)) {
@@ -345,6 +346,11 @@ int rd_sandbox_start(struct rd_zygote *z, const struct rd_launch_plan *p, struct
 	sb->fit_known = false;
 	if (sb->pending && rd_sandbox_spare_finish(z, sb, &spare_err) < 0)
 		sb->preset = NULL;
+	/* Made before the view's shadow directories were made again: not as the home is now. */
+	if (sb->reaper >= 0 && z && sb->view_gen != z->view_gen) {
+		rd_sandbox_destroy(sb);
+		use = RD_PRESET_STALE;
+	}
 	if (sb->reaper >= 0 && sb->preset) {
 		bool fits = fit_known ? sb->fit : rd_sandbox_preset_fits(sb->preset, p);
 		use = fits ? preset_check(sb) : RD_PRESET_UNFIT;

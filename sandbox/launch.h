@@ -97,9 +97,10 @@ struct rd_sandbox {
 	/* The preset's watch generation when the spare was asked for (watched: there was one) */
 	bool watched;
 	uint64_t watch_gen;
-	bool full_ids; /* those maps are every id to itself (else runnerd's alone) */
-	int go_fd;     /* a byte here starts the reaper, once runnerd has written its maps */
-	unsigned uses; /* the plans it has taken: from the second on, with a setup pipe */
+	bool full_ids;     /* those maps are every id to itself (else runnerd's alone) */
+	int go_fd;         /* a byte here starts the reaper, once runnerd has written its maps */
+	unsigned uses;     /* the plans it has taken: from the second on, with a setup pipe */
+	uint64_t view_gen; /* the zygote's view_gen when it was asked for */
 };
 
 #define RD_SANDBOX_NONE                                                                            \
@@ -118,7 +119,8 @@ struct rd_sandbox {
 	                     .watched = false,                                                     \
 	                     .watch_gen = 0,                                                       \
 	                     .go_fd = -1,                                                          \
-	                     .uses = 0})
+	                     .uses = 0,                                                            \
+	                     .view_gen = 0})
 
 /* Can runnerd map every id of a sandbox to itself: has it CAP_SETUID and CAP_SETGID (root,
  * mostly; decided by the capabilities, not by the uid)? */

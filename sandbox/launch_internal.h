@@ -82,7 +82,9 @@ struct zygote_view {
 	uint32_t ids;
 	uint32_t n_write;
 	uint32_t n_protect;
-	uint32_t n_layers;  /* after the protected paths, 2 * n_layers: each cache, its layer */
+	uint32_t n_layers; /* after the protected paths, 2 * n_layers: each cache, its layer */
+	uint32_t n_shadow; /* after the layers: the shadow directories, then the hidden paths */
+	uint32_t n_hidden;
 	uint32_t n_filters; /* a container's (rd_confine): after the paths, each a uint32_t length
 	                     * and that many struct sock_filter */
 	char
@@ -106,6 +108,9 @@ enum {
 	ZP_NONE, /* no preset */
 	ZP_NEW,  /* this one, in the message: keep it */
 	ZP_LAST, /* the one kept from an earlier request */
+	/* No reaper, no fds, no answer: the shadow directory n_masks made again
+	 * (rd_view_shadow_refresh); on an error the zygote exits */
+	ZP_REFRESH,
 };
 
 /* The answer: the reaper's pid, or err; its pidfd comes with it (SCM_RIGHTS). */

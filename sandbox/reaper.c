@@ -1265,6 +1265,7 @@ _Noreturn void rd_reaper_main(int go_fd, int plan_fd, int err_fd, int status_fd,
 	struct rd_view_error view;
 	if (!(inherited & RD_INHERIT_VIEW) && (r = rd_view_session(&view, paths, false)) < 0)
 		fail(err_fd, STAGE_SETUP, view.what, -r);
+	rd_view_shadow_forget();
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		fail(err_fd, STAGE_SETUP, "mounting /proc", errno);
 	if ((r = rd_view_sandbox(&view, inherited & RD_ROOT_IDS)) < 0)

@@ -842,6 +842,265 @@ int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n)
 	return 0;
 }
 
+/* Is path one of v's hidden paths? */
+static bool is_hidden(const struct rd_view_paths *v, const char *path)
+{
+	for (size_t i = 0; i < v->n_hidden; i++)
+		if (strcmp(v->hidden[i], path) == 0)
+			return true;
+	return false;
+}
+
+/* A directory that holds masked files (v->shadow[i]; real: an O_PATH fd of it, beneath any
+ * shadow over it), shown as a read-only tmpfs of its own: in it, each entry of the directory,
+ * each a mount point for the real one bound there (with what is mounted under it), a symlink
+ * copied as it is, and at the names of v->hidden an empty file or directory. A mask bound on a
+ * file of the machine's is taken off by the kernel, in every other mount namespace, when the
+ * file is renamed over or removed: the agent writing ~/.claude.json again (a new file renamed
+ * over the old) left a command's reader running in its sandbox the new file. Here the name
+ * lies in the tmpfs, which no rename on the machine reaches. What the directory holds later,
+ * runnerd has made again (rd_view_shadow_refresh); what lies deeper is the machine's, live.
+ * The new mount's fd, detached, or -errno: -E2BIG past RD_VIEW_SHADOW_MAX entries. */
+static int shadow_build(const struct rd_view_paths *v, size_t i, int real)
+{
+	const char *path = v->shadow[i];
+	struct stat dst;
+	int dfd = openat(real, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	DIR *dir = fdopendir(dfd);
+	if (!dir) {
+		int e = errno;
+		close(dfd);
+		return -e;
+	}
+	int r = fstat(dfd, &dst) < 0 ? -errno : 0, mnt = -1;
+	size_t n = 0;
+	for (struct dirent *d; r == 0 && (d = readdir(dir));)
+		n += strcmp(d->d_name, ".") && strcmp(d->d_name, "..");
+	if (r == 0 && n > RD_VIEW_SHADOW_MAX)
+		r = -E2BIG;
+	char opt[32], mode[16];
+	int fs = r == 0 ? fsopen("tmpfs", FSOPEN_CLOEXEC) : -1;
+	if (r == 0 && fs < 0)
+		r = -errno;
+	snprintf(opt, sizeof(opt), "%zu", 2 * n + 16);
+	/* The directory's mode; and its owner (one this namespace cannot map: the tmpfs's own). */
+	snprintf(mode, sizeof(mode), "%o", (unsigned)(dst.st_mode & 07777));
+	if (r == 0 &&
+	    (fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", opt, 0) < 0 ||
+	     fsconfig(fs, FSCONFIG_SET_STRING, "mode", mode, 0) < 0 ||
+	     fsconfig(fs, FSCONFIG_SET_STRING, "size", "1m", 0) < 0 ||
+	     fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	     (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0))
+		r = -errno;
+	if (fs >= 0)
+		close(fs);
+	if (r == 0)
+		(void)fchownat(mnt, "", dst.st_uid, dst.st_gid, AT_EMPTY_PATH);
+	rewinddir(dir);
+	for (struct dirent *d; r == 0 && (d = readdir(dir));) {
+		const char *name = d->d_name;
+		struct stat st;
+		char full[PATH_MAX], target[PATH_MAX];
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				r = -errno; /* gone since readdir: nothing to show */
+			continue;
+		}
+		if ((size_t)snprintf(full, sizeof(full), "%s/%s", strcmp(path, "/") ? path : "",
+		                     name) >= sizeof(full)) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		if (is_hidden(v, full)) {
+			if ((S_ISDIR(st.st_mode) ? mkdirat(mnt, name, 0700)
+			                         : mknodat(mnt, name, S_IFREG | 0600, 0)) < 0)
+				r = -errno;
+			continue;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t len = readlinkat(dfd, name, target, sizeof(target) - 1);
+			if (len < 0 || (size_t)len >= sizeof(target) - 1) {
+				r = len < 0 ? -errno : -ENAMETOOLONG;
+				break;
+			}
+			target[len] = '\0';
+			if (symlinkat(target, mnt, name) < 0)
+				r = -errno;
+			continue;
+		}
+		if ((S_ISDIR(st.st_mode) ? mkdirat(mnt, name, 0755)
+		                         : mknodat(mnt, name, S_IFREG | 0644, 0)) < 0) {
+			r = -errno;
+			break;
+		}
+		int tree = open_tree(dfd, name,
+		                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+		                         AT_SYMLINK_NOFOLLOW);
+		if (tree < 0) {
+			/* Gone, or turned into a symlink, since the fstatat: it is left out. */
+			if (errno != ENOENT && errno != ELOOP)
+				r = -errno;
+			unlinkat(mnt, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+			continue;
+		}
+		if (move_mount(tree, "", mnt, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = -errno;
+		close(tree);
+	}
+	closedir(dir);
+	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+	if (r == 0 && mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+		r = -errno;
+	if (r < 0) {
+		if (mnt >= 0)
+			close(mnt);
+		return r;
+	}
+	return mnt;
+}
+
+/* The shadows of the view this process made (rd_view_session), for rd_view_shadow_refresh:
+ * each directory beneath its shadow, and the shadow over it (-1: none, the directory as it
+ * is). Close-on-exec: no command gets them (the real directory, its masked files unmasked). */
+static const struct rd_view_paths *shadow_view;
+static int *shadow_real, *shadow_mnt;
+
+static int shadow_swap(size_t i, int mnt);
+
+/* Does the cache layer L go on shadow i itself (not on a shadow below it, whose copy comes
+ * with it)? */
+static bool layer_on(const struct rd_view_paths *v, size_t i, const char *l)
+{
+	if (!rd_path_within(l, v->shadow[i]) || strcmp(l, v->shadow[i]) == 0)
+		return false;
+	for (size_t j = 0; j < i; j++)
+		if (rd_path_within(v->shadow[j], v->shadow[i]) && rd_path_within(l, v->shadow[j]))
+			return false;
+	return true;
+}
+
+/* shadow_view->shadow[i] made again: the new one built, the old one taken off, the new one
+ * put on, and the caches' layers that were on the old one (rd_view_session puts them on the
+ * shadows) moved to it: the same mounts, cloned, so that no overlay is made twice on one
+ * upper directory. */
+static int shadow_put(size_t i)
+{
+	const struct rd_view_paths *v = shadow_view;
+	int mnt = shadow_build(v, i, shadow_real[i]);
+	if (mnt < 0)
+		return mnt;
+	int *trees = calloc(v->n_layers + 1, sizeof(int)), r = trees ? 0 : -ENOMEM;
+	for (size_t k = 0; trees && k < v->n_layers; k++) {
+		trees[k] = -1;
+		if (shadow_mnt[i] < 0 || !layer_on(v, i, v->layers[2 * k]))
+			continue;
+		trees[k] = open_tree(AT_FDCWD, v->layers[2 * k],
+		                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+		if (trees[k] < 0 && errno != ENOENT)
+			r = -errno;
+	}
+	if (r == 0)
+		r = shadow_swap(i, mnt);
+	else
+		close(mnt);
+	for (size_t k = 0; trees && k < v->n_layers; k++) {
+		if (trees[k] < 0)
+			continue;
+		if (r == 0 && move_mount(trees[k], "", AT_FDCWD, v->layers[2 * k],
+		                         MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = -errno;
+		close(trees[k]);
+	}
+	free(trees);
+	return r;
+}
+
+/* The shadow mnt in place of shadow i's (closed on an error). */
+static int shadow_swap(size_t i, int mnt)
+{
+	if (shadow_mnt[i] >= 0) {
+		char at[32];
+		snprintf(at, sizeof(at), "/proc/self/fd/%d", shadow_mnt[i]);
+		if (umount2(at, MNT_DETACH) < 0) {
+			int e = errno;
+			close(mnt);
+			return -e;
+		}
+		close(shadow_mnt[i]);
+		shadow_mnt[i] = -1;
+	}
+	if (move_mount(mnt, "", shadow_real[i], "",
+	               MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+		int e = errno;
+		close(mnt);
+		return -e;
+	}
+	shadow_mnt[i] = mnt;
+	return 0;
+}
+
+/* Each shadow directory of paths, deepest first (a shadow above holds a copy of the one below).
+ * One with more than RD_VIEW_SHADOW_MAX entries, or missing, is left as it is. */
+static int shadows(struct rd_view_error *e, const struct rd_view_paths *paths)
+{
+	rd_view_shadow_forget();
+	shadow_view = paths;
+	shadow_real = calloc(paths->n_shadow + 1, sizeof(int));
+	shadow_mnt = calloc(paths->n_shadow + 1, sizeof(int));
+	if (!shadow_real || !shadow_mnt) {
+		e->what = "the directories of masked files";
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < paths->n_shadow; i++)
+		shadow_real[i] = shadow_mnt[i] = -1;
+	for (size_t i = 0; i < paths->n_shadow; i++) {
+		e->what = paths->shadow[i];
+		int fd = open_nofollow(paths->shadow[i]);
+		if (fd < 0 && (absent(fd) || fd == -ELOOP || fd == -EACCES))
+			continue;
+		if (fd < 0)
+			return fd;
+		shadow_real[i] = fd;
+		int r = shadow_put(i);
+		if (r < 0 && r != -E2BIG)
+			return r;
+	}
+	return 0;
+}
+
+void rd_view_shadow_forget(void)
+{
+	for (size_t i = 0; shadow_view && i < shadow_view->n_shadow; i++) {
+		if (shadow_real[i] >= 0)
+			close(shadow_real[i]);
+		if (shadow_mnt[i] >= 0)
+			close(shadow_mnt[i]);
+	}
+	free(shadow_real);
+	free(shadow_mnt);
+	shadow_real = shadow_mnt = NULL;
+	shadow_view = NULL;
+}
+
+int rd_view_shadow_refresh(size_t i)
+{
+	if (!shadow_view || i >= shadow_view->n_shadow)
+		return -EINVAL;
+	const char *path = shadow_view->shadow[i];
+	for (size_t k = i; k < shadow_view->n_shadow; k++) {
+		if (shadow_real[k] < 0 || !rd_path_within(path, shadow_view->shadow[k]))
+			continue;
+		int r = shadow_put(k);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, bool overlays)
 {
 	*e = (struct rd_view_error){0};
@@ -868,6 +1127,11 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, 
 			e->what = paths->protect[i];
 	for (size_t k = 0; k < n_pinned; k++)
 		free(pinned[k]);
+	/* The shadows hold what is mounted in their directories by now; the layers go on them,
+	 * over what the user has there, which a granted command sees with the layers taken off
+	 * (rd_view_no_layers). */
+	if (r == 0 && (r = shadows(e, paths)) < 0)
+		return r;
 	layers_alone = 0;
 	for (size_t i = 0; r == 0 && i < paths->n_layers; i++)
 		if ((r = layer(paths->layers[2 * i], paths->layers[2 * i + 1], overlays)) < 0)

@@ -40,7 +40,18 @@ struct rd_view_paths {
 	 * itself is never written. */
 	char *const *layers;
 	size_t n_layers;
+	/* Directories that hold masked files, read-only to commands, deepest first: each shown as
+	 * a read-only tmpfs of its own holding what the directory held when the view was made
+	 * (rd_view_session, rd_view_shadow_refresh), and in it, at the names of hidden, an empty
+	 * file or directory (see view.c, shadow_build). */
+	char *const *shadow;
+	size_t n_shadow;
+	char *const *hidden; /* masked paths in those directories: there, never the real ones */
+	size_t n_hidden;
 };
+
+/* The most entries a shadow directory may hold: each is a mount that every sandbox copies. */
+#define RD_VIEW_SHADOW_MAX 512
 
 /* The writable root of v that path (absolute, without symlinks) lies in, where commands can
  * write it: not at or under a protected path; or the cache whose layer commands write. NULL if
@@ -71,6 +82,17 @@ bool rd_view_inert(const char *path);
  * else each layer's upper directory alone, which sandboxes may share (two overlays on one upper
  * directory at once are undefined). Returns 0, or -errno with e->what naming the step. */
 int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, bool overlays);
+
+/* The view made by rd_view_session in this process (the zygote's): its shadow directory
+ * shadow[i] made again from what the directory holds now, and each shadow directory above it
+ * (which holds a copy of it). Returns 0, or -errno; on an error the directory may be left as it
+ * is on the machine (the masks of each sandbox still go over its masked files). */
+int rd_view_shadow_refresh(size_t i);
+
+/* What rd_view_session kept for rd_view_shadow_refresh, closed: in a sandbox that made its own
+ * view, whose command must hold no fd of a directory beneath its shadow (its masked files
+ * there unmasked). */
+void rd_view_shadow_forget(void);
 
 /* How many of the session's layers rd_view_session could not make as overlays (overlayfs
  * refused: a layer on an overlay file system, a path with ',' or ':'): those caches show the

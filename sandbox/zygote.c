@@ -25,6 +25,8 @@ static long view_msg(char ids, const struct rd_view_paths *paths, const struct r
 	                        .n_write = paths ? (uint32_t)paths->n_write : 0,
 	                        .n_protect = paths ? (uint32_t)paths->n_protect : 0,
 	                        .n_layers = paths ? (uint32_t)paths->n_layers : 0,
+	                        .n_shadow = paths ? (uint32_t)paths->n_shadow : 0,
+	                        .n_hidden = paths ? (uint32_t)paths->n_hidden : 0,
 	                        .n_filters = confine ? (uint32_t)confine->n_filters : 0};
 	if (confine && confine->apparmor &&
 	    (size_t)snprintf(v.apparmor, sizeof(v.apparmor), "%s", confine->apparmor) >=
@@ -39,17 +41,24 @@ static long view_msg(char ids, const struct rd_view_paths *paths, const struct r
 		n += strlen(paths->protect[i]) + 1;
 	for (size_t i = 0; i < 2 * (size_t)v.n_layers; i++)
 		n += strlen(paths->layers[i]) + 1;
+	for (size_t i = 0; i < v.n_shadow; i++)
+		n += strlen(paths->shadow[i]) + 1;
+	for (size_t i = 0; i < v.n_hidden; i++)
+		n += strlen(paths->hidden[i]) + 1;
 	if (n > ZYGOTE_MAX_MSG)
 		return -EMSGSIZE;
 	char *buf = malloc(n), *p = buf + sizeof(v);
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, &v, sizeof(v));
-	for (size_t i = 0; i < v.n_write + v.n_protect + 2 * (size_t)v.n_layers; i++) {
-		const char *s = i < v.n_write ? paths->write[i]
-		                : i < v.n_write + v.n_protect
-		                    ? paths->protect[i - v.n_write]
-		                    : paths->layers[i - v.n_write - v.n_protect];
+	size_t at_layers = v.n_write + v.n_protect, at_shadow = at_layers + 2 * (size_t)v.n_layers,
+	       at_hidden = at_shadow + v.n_shadow;
+	for (size_t i = 0; i < at_hidden + v.n_hidden; i++) {
+		const char *s = i < v.n_write   ? paths->write[i]
+		                : i < at_layers ? paths->protect[i - v.n_write]
+		                : i < at_shadow ? paths->layers[i - at_layers]
+		                : i < at_hidden ? paths->shadow[i - at_shadow]
+		                                : paths->hidden[i - at_hidden];
 		memcpy(p, s, strlen(s) + 1);
 		p += strlen(s) + 1;
 	}
@@ -282,4 +291,14 @@ long rd_zygote_answer(struct rd_zygote *z, int *pidfd, struct rd_error *err)
 		                    strerror(r.err));
 	*pidfd = fd;
 	return r.pid;
+}
+
+void rd_zygote_refresh(struct rd_zygote *z, size_t i)
+{
+	z->view_gen++;
+	if (z->fd < 0)
+		return;
+	struct zygote_req q = {.preset = ZP_REFRESH, .n_masks = (uint32_t)i};
+	if (send(z->fd, &q, sizeof(q), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(q))
+		rd_zygote_lost(z);
 }

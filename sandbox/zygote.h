@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct rd_zygote {
@@ -33,6 +34,9 @@ struct rd_zygote {
 	/* runnerd serve's (rd_confine): only the zygote's reapers carry the container's filters
 	 * and may mount /proc there, so runnerd clones none itself. */
 	bool required;
+	/* How many times the view's shadow directories were made again (rd_zygote_refresh): a
+	 * sandbox made before holds what they held then. */
+	uint64_t view_gen;
 };
 
 /* What the commands of a session that `runnerd serve` runs in a container keep of the
@@ -72,5 +76,11 @@ void rd_zygote_lost(struct rd_zygote *z);
 
 /* Close runnerd's end and kill the zygote; runnerd's loop reaps it. */
 void rd_zygote_stop(struct rd_zygote *z);
+
+/* Have the zygote make its view's shadow directory view->shadow[i] again, from what that
+ * directory holds now (and those above it): sandboxes it clones from then on show that. No
+ * answer; a zygote that cannot is lost (runnerd's own sandboxes make the view each time).
+ * Counts z->view_gen up, with or without a zygote. */
+void rd_zygote_refresh(struct rd_zygote *z, size_t i);
 
 #endif

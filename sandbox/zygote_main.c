@@ -129,7 +129,8 @@ static unsigned session_setup(int sock, bool host)
 		_exit(1);
 	memcpy(&v, buf, sizeof(v));
 	char ids = (char)v.ids;
-	size_t n_paths = (size_t)v.n_write + v.n_protect + 2 * (size_t)v.n_layers;
+	size_t n_paths = (size_t)v.n_write + v.n_protect + 2 * (size_t)v.n_layers +
+	                 (size_t)v.n_shadow + v.n_hidden;
 	char **list = n_paths <= ZYGOTE_MAX_MSG ? split(buf + sizeof(v), buf + n, n_paths) : NULL;
 	if (!list || (ids != ZYGOTE_ROOT_IDS && ids != ZYGOTE_OWN_IDS))
 		_exit(1);
@@ -146,12 +147,17 @@ static unsigned session_setup(int sock, bool host)
 		_exit(1);
 	memcpy(apparmor, v.apparmor, sizeof(apparmor));
 	rd_reaper_keep_confine(filters, v.n_filters, apparmor);
-	session_paths = (struct rd_view_paths){.write = list,
-	                                       .n_write = v.n_write,
-	                                       .protect = list + v.n_write,
-	                                       .n_protect = v.n_protect,
-	                                       .layers = list + v.n_write + v.n_protect,
-	                                       .n_layers = v.n_layers};
+	session_paths = (struct rd_view_paths){
+	    .write = list,
+	    .n_write = v.n_write,
+	    .protect = list + v.n_write,
+	    .n_protect = v.n_protect,
+	    .layers = list + v.n_write + v.n_protect,
+	    .n_layers = v.n_layers,
+	    .shadow = list + v.n_write + v.n_protect + 2 * (size_t)v.n_layers,
+	    .n_shadow = v.n_shadow,
+	    .hidden = list + v.n_write + v.n_protect + 2 * (size_t)v.n_layers + v.n_shadow,
+	    .n_hidden = v.n_hidden};
 	/* Not dumpable: no other process of the user reads or traces it. */
 	struct setup_msg m = {.stage = STAGE_SETUP};
 	struct rd_view_error e;
@@ -215,9 +221,16 @@ int main(int argc, char **argv)
 		    rd_recv_buf_fds(sock, buf, ZYGOTE_MAX_MSG, fds, RD_REAPER_NFDS, &n_fds, 0);
 		if (n == 0)
 			_exit(0); /* runnerd closed its end: the session is over */
+		const struct zygote_req *q = (const void *)buf;
+		if (n == (ssize_t)sizeof(struct zygote_req) && n_fds == 0 &&
+		    q->preset == ZP_REFRESH) {
+			/* runnerd's sandboxes from now on are made from this view. */
+			if (rd_view_shadow_refresh(q->n_masks) < 0)
+				_exit(1);
+			continue;
+		}
 		if (n < (ssize_t)sizeof(struct zygote_req) || n_fds != RD_REAPER_NFDS)
 			_exit(1);
-		const struct zygote_req *q = (const void *)buf;
 		const struct rd_sandbox_preset *pre = NULL;
 		if (q->preset == ZP_NEW) {
 			struct kept_preset k;

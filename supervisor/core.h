@@ -16,6 +16,7 @@
 #include "intercept/task.h"
 #include "policy/envpolicy.h"
 #include "sandbox/launch.h"
+#include "sandbox/shadowwatch.h"
 #include "supervisor/supervisor.h"
 
 #include <linux/seccomp.h>
@@ -254,6 +255,9 @@ struct spares {
 	/* What changes at the preset's masked paths (sandbox/maskwatch.h); due: to be placed once
 	 * the spare being asked for is on its way (sup_spare_make). */
 	struct rd_mask_watch watch;
+	/* What changes in the view's shadow directories (sandbox/shadowwatch.h): checked before
+	 * a sandbox is asked for or taken. */
+	struct rd_shadow_watch shadow;
 	bool watch_due;
 };
 

@@ -26,6 +26,7 @@ void sup_spare_setup(struct sup *u)
 	sp->spare = RD_SANDBOX_NONE;
 	sp->zygote = RD_ZYGOTE_NONE;
 	sp->watch = RD_MASK_WATCH_NONE;
+	sp->shadow = RD_SHADOW_WATCH_NONE;
 	sp->zygote.view = &u->s->view;
 	sp->zygote.required = u->s->remote.on; /* also when it cannot even start */
 	/* Last, while runnerd's memory is as small as it will be. Without it, runnerd forks each
@@ -42,6 +43,11 @@ void sup_spare_setup(struct sup *u)
 		sp->zygote_src = (struct src){.type = SRC_ZYGOTE};
 		sup_watch(u, sp->zygote.fd, &sp->zygote_src);
 	}
+	/* Its shadow directories as the zygote made them (or as a sandbox runnerd forks makes
+	 * them). Without memory for it, they are what the session started with. */
+	if (rd_shadow_watch_init(&sp->shadow, &u->s->view) < 0)
+		fprintf(stderr, "runnerd: out of memory watching the directories of masked files: "
+		                "commands see them as they are now for the whole session\n");
 	/* Started once, never again (a lost zygote is not restarted): its file is not kept open,
 	 * one fd more for the callers' under a low RLIMIT_NOFILE. */
 	if (u->s->zygote_fd >= 0) {
@@ -194,6 +200,8 @@ void sup_spare_make(struct sup *u)
 	struct rd_error err = {0};
 	if (!sup_spare_wanted(u))
 		return;
+	/* The zygote makes a changed shadow directory again before this spare. */
+	rd_shadow_watch_check(&sp->shadow, &sp->zygote);
 	int r = rd_sandbox_spare_begin(&sp->zygote, u->full_ids, spare_preset(u), &sp->spare, &err);
 	/* The masks' watch, placed while the zygote makes that spare: watching a directory makes
 	 * the kernel mark each entry it has cached there, 8.5 ms for a busy /tmp here, which the
@@ -283,10 +291,11 @@ void sup_spare_return(struct sup *u, struct cmd *c)
 	 * secret, nor one whose exec runnerd has not seen through yet (its setup pipe still
 	 * open), nor once the agent has gone. */
 	bool pending = !sup_cmd_exec_seen(c);
-	if (!to || r->killed || r->timed_out || r->left || r->crowded || r->granted || r->reaped ||
-	    r->sb.preset_use != RD_PRESET_USED || pending || u->agent_done ||
-	    r->preset_gen != sp->preset_gen || !sp->preset_home || sp->preset_off ||
-	    sp->preset_unfit || u->killed_by[0]) {
+	rd_shadow_watch_check(&sp->shadow, &sp->zygote);
+	if (!to || r->sb.view_gen != sp->zygote.view_gen || r->killed || r->timed_out || r->left ||
+	    r->crowded || r->granted || r->reaped || r->sb.preset_use != RD_PRESET_USED ||
+	    pending || u->agent_done || r->preset_gen != sp->preset_gen || !sp->preset_home ||
+	    sp->preset_off || sp->preset_unfit || u->killed_by[0]) {
 		/* Its pid 1 is reaped as this command's (sup_cmd_reaped). The setup pipe of an
 		 * exec not seen through yet stays: its EOF (the exec went through) is what the
 		 * handoff waits for (sup_handoff_exec_result), and it is there already. */
@@ -332,6 +341,9 @@ int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *p
 		}
 	c->run.crowded = others;
 	c->run.granted = granted;
+	/* A shadow directory changed: the zygote makes it again, and a sandbox made before is
+	 * not used (rd_sandbox_start). */
+	rd_shadow_watch_check(&sp->shadow, &sp->zygote);
 	if (granted && sp->idle.uses) {
 		rd_sandbox_destroy(&sp->idle);
 		sp->idle = RD_SANDBOX_NONE;
@@ -381,5 +393,6 @@ void sup_spare_teardown(struct sup *u)
 	rd_zygote_stop(&sp->zygote);
 	free(sp->preset_home);
 	rd_mask_watch_end(&sp->watch);
+	rd_shadow_watch_free(&sp->shadow);
 	rd_strv_free(&sp->preset_masks);
 }

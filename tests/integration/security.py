@@ -3053,6 +3053,184 @@ def test_mask_replaced(tmp):
                   and "has moved or changed" in out.stderr, say)
 
 
+MASK_LIVE_AGENT = r"""import os, subprocess, sys, time
+out, canary, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+loop = "while :; do echo \\[$(cat %s 2>&1)\\]; sleep 0.01; done" % " ".join(files)
+# A command that leaves a reader running in its sandbox (the default lifetime: the session).
+subprocess.run(["sh", "-c", "nohup setsid sh -c '%s' >%s 2>&1 </dev/null & echo started"
+                % (loop, out)])
+time.sleep(0.5)
+for f in files:
+    # As Claude Code writes ~/.claude.json: a new file renamed over the old one.
+    with open(f + ".tmp", "w") as w:
+        w.write("new " + canary)
+    os.rename(f + ".tmp", f)
+time.sleep(1)
+p = subprocess.run(["cat"] + files, capture_output=True, text=True)
+print("later=%d[%s]" % (p.returncode, p.stdout.strip()), flush=True)
+"""
+
+
+def test_mask_replaced_live(tmp):
+    """A command left running (a reader in the background) while the agent writes a masked file
+    again, by renaming a new one over it: the kernel takes a mount off a file renamed over in
+    every other mount namespace, so a mask bound on the file itself let the running reader see
+    the new file, the agent's new token with it (the build before: every reader did). Masked
+    paths under the home, in a directory of the home and in the home itself, are masked where
+    that rename cannot reach. The files are made in the caller's real home (masks of the home
+    are judged there), and removed after."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    name = ".rd-live-%d-%s" % (os.getpid(), os.urandom(3).hex())
+    store = os.path.join(home, name)
+    files = [os.path.join(store, "auth.json"), os.path.join(home, name + ".json")]
+    os.makedirs(store)
+    try:
+        for f in files:
+            with open(f, "w") as w:
+                w.write("old " + CANARY)
+        out = os.path.join(tmp, "reader.out")
+        agent = os.path.join(tmp, "live_agent.py")
+        with open(agent, "w") as w:
+            w.write(MASK_LIVE_AGENT)
+        prof = write_profile(tmp, "ml", {"default": "allow", "mask": files})
+        run = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, out, "new-" + CANARY]
+                                         + files),
+                             env=base_env(), capture_output=True, text=True, timeout=120)
+        seen = open(out).read() if os.path.exists(out) else ""
+        say = run.stdout + run.stderr[-600:] + " reader: " + seen[-300:]
+        check("mask live: the reader ran, and read the masked files empty before the write",
+              run.returncode == 0 and "[]" in seen and "old " + CANARY not in seen, say)
+        check("mask live: a reader running in its sandbox never sees the file written again",
+              CANARY not in seen, say)
+        check("mask live: a later command reads them empty", "later=0[]" in run.stdout, say)
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+        for f in files[1:]:
+            for g in (f, f + ".tmp"):
+                if os.path.lexists(g):
+                    os.unlink(g)
+
+
+SHADOW_AGENT = r"""import os, subprocess, sys
+d = sys.argv[1]
+def run(name, argv, cwd=None):
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
+    print("%s=%d[%s]" % (name, p.returncode, p.stdout.strip()), flush=True)
+def write(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(path + ".tmp", path)
+run("first", ["cat", d + "/plain.txt", d + "/auth.json"])
+write(d + "/plain.txt", "v2")
+run("replaced", ["cat", d + "/plain.txt"])
+write(d + "/new.txt", "new")
+run("made", ["cat", d + "/new.txt"])
+# The home's shadow made again with it: the cache's layer is still over the cache.
+probe = sys.argv[3]
+run("cache", ["sh", "-c", "echo layered > %s && cat %s" % (probe, probe)])
+os.mkdir(d + "/newdir")
+write(d + "/newdir/f", "deep")
+run("cwd", ["cat", "f"], cwd=d + "/newdir")
+write(d + "/late.json", "late " + sys.argv[2])
+run("late", ["cat", d + "/late.json"])
+os.unlink(d + "/plain.txt")
+run("removed", ["cat", d + "/plain.txt"])
+"""
+
+
+def test_mask_dir_changes(tmp):
+    """A directory of the home that holds masked files is shown to commands as the session saw
+    it last (test_mask_replaced_live): what the agent makes, replaces or removes there during
+    the session is what the next command sees, and a masked file made there after the start is
+    as masked as one that was there. The files are made in the caller's real home, and removed
+    after."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    d = os.path.join(home, ".rd-dir-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+    cache = os.path.join(home, ".cache")
+    made_cache = not os.path.isdir(cache)
+    probe = os.path.join(cache, os.path.basename(d))
+    os.makedirs(cache, exist_ok=True)
+    os.makedirs(d)
+    try:
+        with open(os.path.join(d, "plain.txt"), "w") as f:
+            f.write("v1")
+        with open(os.path.join(d, "auth.json"), "w") as f:
+            f.write(CANARY)
+        agent = os.path.join(tmp, "dir_agent.py")
+        with open(agent, "w") as f:
+            f.write(SHADOW_AGENT)
+
+        prof = write_profile(tmp, "md", {"default": "allow", "mask": [
+            os.path.join(d, "auth.json"), os.path.join(d, "late.json")]})
+        run = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, d, "late-" + CANARY,
+                                                probe]),
+                             env=base_env(), capture_output=True, text=True, timeout=120)
+        got = dict(l.split("=", 1) for l in run.stdout.splitlines() if "=" in l)
+        say = run.stdout + run.stderr[-600:]
+        check("mask dir: the first command reads the plain file, and the masked one empty",
+              got.get("first") == "0[v1]", say)
+        check("mask dir: a file the agent renamed over another is the new one to the next "
+              "command", got.get("replaced") == "0[v2]", say)
+        check("mask dir: a file the agent made is there for the next command",
+              got.get("made") == "0[new]", say)
+        check("mask dir: then a command writes the cache through its layer, and the user's "
+              "cache is not written", got.get("cache") == "0[layered]"
+              and not os.path.exists(probe), say)
+        check("mask dir: a directory the agent made is there, as a command's cwd too",
+              got.get("cwd") == "0[deep]", say)
+        check("mask dir: a masked file made during the session is empty or not there to "
+              "commands", got.get("late") in ("0[]", "1[]"), say)
+        check("mask dir: a file the agent removed is gone for the next command",
+              got.get("removed", "").startswith("1["), say)
+        check("mask dir: no command read a secret", CANARY not in run.stdout, say)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+        if os.path.exists(probe):
+            os.unlink(probe)
+        if made_cache:
+            shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_mask_krb5(tmp):
+    """Kerberos's default ticket cache, /tmp/krb5cc_UID, is in the shipped masks: a command
+    reads it empty. kdestroy (removed) and a new ticket (a new file) stop no later command, as
+    a pinned mask's file replaced in its place does not (test_mask_replaced). Run only where the
+    user has no ticket there (the test writes one of its own, and removes it)."""
+    cache = "/tmp/krb5cc_%d" % os.getuid()
+    if os.path.lexists(cache):
+        print("n/a  masks: krb5: %s exists (a ticket of the user's): left alone" % cache)
+        return
+    with open(cache, "w") as f:
+        f.write("ticket " + CANARY)
+    os.chmod(cache, 0o600)
+    agent = ("import os, subprocess, sys\n"
+             "c = sys.argv[1]\n"
+             "def run(n):\n"
+             "    p = subprocess.run(['cat', c], capture_output=True, text=True)\n"
+             "    print('%s=%d[%s]' % (n, p.returncode, p.stdout.strip()), flush=True)\n"
+             "run('start')\n"
+             "os.unlink(c)\n"
+             "run('kdestroy')\n"
+             "with open(c + '.new', 'w') as f:\n"
+             "    f.write('new ' + sys.argv[2])\n"
+             "os.rename(c + '.new', c)\n"
+             "run('kinit')\n")
+    try:
+        out = subprocess.run(runnerd_cmd("generic", [common.PY, "-c", agent, cache,
+                                                     "new-" + CANARY]),
+                             env=base_env(), capture_output=True, text=True, timeout=60)
+    finally:
+        for p in (cache, cache + ".new"):
+            if os.path.lexists(p):
+                os.unlink(p)
+    got = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    say = out.stdout + out.stderr[-500:]
+    check("masks: krb5: a command reads the ticket cache empty", got.get("start") == "0[]", say)
+    check("masks: krb5: after kdestroy and a new ticket, commands run and read it empty",
+          got.get("kdestroy", "").startswith("1[") and got.get("kinit") == "0[]", say)
+    check("masks: krb5: no command read a ticket", CANARY not in out.stdout, say)
+
+
 def test_mask_symlinks(tmp):
     """A masked path that is a symlink when the session starts is masked where it leads (the
     secret is hidden by either name). A symlink a command plants at a masked path that did
@@ -3264,8 +3442,15 @@ def test_zygote_killed(tmp):
         check("zygote: runnerd runs one zygote", len(zyg) == 1, repr(zyg))
         if os.geteuid() == 0 and zyg:
             fds = os.listdir("/proc/%d/fd" % zyg[0])
-            check("zygote: it holds no fd but its socket", len(fds) == 1,
-                  repr([os.readlink("/proc/%d/fd/%s" % (zyg[0], fd)) for fd in fds]))
+            links = [os.readlink("/proc/%d/fd/%s" % (zyg[0], fd)) for fd in fds]
+            # Besides its socket, the directories of the home that it holds as its own
+            # (docs/architecture.md, shadows): each beneath its shadow, and the shadow.
+            home = pwd.getpwuid(os.getuid()).pw_dir
+            others = [l for l in links if not l.startswith("socket:")
+                      and not (os.path.isdir(l) and (l == home or l.startswith(home + "/")))]
+            check("zygote: it holds no fd but its socket and the home's directories of masked "
+                  "files", len(links) - len(others) >= 1 and not others
+                  and sum(l.startswith("socket:") for l in links) == 1, repr(links))
             with open("/proc/%d/environ" % zyg[0], "rb") as f:
                 check("zygote: its environment is empty", f.read() == b"")
         if zyg:
@@ -3530,7 +3715,8 @@ def main():
              test_agent_programs,
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
-             test_mask_symlinks, test_mask_replaced,
+             test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
+             test_mask_dir_changes, test_mask_krb5,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
