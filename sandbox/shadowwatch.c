@@ -43,17 +43,6 @@ static void free_entries(struct entry *e, size_t n)
 	free(e);
 }
 
-static bool hidden(const struct rd_view_paths *v, const char *dir, const char *name)
-{
-	size_t len = strlen(dir);
-	for (size_t i = 0; i < v->n_hidden; i++) {
-		const char *h = v->hidden[i];
-		if (strncmp(h, dir, len) == 0 && h[len] == '/' && strcmp(h + len + 1, name) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* What dir holds now, sorted by name, its hidden names left out; -errno. A directory that
  * cannot be read holds nothing. */
 static int take(const struct rd_view_paths *v, const char *dir, struct entry **out, size_t *n)
@@ -68,7 +57,7 @@ static int take(const struct rd_view_paths *v, const char *dir, struct entry **o
 	for (struct dirent *e; r == 0 && (e = readdir(d));) {
 		struct stat st;
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    hidden(v, dir, e->d_name) ||
+		    rd_view_hidden(v, dir, e->d_name) ||
 		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (*n == cap) {

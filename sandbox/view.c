@@ -842,12 +842,20 @@ int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n)
 	return 0;
 }
 
-/* Is path one of v's hidden paths? */
-static bool is_hidden(const struct rd_view_paths *v, const char *path)
+bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *name)
 {
-	for (size_t i = 0; i < v->n_hidden; i++)
-		if (strcmp(v->hidden[i], path) == 0)
+	size_t len = strlen(dir);
+	if (len == 1)
+		len = 0; /* "/" */
+	for (size_t i = 0; i < v->n_hidden; i++) {
+		const char *h = v->hidden[i];
+		if (strncmp(h, dir, len) != 0 || h[len] != '/')
+			continue;
+		size_t n = strlen(h + len + 1);
+		if (strncmp(h + len + 1, name, n) == 0 &&
+		    (!name[n] || name[n] == '.' || name[n] == '-'))
 			return true;
+	}
 	return false;
 }
 
@@ -902,7 +910,7 @@ static int shadow_build(const struct rd_view_paths *v, size_t i, int real)
 	for (struct dirent *d; r == 0 && (d = readdir(dir));) {
 		const char *name = d->d_name;
 		struct stat st;
-		char full[PATH_MAX], target[PATH_MAX];
+		char target[PATH_MAX];
 		if (!strcmp(name, ".") || !strcmp(name, ".."))
 			continue;
 		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -910,12 +918,7 @@ static int shadow_build(const struct rd_view_paths *v, size_t i, int real)
 				r = -errno; /* gone since readdir: nothing to show */
 			continue;
 		}
-		if ((size_t)snprintf(full, sizeof(full), "%s/%s", strcmp(path, "/") ? path : "",
-		                     name) >= sizeof(full)) {
-			r = -ENAMETOOLONG;
-			break;
-		}
-		if (is_hidden(v, full)) {
+		if (rd_view_hidden(v, path, name)) {
 			if ((S_ISDIR(st.st_mode) ? mkdirat(mnt, name, 0700)
 			                         : mknodat(mnt, name, S_IFREG | 0600, 0)) < 0)
 				r = -errno;

@@ -50,6 +50,12 @@ struct rd_view_paths {
 	size_t n_hidden;
 };
 
+/* Is dir/name (dir one of v->shadow) hidden in its shadow: one of v->hidden, or named as the
+ * writers of such a file name what they make beside it while they write it again (NAME.tmp.X,
+ * NAME.lock, NAME-PID.tmp, NAME.new, NAME.backup: a name that goes on with '.' or '-')? Those
+ * hold the secret too, or will, a moment later. */
+bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *name);
+
 /* The most entries a shadow directory may hold: each is a mount that every sandbox copies. */
 #define RD_VIEW_SHADOW_MAX 512
 

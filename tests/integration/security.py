@@ -3133,6 +3133,12 @@ write(d + "/newdir/f", "deep")
 run("cwd", ["cat", "f"], cwd=d + "/newdir")
 write(d + "/late.json", "late " + sys.argv[2])
 run("late", ["cat", d + "/late.json"])
+# A masked file written again as Node's writers do: the temporary file first, then the rename.
+with open(d + "/auth.json.tmp.1.2", "w") as f:
+    f.write("temp " + sys.argv[2])
+run("temp", ["cat", d + "/auth.json.tmp.1.2"])
+os.rename(d + "/auth.json.tmp.1.2", d + "/auth.json")
+run("renamed", ["cat", d + "/auth.json"])
 os.unlink(d + "/plain.txt")
 run("removed", ["cat", d + "/plain.txt"])
 """
@@ -3180,6 +3186,9 @@ def test_mask_dir_changes(tmp):
               got.get("cwd") == "0[deep]", say)
         check("mask dir: a masked file made during the session is empty or not there to "
               "commands", got.get("late") in ("0[]", "1[]"), say)
+        check("mask dir: the temporary file of a masked file written again is empty or not "
+              "there to commands, and so is the file after the rename",
+              got.get("temp") in ("0[]", "1[]") and got.get("renamed") == "0[]", say)
         check("mask dir: a file the agent removed is gone for the next command",
               got.get("removed", "").startswith("1["), say)
         check("mask dir: no command read a secret", CANARY not in run.stdout, say)
