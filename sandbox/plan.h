@@ -71,6 +71,8 @@ struct rd_plan_head {
 	/* The caches' layers taken off (sandbox/view.h, rd_view_no_layers): a command a rule
 	 * grants a secret reads nothing other commands wrote there. */
 	uint8_t no_layers;
+	/* gates[0] is the git runnerd's gits run (rd_view_git_gate's real_first). */
+	uint8_t git_real;
 	uint64_t tty_rdev;
 	struct termios tty_modes;
 	struct winsize tty_size;

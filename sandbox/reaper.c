@@ -999,7 +999,7 @@ static void run_plan(int plan_fd, int err_fd, int status_fd, const struct rd_san
 	}
 	if (p->h.no_layers && (r = rd_view_no_layers(view, paths)) < 0)
 		fail(err_fd, STAGE_SETUP, view->what, -r);
-	if (p->h.n_gates && (r = rd_view_git_gate(view, p->gates, p->h.n_gates)) < 0)
+	if (p->h.n_gates && (r = rd_view_git_gate(view, p->gates, p->h.n_gates, p->h.git_real)) < 0)
 		fail(err_fd, STAGE_SETUP, view->what, -r);
 	apply_masks(p->masks, p->h.n_masks, err_fd, NULL);
 	if (!preset && rd_box_is(&p->h.box, RD_BOX_NETWORK, RD_NET_NONE))

@@ -421,6 +421,14 @@ static int make_bin(struct rd_view_error *e)
 		e->what = RD_VIEW_GIT_GATE;
 		r = write_script(RD_VIEW_GIT_GATE, git_gate, sizeof(git_gate) - 1);
 	}
+	/* Where a sandbox binds the real git (rd_view_git_gate). */
+	if (r == 0) {
+		e->what = RD_VIEW_GIT_REAL;
+		r = mkdir(RD_VIEW_BIN_DIR "/real", 0755) < 0 ||
+		            mknod(RD_VIEW_GIT_REAL, S_IFREG, 0) < 0
+		        ? -errno
+		        : 0;
+	}
 	if (r == 0) {
 		e->what = "making " RD_VIEW_BIN_DIR " read-only";
 		r = set_readonly(RD_VIEW_BIN_DIR, 0);
@@ -811,7 +819,7 @@ int rd_view_no_layers(struct rd_view_error *e, const struct rd_view_paths *paths
 	return 0;
 }
 
-int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n)
+int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n, bool real_first)
 {
 	*e = (struct rd_view_error){0};
 	for (size_t i = 0; i < n; i++) {
@@ -826,6 +834,25 @@ int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n)
 			r = -errno;
 		else if (!S_ISREG(st.st_mode))
 			r = -EINVAL;
+		/* The real one, where runnerd's gits run it, before git's own git covers it. */
+		if (r == 0 && i == 0 && real_first) {
+			int real =
+			    open_tree(to, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+			if (real < 0)
+				r = -errno;
+			int at = r == 0 ? open_nofollow(RD_VIEW_GIT_REAL) : -1;
+			if (r == 0 && at < 0)
+				r = at;
+			if (r == 0 &&
+			    (mount_setattr(real, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0 ||
+			     move_mount(real, "", at, "",
+			                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0))
+				r = -errno;
+			if (real >= 0)
+				close(real);
+			if (at >= 0)
+				close(at);
+		}
 		if (r == 0 && (tree = open_tree(AT_FDCWD, RD_VIEW_GIT_GATE,
 		                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)) < 0)
 			r = -errno;

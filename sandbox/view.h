@@ -28,6 +28,12 @@ struct rd_view_error {
  * (rd_view_git_gate). */
 #define RD_VIEW_GIT_GATE RD_VIEW_BIN_DIR "/git-gate"
 
+/* And the git runnerd's gits run for a program that is not git, bound there (rd_view_git_gate)
+ * where the program's git itself is covered by git's own git: so that a git the program runs by
+ * its full path (/usr/bin/git) meets runnerd's checks too. Named git: git takes a program
+ * named git-NAME for its built-in NAME. */
+#define RD_VIEW_GIT_REAL RD_VIEW_BIN_DIR "/real/git"
+
 /* Where commands may write (absolute paths, each once): everything else is read-only. */
 struct rd_view_paths {
 	char *const *write; /* the writable roots */
@@ -120,9 +126,10 @@ int rd_view_rule(struct rd_view_error *e, const struct rd_view_paths *session,
 
 /* In a sandbox's own mount namespace, a copy of the session's view: RD_VIEW_GIT_GATE over each of
  * gits (the git of a git's exec path, where that git finds the git it runs for itself; found
- * without a symlink on the way, a regular file), read-only. Returns 0, or -errno with e->what
- * naming the path. */
-int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n);
+ * without a symlink on the way, a regular file), read-only. real_first: gits[0] is the git
+ * runnerd's gits run, bound at RD_VIEW_GIT_REAL before it is covered. Returns 0, or -errno
+ * with e->what naming the path. */
+int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n, bool real_first);
 
 /* In a sandbox's own mount namespace, a copy of the session's view, after its fresh /proc is
  * mounted: with root_ids (the sandbox's uid 0 is the machine's root, whom the kernel lets

@@ -77,6 +77,8 @@ struct req {
 	/* The gits of the exec path of the git it runs, covered by git's own git (sandbox/view.h,
 	 * rd_view_git_gate). */
 	struct rd_strv gates;
+	/* gates.v[0] is the program's git, bound where runnerd's gits run it (RD_VIEW_GIT_REAL). */
+	bool git_real;
 };
 
 struct req *sup_req_new(void);

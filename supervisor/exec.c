@@ -672,6 +672,7 @@ static int build_plan(struct sup *u, struct req *q)
 	            .expect_ino = tg->ino,
 	            .single_ids = !u->full_ids,
 	            .no_layers = q->rule && q->rule->grants_secret && u->s->view.n_layers,
+	            .git_real = q->git_real,
 	            .box = q->box,
 	            .argc = (uint32_t)q->strs.argc,
 	            .envc = (uint32_t)q->env.n_env,

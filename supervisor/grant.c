@@ -1177,12 +1177,18 @@ static int global_config(struct req *q)
  * of another git, or for a granted program that finds none on its PATH (real NULL: it may run
  * one by its full path). Each git there goes to q->gates, which the sandbox covers with git's
  * own git (sandbox/view.c, git_gate), and RUNNERD_GIT=real to q->env (without one, git's own
- * git runs nothing). 0, -ENOMEM, or EACCES and why: for a real, none there (runnerd could hold
- * nothing git runs for itself); beside real, a link (the cover would go over what it leads
- * to); real itself; one where commands can write. */
-static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, size_t n)
+ * git runs nothing). For a program (not git itself), its git too, first: covered as well, and
+ * bound at RD_VIEW_GIT_REAL, where runnerd's gits run it (RUNNERD_GIT names that, q->git_real),
+ * so that the program's git by its full path meets them; with no git found on its PATH,
+ * /usr/bin/git and /usr/local/bin/git, which git's own git then refuses to run. 0, -ENOMEM, or
+ * EACCES and why: for a real, none there (runnerd could hold nothing git runs for itself);
+ * beside real, a link (the cover would go over what it leads to); for git itself, real itself;
+ * one where commands can write; a program's git that is no file runnerd can cover. */
+static int gate_gits(struct sup *u, struct req *q, const char *real, bool program, char *why,
+                     size_t n)
 {
 	const char *prog = q->tg.resolved ? q->tg.resolved : q->path;
+	q->git_real = false;
 	/* One the environment names (not hard-denied in this configuration) is not covered. */
 	if (env_of(q, "GIT_EXEC_PATH")) {
 		snprintf(why, n,
@@ -1206,6 +1212,31 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, 
 			*slash = '\0';
 	}
 	rd_strv_free(&q->gates);
+	/* A program's git itself, and for a program that finds none on its PATH, the usual ones:
+	 * a git it runs by its full path meets git's own git, which hands it to runnerd's git
+	 * (where runnerd found one: run from RD_VIEW_GIT_REAL) or runs nothing. */
+	static const char *const bins[] = {"/usr/bin/git", "/usr/local/bin/git"};
+	for (size_t i = 0; program && i < (real ? 1 : ARRAY_SIZE(bins)); i++) {
+		struct stat st;
+		if (!realpath(real ? real : bins[i], got) || stat(got, &st) < 0 ||
+		    !S_ISREG(st.st_mode)) {
+			if (!real)
+				continue;
+			snprintf(
+			    why, n,
+			    "commands.rules[%zu] grants a secret to %s, which runs git %s, and "
+			    "runnerd cannot cover that file: it keeps git in the repository the "
+			    "grant's check took",
+			    q->rule->index, prog, real);
+			return EACCES;
+		}
+		bool listed = false;
+		for (size_t k = 0; k < q->gates.n; k++)
+			listed = listed || strcmp(q->gates.v[k], got) == 0;
+		if (!listed && rd_strv_add(&q->gates, got) < 0)
+			return -ENOMEM;
+		q->git_real = real != NULL;
+	}
 	for (size_t i = real ? 0 : 2; i < ARRAY_SIZE(execs); i++) {
 		char g[PATH_MAX + 32];
 		struct stat st;
@@ -1226,7 +1257,7 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, 
 			       "leads to";
 		} else if (!S_ISREG(st.st_mode) || !realpath(g, got)) {
 			what = "is not a file runnerd can cover";
-		} else if (real && strcmp(got, real) == 0) {
+		} else if (!program && real && strcmp(got, real) == 0) {
 			what = "is the git the rule grants the secret to";
 		} else if (writable(u, got)) {
 			what = "lies where commands can write";
@@ -1247,7 +1278,7 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, 
 	}
 	if (!real)
 		return 0;
-	if (!q->gates.n) {
+	if (q->gates.n == (q->git_real ? 1u : 0u)) {
 		snprintf(
 		    why, n,
 		    "commands.rules[%zu] grants a secret to %s, and runnerd finds no git in the "
@@ -1259,7 +1290,8 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, char *why, 
 		return EACCES;
 	}
 	_cleanup_free_ char *e = NULL;
-	if (asprintf(&e, "RUNNERD_GIT=%s", real) < 0 || rd_env_put(&q->env, e) < 0)
+	if (asprintf(&e, "RUNNERD_GIT=%s", q->git_real ? RD_VIEW_GIT_REAL : real) < 0 ||
+	    rd_env_put(&q->env, e) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -1349,7 +1381,7 @@ int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n)
 		         q->rule->index, q->tg.resolved ? q->tg.resolved : q->path, runs);
 		return EACCES;
 	}
-	int r = gate_gits(u, q, runs, why, n);
+	int r = gate_gits(u, q, runs, !is_git(q), why, n);
 	if (r)
 		return r;
 	if (global_config(q) < 0)

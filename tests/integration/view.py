@@ -8,7 +8,7 @@ run it (docs/threat-model.md, "The command's view of the machine"):
   The command is in a user namespace that is not the machine's, also when runnerd is root.
 - its own /dev: a few device nodes, its own devpts (a terminal outside, held open by the test,
   is out of reach), its own /dev/shm (a POSIX shm file outside is out of reach), and
-  /dev/.runnerd with runnerd's git alone, read-only;
+  /dev/.runnerd with runnerd's gits alone, read-only;
 - its own System V IPC: a shared memory segment and a message queue made outside, each with a
   canary, are out of reach.
 
@@ -130,9 +130,10 @@ def test_view(tmp):
                                     sorted(want - set(got["dev"]))))
     check("view: nothing can be made in /dev (%s)" % got["dev_write"],
           got["dev_write"] == "EROFS")
-    check("view: /dev/.runnerd holds runnerd's two gits alone, read-only (%s, %s)" % (
-        got["dev/.runnerd_write"], got["dev_bin_git_write"]),
-        got["dev_bin"] == ["git", "git-gate"] and got["dev/.runnerd_write"] == "EROFS" and
+    check("view: /dev/.runnerd holds runnerd's two gits alone, and where a granted program's "
+          "git is bound, read-only (%s, %s)" % (got["dev/.runnerd_write"],
+                                                 got["dev_bin_git_write"]),
+        got["dev_bin"] == ["git", "git-gate", "real"] and got["dev/.runnerd_write"] == "EROFS" and
         got["dev_bin_git_write"] == "EROFS", repr(got["dev_bin"]))
     check("view: /dev/pts is the sandbox's own devpts", got["pts"] == ["ptmx"], repr(got["pts"]))
     check("view: a terminal outside is out of reach (%s)" % got["tty"], got["tty"] == "ENOENT")
