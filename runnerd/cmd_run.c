@@ -310,11 +310,19 @@ static long count_entries(const char *path)
  * directory itself is renamed over or removed, which its tools do not do. */
 static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *prof,
                         const struct rd_view_paths *view, const struct rd_view_paths *any,
-                        struct rd_strv *shadow, struct rd_strv *hidden)
+                        const char *env_home, struct rd_strv *shadow, struct rd_strv *hidden)
 {
-	char home[PATH_MAX];
+	char home[PATH_MAX], other[PATH_MAX];
 	struct rd_strv masks = {0};
+	/* The home of the password database, and the HOME runnerd started with, where the agent's
+	 * tools keep their files when it is another (a container's ENV HOME, a CI's): "~/" masks
+	 * go under both (rd_mask_list). Not "/": its entries are the machine's. */
 	if (!who.home[0] || !realpath(who.home, home) || strcmp(home, "/") == 0)
+		home[0] = '\0';
+	if (!env_home || env_home[0] != '/' || !realpath(env_home, other) ||
+	    strcmp(other, "/") == 0)
+		other[0] = '\0';
+	if (!home[0] && !other[0])
 		return 0;
 	if (rd_mask_list(cfg, prof, NULL, who.home, who.uid, &masks) < 0)
 		return -ENOMEM;
@@ -352,7 +360,8 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 			const char *slash = strrchr(file, '/');
 			snprintf(dir, sizeof(dir), "%.*s", slash == file ? 1 : (int)(slash - file),
 			         file);
-			bool skip = !rd_path_within(dir, home) ||
+			bool skip = !((home[0] && rd_path_within(dir, home)) ||
+			              (other[0] && rd_path_within(dir, other))) ||
 			            rd_view_writable_root(view, dir) ||
 			            rd_view_writable_root(any, dir) || stat(dir, &st) < 0 ||
 			            !S_ISDIR(st.st_mode);
@@ -1147,7 +1156,8 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	}
 	s.any_rule = (struct rd_view_paths){
 	    any_write.v, any_write.n, any_protect.v, any_protect.n, NULL, 0, NULL, 0, NULL, 0};
-	if (shadow_lists(&cfg, &prof, &s.view, &s.any_rule, &shadow, &hidden) < 0) {
+	if (shadow_lists(&cfg, &prof, &s.view, &s.any_rule, ss ? NULL : getenv("HOME"), &shadow,
+	                 &hidden) < 0) {
 		rd_error_set(&err, ENOMEM, "out of memory listing the directories of masked files");
 		goto fail;
 	}

@@ -1,9 +1,10 @@
 /* What changed in the view's shadow directories (view.h): the zygote shows each as it was when
- * it made it, so runnerd has it made again once what the directory holds has changed (an
- * entry made, removed, or another file renamed over one), and no sandbox made before is used
- * again (rd_zygote_refresh). Told by inotify; what counts is what the directory holds when
- * runnerd looks, its hidden names left out: the agent writing ~/.claude.json again (a
- * temporary file, renamed over it) changes nothing a command sees. */
+ * it made it, so runnerd has it made again once an entry was made, removed or renamed there
+ * (inotify, watched from before the zygote makes them), and no sandbox made before is used
+ * again (rd_zygote_refresh). Hidden names do not count (rd_view_hidden): the agent writing
+ * ~/.claude.json again changes nothing a command sees. Any other event does, even if the
+ * directory holds the same names by the time runnerd looks: the zygote may have read it in
+ * between (an entry made and gone again). */
 #ifndef RD_SANDBOX_SHADOWWATCH_H
 #define RD_SANDBOX_SHADOWWATCH_H
 
@@ -24,13 +25,14 @@ struct rd_shadow_watch {
 
 #define RD_SHADOW_WATCH_NONE ((struct rd_shadow_watch){.fd = -1})
 
-/* Watch view's shadow directories (the caller's memory, unchanged until rd_shadow_watch_free),
- * as they are now. 0 or -ENOMEM; without inotify (or its limits reached) every check reads
- * them all. */
+/* Watch view's shadow directories (the caller's memory, unchanged until rd_shadow_watch_free).
+ * 0 or -ENOMEM; without inotify (or its limits reached) every check makes them all again, and
+ * runnerd says so. */
 int rd_shadow_watch_init(struct rd_shadow_watch *w, const struct rd_view_paths *view);
 
-/* Each shadow directory whose entries changed since it was last seen, made again by z's zygote
- * (rd_zygote_refresh). Returns how many. */
+/* Each shadow directory whose entries changed since it was last made, made again by z's zygote
+ * (rd_zygote_refresh), unless it holds more than RD_VIEW_SHADOW_MAX entries now (then it stays
+ * as it was, and runnerd says so once). Returns how many. */
 size_t rd_shadow_watch_check(struct rd_shadow_watch *w, struct rd_zygote *z);
 
 void rd_shadow_watch_free(struct rd_shadow_watch *w);

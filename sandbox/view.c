@@ -750,6 +750,10 @@ bool rd_view_inert(const char *path)
 }
 
 static size_t layers_alone;
+/* Each layer's cache as it is beneath its layer (a detached copy, -1: none), for a shadow that
+ * holds the cache as an entry of its own (shadow_build): there a granted command, whose
+ * layers come off (rd_view_no_layers), finds the cache, not the shadow's empty mount point. */
+static int *layer_under;
 
 size_t rd_view_layers_alone(void)
 {
@@ -760,7 +764,7 @@ size_t rd_view_layers_alone(void)
  * overlayfs refuses one or there is to be none, the layer's upper directory alone (writable),
  * counted in layers_alone. A cache that is not there, or has a symlink on the way, stays
  * read-only. */
-static int layer(const char *path, const char *dir, bool overlays)
+static int layer(const char *path, const char *dir, bool overlays, int *under)
 {
 	char upper[PATH_MAX], work[PATH_MAX], opts[3 * PATH_MAX + 64];
 	if ((size_t)snprintf(upper, sizeof(upper), "%s/upper", dir) >= sizeof(upper) ||
@@ -769,6 +773,13 @@ static int layer(const char *path, const char *dir, bool overlays)
 	int fd = open_nofollow(path);
 	if (fd < 0)
 		return absent(fd) || fd == -ELOOP || fd == -EACCES ? 0 : fd;
+	*under =
+	    open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	if (*under < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
 	/* The options separate paths by ',' and layers by ':': a path with either (or an escape)
 	 * gets no overlay. */
 	bool plain = overlays && !strpbrk(path, ",:\\") && !strpbrk(dir, ",:\\");
@@ -869,21 +880,38 @@ int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n, bool 
 	return 0;
 }
 
+/* Is name a temporary file's as libraries make them in the directory of the file they write:
+ * Rust's tempfile (.tmpXXXXXX), Python's mkstemp (tmpXXXXXXXX)? */
+static bool temporary(const char *name)
+{
+	if (strncmp(name, ".tmp", 4) == 0 && name[4])
+		return true;
+	if (strncmp(name, "tmp", 3) != 0 || strlen(name) != 11)
+		return false;
+	for (const char *c = name + 3; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
+			return false;
+	return true;
+}
+
 bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *name)
 {
 	size_t len = strlen(dir);
 	if (len == 1)
 		len = 0; /* "/" */
+	bool any = false;
 	for (size_t i = 0; i < v->n_hidden; i++) {
 		const char *h = v->hidden[i];
 		if (strncmp(h, dir, len) != 0 || h[len] != '/')
 			continue;
+		any = true;
 		size_t n = strlen(h + len + 1);
 		if (strncmp(h + len + 1, name, n) == 0 &&
-		    (!name[n] || name[n] == '.' || name[n] == '-'))
+		    (!name[n] || name[n] == '.' || name[n] == '-' || name[n] == '~' ||
+		     (name[n] >= '0' && name[n] <= '9')))
 			return true;
 	}
-	return false;
+	return any && temporary(name);
 }
 
 /* A directory that holds masked files (v->shadow[i]; real: an O_PATH fd of it, beneath any
@@ -934,52 +962,69 @@ static int shadow_build(const struct rd_view_paths *v, size_t i, int real)
 	if (r == 0)
 		(void)fchownat(mnt, "", dst.st_uid, dst.st_gid, AT_EMPTY_PATH);
 	rewinddir(dir);
+	/* An entry that cannot be shown as it is (gone since readdir, turned into another kind,
+	 * a name too long) is left out: missing is as far as it goes, never the real one. */
 	for (struct dirent *d; r == 0 && (d = readdir(dir));) {
 		const char *name = d->d_name;
 		struct stat st;
-		char target[PATH_MAX];
-		if (!strcmp(name, ".") || !strcmp(name, ".."))
+		char target[PATH_MAX], full[PATH_MAX];
+		if (!strcmp(name, ".") || !strcmp(name, "..") ||
+		    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno != ENOENT)
-				r = -errno; /* gone since readdir: nothing to show */
-			continue;
-		}
 		if (rd_view_hidden(v, path, name)) {
 			if ((S_ISDIR(st.st_mode) ? mkdirat(mnt, name, 0700)
-			                         : mknodat(mnt, name, S_IFREG | 0600, 0)) < 0)
-				r = -errno;
+			                         : mknodat(mnt, name, S_IFREG | 0600, 0)) < 0 &&
+			    errno == ENOSPC)
+				r = -ENOSPC;
 			continue;
 		}
 		if (S_ISLNK(st.st_mode)) {
 			ssize_t len = readlinkat(dfd, name, target, sizeof(target) - 1);
-			if (len < 0 || (size_t)len >= sizeof(target) - 1) {
-				r = len < 0 ? -errno : -ENAMETOOLONG;
-				break;
+			if (len >= 0 && (size_t)len < sizeof(target) - 1) {
+				target[len] = '\0';
+				if (symlinkat(target, mnt, name) < 0 && errno == ENOSPC)
+					r = -ENOSPC;
 			}
-			target[len] = '\0';
-			if (symlinkat(target, mnt, name) < 0)
-				r = -errno;
 			continue;
 		}
 		if ((S_ISDIR(st.st_mode) ? mkdirat(mnt, name, 0755)
 		                         : mknodat(mnt, name, S_IFREG | 0644, 0)) < 0) {
-			r = -errno;
-			break;
-		}
-		int tree = open_tree(dfd, name,
-		                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
-		                         AT_SYMLINK_NOFOLLOW);
-		if (tree < 0) {
-			/* Gone, or turned into a symlink, since the fstatat: it is left out. */
-			if (errno != ENOENT && errno != ELOOP)
-				r = -errno;
-			unlinkat(mnt, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+			if (errno == ENOSPC)
+				r = -ENOSPC;
 			continue;
 		}
-		if (move_mount(tree, "", mnt, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-			r = -errno;
-		close(tree);
+		/* A cache's layer at this very entry: the cache beneath it first (layer_under). */
+		snprintf(full, sizeof(full), "%s/%s", strcmp(path, "/") ? path : "", name);
+		for (size_t k = 0; S_ISDIR(st.st_mode) && layer_under && k < v->n_layers; k++) {
+			if (layer_under[k] < 0 || strcmp(v->layers[2 * k], full) != 0)
+				continue;
+			int under = open_tree(layer_under[k], "",
+			                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+			                          AT_EMPTY_PATH);
+			if (under >= 0 &&
+			    move_mount(under, "", mnt, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				r = -errno;
+			else if (under < 0)
+				r = -errno;
+			if (under >= 0)
+				close(under);
+		}
+		int tree = r == 0 ? open_tree(dfd, name,
+		                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+		                                  AT_SYMLINK_NOFOLLOW)
+		                  : -1;
+		struct stat now;
+		/* Still the kind of file it was: a mount of another kind on it would fail, or a
+		 * symlink bound would be followed. */
+		if (tree >= 0 &&
+		    (fstat(tree, &now) < 0 || (now.st_mode & S_IFMT) != (st.st_mode & S_IFMT))) {
+			close(tree);
+			tree = -1;
+		}
+		if (tree < 0 || move_mount(tree, "", mnt, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			unlinkat(mnt, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+		if (tree >= 0)
+			close(tree);
 	}
 	closedir(dir);
 	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
@@ -1001,52 +1046,14 @@ static int *shadow_real, *shadow_mnt;
 
 static int shadow_swap(size_t i, int mnt);
 
-/* Does the cache layer L go on shadow i itself (not on a shadow below it, whose copy comes
- * with it)? */
-static bool layer_on(const struct rd_view_paths *v, size_t i, const char *l)
-{
-	if (!rd_path_within(l, v->shadow[i]) || strcmp(l, v->shadow[i]) == 0)
-		return false;
-	for (size_t j = 0; j < i; j++)
-		if (rd_path_within(v->shadow[j], v->shadow[i]) && rd_path_within(l, v->shadow[j]))
-			return false;
-	return true;
-}
-
 /* shadow_view->shadow[i] made again: the new one built, the old one taken off, the new one
- * put on, and the caches' layers that were on the old one (rd_view_session puts them on the
- * shadows) moved to it: the same mounts, cloned, so that no overlay is made twice on one
- * upper directory. */
+ * put on. The caches' layers in it come with it (shadow_build). 0; 1 if it could not be built
+ * (past RD_VIEW_SHADOW_MAX entries, a full tmpfs): the old one, or none, stays; -errno if the
+ * old one came off and the new one could not go on: the directory is the machine's there. */
 static int shadow_put(size_t i)
 {
-	const struct rd_view_paths *v = shadow_view;
-	int mnt = shadow_build(v, i, shadow_real[i]);
-	if (mnt < 0)
-		return mnt;
-	int *trees = calloc(v->n_layers + 1, sizeof(int)), r = trees ? 0 : -ENOMEM;
-	for (size_t k = 0; trees && k < v->n_layers; k++) {
-		trees[k] = -1;
-		if (shadow_mnt[i] < 0 || !layer_on(v, i, v->layers[2 * k]))
-			continue;
-		trees[k] = open_tree(AT_FDCWD, v->layers[2 * k],
-		                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-		if (trees[k] < 0 && errno != ENOENT)
-			r = -errno;
-	}
-	if (r == 0)
-		r = shadow_swap(i, mnt);
-	else
-		close(mnt);
-	for (size_t k = 0; trees && k < v->n_layers; k++) {
-		if (trees[k] < 0)
-			continue;
-		if (r == 0 && move_mount(trees[k], "", AT_FDCWD, v->layers[2 * k],
-		                         MOVE_MOUNT_F_EMPTY_PATH) < 0)
-			r = -errno;
-		close(trees[k]);
-	}
-	free(trees);
-	return r;
+	int mnt = shadow_build(shadow_view, i, shadow_real[i]);
+	return mnt < 0 ? 1 : shadow_swap(i, mnt);
 }
 
 /* The shadow mnt in place of shadow i's (closed on an error). */
@@ -1073,11 +1080,26 @@ static int shadow_swap(size_t i, int mnt)
 	return 0;
 }
 
+/* The shadows' fds, closed. */
+static void shadows_forget(void)
+{
+	for (size_t i = 0; shadow_view && i < shadow_view->n_shadow; i++) {
+		if (shadow_real[i] >= 0)
+			close(shadow_real[i]);
+		if (shadow_mnt[i] >= 0)
+			close(shadow_mnt[i]);
+	}
+	free(shadow_real);
+	free(shadow_mnt);
+	shadow_real = shadow_mnt = NULL;
+	shadow_view = NULL;
+}
+
 /* Each shadow directory of paths, deepest first (a shadow above holds a copy of the one below).
  * One with more than RD_VIEW_SHADOW_MAX entries, or missing, is left as it is. */
 static int shadows(struct rd_view_error *e, const struct rd_view_paths *paths)
 {
-	rd_view_shadow_forget();
+	shadows_forget();
 	shadow_view = paths;
 	shadow_real = calloc(paths->n_shadow + 1, sizeof(int));
 	shadow_mnt = calloc(paths->n_shadow + 1, sizeof(int));
@@ -1096,7 +1118,7 @@ static int shadows(struct rd_view_error *e, const struct rd_view_paths *paths)
 			return fd;
 		shadow_real[i] = fd;
 		int r = shadow_put(i);
-		if (r < 0 && r != -E2BIG)
+		if (r < 0)
 			return r;
 	}
 	return 0;
@@ -1104,16 +1126,12 @@ static int shadows(struct rd_view_error *e, const struct rd_view_paths *paths)
 
 void rd_view_shadow_forget(void)
 {
-	for (size_t i = 0; shadow_view && i < shadow_view->n_shadow; i++) {
-		if (shadow_real[i] >= 0)
-			close(shadow_real[i]);
-		if (shadow_mnt[i] >= 0)
-			close(shadow_mnt[i]);
-	}
-	free(shadow_real);
-	free(shadow_mnt);
-	shadow_real = shadow_mnt = NULL;
-	shadow_view = NULL;
+	for (size_t i = 0; shadow_view && layer_under && i < shadow_view->n_layers; i++)
+		if (layer_under[i] >= 0)
+			close(layer_under[i]);
+	free(layer_under);
+	layer_under = NULL;
+	shadows_forget();
 }
 
 int rd_view_shadow_refresh(size_t i)
@@ -1157,15 +1175,26 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, 
 			e->what = paths->protect[i];
 	for (size_t k = 0; k < n_pinned; k++)
 		free(pinned[k]);
-	/* The shadows hold what is mounted in their directories by now; the layers go on them,
-	 * over what the user has there, which a granted command sees with the layers taken off
-	 * (rd_view_no_layers). */
-	if (r == 0 && (r = shadows(e, paths)) < 0)
-		return r;
 	layers_alone = 0;
+	for (size_t i = 0; layer_under && i < paths->n_layers; i++)
+		if (layer_under[i] >= 0)
+			close(layer_under[i]);
+	free(layer_under);
+	layer_under = calloc(paths->n_layers + 1, sizeof(int));
+	if (!layer_under) {
+		e->what = "the caches' layers";
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < paths->n_layers; i++)
+		layer_under[i] = -1;
 	for (size_t i = 0; r == 0 && i < paths->n_layers; i++)
-		if ((r = layer(paths->layers[2 * i], paths->layers[2 * i + 1], overlays)) < 0)
+		if ((r = layer(paths->layers[2 * i], paths->layers[2 * i + 1], overlays,
+		               &layer_under[i])) < 0)
 			e->what = paths->layers[2 * i];
+	/* Then the shadows, which hold what is mounted in their directories by now, layers
+	 * too. */
+	if (r == 0)
+		r = shadows(e, paths);
 	if (r < 0)
 		return r;
 	/* sysfs: written, its files set the machine's devices, power, kernel parameters: read-only

@@ -58,8 +58,10 @@ struct rd_view_paths {
 
 /* Is dir/name (dir one of v->shadow) hidden in its shadow: one of v->hidden, or named as the
  * writers of such a file name what they make beside it while they write it again (NAME.tmp.X,
- * NAME.lock, NAME-PID.tmp, NAME.new, NAME.backup: a name that goes on with '.' or '-')? Those
- * hold the secret too, or will, a moment later. */
+ * NAME.lock, NAME-PID.tmp, NAME.new, NAME.backup, NAME~, docker's NAME12345: a name that goes
+ * on with '.', '-', '~' or a digit), or as libraries name a temporary file in the directory
+ * of the file they write (.tmpXXXXXX, tmpXXXXXXXX)? Those hold the secret too, or will, a
+ * moment later. */
 bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *name);
 
 /* The most entries a shadow directory may hold: each is a mount that every sandbox copies. */
@@ -97,8 +99,9 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, 
 
 /* The view made by rd_view_session in this process (the zygote's): its shadow directory
  * shadow[i] made again from what the directory holds now, and each shadow directory above it
- * (which holds a copy of it). Returns 0, or -errno; on an error the directory may be left as it
- * is on the machine (the masks of each sandbox still go over its masked files). */
+ * (which holds a copy of it). One that cannot be made again (past RD_VIEW_SHADOW_MAX entries)
+ * stays as it was. Returns 0, or -errno where a directory is left as it is on the machine
+ * (the old shadow off, the new one not on): the view is then not to be used. */
 int rd_view_shadow_refresh(size_t i);
 
 /* What rd_view_session kept for rd_view_shadow_refresh, closed: in a sandbox that made its own

@@ -29,6 +29,11 @@ void sup_spare_setup(struct sup *u)
 	sp->shadow = RD_SHADOW_WATCH_NONE;
 	sp->zygote.view = &u->s->view;
 	sp->zygote.required = u->s->remote.on; /* also when it cannot even start */
+	/* The shadow directories, watched before the zygote reads them: a change meanwhile
+	 * makes them again. Without memory for it, they are what the session started with. */
+	if (rd_shadow_watch_init(&sp->shadow, &u->s->view) < 0)
+		fprintf(stderr, "runnerd: out of memory watching the directories of masked files: "
+		                "commands see them as they are now for the whole session\n");
 	/* Last, while runnerd's memory is as small as it will be. Without it, runnerd forks each
 	 * sandbox itself, as it does once the zygote is lost. */
 	if (u->s->zygote_fd < 0) {
@@ -43,11 +48,6 @@ void sup_spare_setup(struct sup *u)
 		sp->zygote_src = (struct src){.type = SRC_ZYGOTE};
 		sup_watch(u, sp->zygote.fd, &sp->zygote_src);
 	}
-	/* Its shadow directories as the zygote made them (or as a sandbox runnerd forks makes
-	 * them). Without memory for it, they are what the session started with. */
-	if (rd_shadow_watch_init(&sp->shadow, &u->s->view) < 0)
-		fprintf(stderr, "runnerd: out of memory watching the directories of masked files: "
-		                "commands see them as they are now for the whole session\n");
 	/* Started once, never again (a lost zygote is not restarted): its file is not kept open,
 	 * one fd more for the callers' under a low RLIMIT_NOFILE. */
 	if (u->s->zygote_fd >= 0) {
@@ -375,10 +375,11 @@ int sup_spare_start(struct sup *u, struct cmd *c, const struct rd_launch_plan *p
 	if (c->run.sb.preset_use == RD_PRESET_BROKEN)
 		preset_broken(u);
 	else if (c->run.sb.preset_use == RD_PRESET_STALE)
-		sup_log(u,
-		        "exec %llu: a masked path changed since the spare sandbox was made: a new "
-		        "sandbox for this command",
-		        (unsigned long long)c->id);
+		sup_log(
+		    u,
+		    "exec %llu: a masked path, or a directory of masked files, changed since the "
+		    "spare sandbox was made: a new sandbox for this command",
+		    (unsigned long long)c->id);
 	return r;
 }
 

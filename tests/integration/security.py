@@ -3248,6 +3248,70 @@ def test_mask_krb5(tmp):
     check("masks: krb5: no command read a ticket", CANARY not in out.stdout, say)
 
 
+LAYER_AGENT = r"""import os, subprocess, sys
+d, home, cat = sys.argv[1], sys.argv[2], sys.argv[3]
+def run(name, argv):
+    p = subprocess.run(argv, capture_output=True, text=True)
+    print("%s=%d[%s]" % (name, p.returncode, " ".join(p.stdout.split())), flush=True)
+    sys.stderr.write(p.stderr)
+run("before", ["sh", "-c", "echo a > %s/cache/c1 && cat %s/cache/c1" % (d, d)])
+# Something new in the home and in the directory: both shadows made again.
+for where in (home, d):
+    with open(os.path.join(where, ".rd-new-%d" % os.getpid()), "w") as f:
+        f.write("x")
+run("after", ["sh", "-c", "echo b > %s/cache/c2 && cat %s/cache/c1 %s/cache/c2" % (d, d, d)])
+run("granted", [cat, d + "/cache/user"])
+os.unlink(os.path.join(home, ".rd-new-%d" % os.getpid()))
+"""
+
+
+def test_mask_dir_layers(tmp):
+    """A cache whose layer lies in a shadow directory inside the home's shadow (~/.cargo, with
+    ~/.cargo/credentials.toml masked and ~/.cargo/registry a cache): after both shadows are made
+    again, commands still write the cache through its layer, and a granted command, whose
+    layers come off, reads the user's cache (646de3b: the layer was gone after the home's
+    shadow was made again, EROFS; the granted command found an empty directory). The files are
+    made in the caller's real home, and removed after."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    d = os.path.join(home, ".rd-lay-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+    os.makedirs(os.path.join(d, "cache"))
+    try:
+        with open(os.path.join(d, "secret.json"), "w") as f:
+            f.write(CANARY)
+        with open(os.path.join(d, "cache", "user"), "w") as f:
+            f.write("users")
+        own = os.path.join(tmp, "own")
+        os.makedirs(own)
+        os.chmod(own, 0o755)
+        cat = os.path.join(own, "rdcat")
+        shutil.copy(os.path.realpath(shutil.which("cat")), cat)
+        pin = hashlib.sha256(open(cat, "rb").read()).hexdigest()
+        agent = os.path.join(tmp, "layer_agent.py")
+        with open(agent, "w") as f:
+            f.write(LAYER_AGENT)
+        prof = write_profile(tmp, "lay", {
+            "default": "allow", "env_allow": [], "protect": [own],
+            "cache": [os.path.join(d, "cache")], "mask": [os.path.join(d, "secret.json")],
+            "rules": [{"match": {"path": cat}, "action": "allow", "env_allow": ["GH_TOKEN"],
+                       "sha256": pin}]}, agent_env_allow=["GH_TOKEN"])
+        env = dict(base_env(), GH_TOKEN="ghp_layers_canary")
+        run = subprocess.run(runnerd_cmd(prof, [common.PY, agent, d, home, cat]), env=env,
+                             capture_output=True, text=True, timeout=120)
+        got = dict(l.split("=", 1) for l in run.stdout.splitlines() if "=" in l)
+        say = run.stdout + run.stderr[-600:]
+        check("mask dir layers: a command writes the cache through its layer",
+              got.get("before") == "0[a]", say)
+        check("mask dir layers: still, once the shadows are made again",
+              got.get("after") == "0[a b]", say)
+        check("mask dir layers: a granted command reads the user's cache, not the layer",
+              got.get("granted") == "0[users]", say)
+        check("mask dir layers: the user's cache was not written",
+              sorted(os.listdir(os.path.join(d, "cache"))) == ["user"],
+              repr(os.listdir(os.path.join(d, "cache"))))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_mask_symlinks(tmp):
     """A masked path that is a symlink when the session starts is masked where it leads (the
     secret is hidden by either name). A symlink a command plants at a masked path that did
@@ -3460,13 +3524,28 @@ def test_zygote_killed(tmp):
         if os.geteuid() == 0 and zyg:
             fds = os.listdir("/proc/%d/fd" % zyg[0])
             links = [os.readlink("/proc/%d/fd/%s" % (zyg[0], fd)) for fd in fds]
-            # Besides its socket, the directories of the home that it holds as its own
-            # (docs/architecture.md, shadows): each beneath its shadow, and the shadow.
+            # Besides its socket, directories of the home that it holds as its own
+            # (docs/architecture.md, shadows): each beneath its shadow, the shadow, and the
+            # caches as they are beneath their layers (detached copies). Told by what they are.
             home = pwd.getpwuid(os.getuid()).pw_dir
-            others = [l for l in links if not l.startswith("socket:")
-                      and not (os.path.isdir(l) and (l == home or l.startswith(home + "/")))]
+            dirs = set()
+            for top, subs, _ in os.walk(home):
+                dirs.add((os.stat(top).st_dev, os.stat(top).st_ino))
+                if top.count("/") - home.count("/") >= 3:
+                    subs[:] = []
+            others = []
+            for fd, l in zip(fds, links):
+                try:
+                    st = os.stat("/proc/%d/fd/%s" % (zyg[0], fd))
+                except OSError:
+                    st = None
+                if not l.startswith("socket:") and not (
+                        st and stat.S_ISDIR(st.st_mode) and ((st.st_dev, st.st_ino) in dirs or
+                                                             l == home or
+                                                             l.startswith(home + "/"))):
+                    others.append(l)
             check("zygote: it holds no fd but its socket and the home's directories of masked "
-                  "files", len(links) - len(others) >= 1 and not others
+                  "files and caches", not others
                   and sum(l.startswith("socket:") for l in links) == 1, repr(links))
             with open("/proc/%d/environ" % zyg[0], "rb") as f:
                 check("zygote: its environment is empty", f.read() == b"")
@@ -3733,7 +3812,7 @@ def main():
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
-             test_mask_dir_changes, test_mask_krb5,
+             test_mask_dir_changes, test_mask_dir_layers, test_mask_krb5,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
