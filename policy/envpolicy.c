@@ -223,6 +223,14 @@ static const char *holds_secret(const char *v, const struct rd_env_verdict *vs, 
 	return NULL;
 }
 
+/* v stripped, for reason, by no list entry. */
+static void strip(struct rd_env_verdict *v, enum rd_env_reason reason)
+{
+	v->passed = false;
+	v->reason = reason;
+	v->pattern = NULL;
+}
+
 static bool proxy_name(const char *entry, size_t len)
 {
 	static const char *const names[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "FTP_PROXY"};
@@ -284,9 +292,7 @@ int rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char 
 				    start[s][v->name_len] == '=')
 					was = start[s];
 			if (!was) {
-				v->passed = false;
-				v->reason = RD_ENV_DENIED_GRANT;
-				v->pattern = NULL;
+				strip(v, RD_ENV_DENIED_GRANT);
 				continue;
 			}
 			/* A proxy's start value as commands get it: without its user and password
@@ -295,9 +301,7 @@ int rd_env_pin_start(struct rd_env_result *r, const struct rd_strv *names, char 
 				char *bare;
 				int cut = without_userinfo(was, v->name_len, &bare);
 				if (cut == -1) {
-					v->passed = false;
-					v->reason = RD_ENV_DENIED_PROXY;
-					v->pattern = NULL;
+					strip(v, RD_ENV_DENIED_PROXY);
 					continue;
 				}
 				char **owned =
@@ -476,9 +480,7 @@ int rd_env_build_known(const struct rd_env_config *cfg, const struct rd_profile 
 		                        ? NULL
 		                        : holds_secret(value_of(v->entry), verdicts, n_in, known);
 		if (holds) {
-			v->passed = false;
-			v->reason = RD_ENV_DENIED_SECRET_VALUE;
-			v->pattern = NULL;
+			strip(v, RD_ENV_DENIED_SECRET_VALUE);
 			v->holds = holds;
 			v->holds_len = strcspn(holds, "=");
 			continue;
@@ -488,9 +490,7 @@ int rd_env_build_known(const struct rd_env_config *cfg, const struct rd_profile 
 			char *bare;
 			int cut = without_userinfo(entry, v->name_len, &bare);
 			if (cut == -1) {
-				v->passed = false;
-				v->reason = RD_ENV_DENIED_PROXY;
-				v->pattern = NULL;
+				strip(v, RD_ENV_DENIED_PROXY);
 				continue;
 			}
 			oom = oom || cut < 0;

@@ -5,6 +5,7 @@ count, skipping, the agent programs under helpers/agents, waiting for files and 
 Imported from the scripts' own directory (sys.path[0] when run as python3 .../X.py).
 Python 3 standard library only.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -68,6 +69,18 @@ def agent(name):
 def itest_config(var="RUNNERD_CONFIG"):
     """The config named by $var, else the integration config."""
     return os.path.abspath(os.environ.get(var) or ITEST_CONFIG)
+
+
+def pinned_copy(tmp, prog="cat"):
+    """A copy of prog in a directory of tmp's own (for a profile to protect), and its sha256,
+    for a rule that grants a secret to it pinned by its hash: (directory, path, sha256)."""
+    own = os.path.join(tmp, "own")
+    os.makedirs(own, exist_ok=True)
+    os.chmod(own, 0o755)
+    path = os.path.join(own, "rd" + prog)
+    shutil.copy(os.path.realpath(shutil.which(prog)), path)
+    with open(path, "rb") as f:
+        return own, path, hashlib.sha256(f.read()).hexdigest()
 
 
 def open_to_all(top, files=0o666):

@@ -3280,12 +3280,7 @@ def test_mask_dir_layers(tmp):
             f.write(CANARY)
         with open(os.path.join(d, "cache", "user"), "w") as f:
             f.write("users")
-        own = os.path.join(tmp, "own")
-        os.makedirs(own)
-        os.chmod(own, 0o755)
-        cat = os.path.join(own, "rdcat")
-        shutil.copy(os.path.realpath(shutil.which("cat")), cat)
-        pin = hashlib.sha256(open(cat, "rb").read()).hexdigest()
+        own, cat, pin = common.pinned_copy(tmp)
         agent = os.path.join(tmp, "layer_agent.py")
         with open(agent, "w") as f:
             f.write(LAYER_AGENT)

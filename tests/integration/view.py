@@ -348,7 +348,6 @@ def test_cwd_hidden(tmp):
 def wheel(path):
     """A wheel of a one-module package, made by hand (no network, no build backend)."""
     import base64
-    import hashlib
     import zipfile
     files = {"rdprobe/__init__.py": b"VALUE = 42\n",
              "rdprobe-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: rdprobe\n"
@@ -940,12 +939,7 @@ def test_cache_layers(tmp):
     try:
         with open(os.path.join(probe, "seen"), "w") as f:
             f.write("users\n")
-        own = os.path.join(tmp, "own")
-        os.makedirs(own)
-        os.chmod(own, 0o755)
-        cat = os.path.join(own, "rdcat")
-        shutil.copy(os.path.realpath(shutil.which("cat")), cat)
-        pin = hashlib.sha256(open(cat, "rb").read()).hexdigest()
+        own, cat, pin = common.pinned_copy(tmp)
         prof = os.path.join(tmp, "layers.json")
         with open(prof, "w") as f:
             json.dump({"version": 1, "name": "layers", "agent": {"env_allow": ["GH_TOKEN"]},
