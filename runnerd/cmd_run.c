@@ -13,6 +13,7 @@
 #include "runnerd/repo.h"
 #include "runnerd/serve.h"
 #include "supervisor/audit.h"
+#include "supervisor/sessions.h"
 #include "supervisor/supervisor.h"
 
 #include <dirent.h>
@@ -1003,7 +1004,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	struct rd_strv secrets = {0}, write = {0}, protect = {0}, missing = {0}, layers = {0},
 	               agent_paths = {0}, any_write = {0}, any_protect = {0}, shadow = {0},
 	               hidden = {0};
-	char *workspace = NULL, *layers_dir = NULL;
+	char *workspace = NULL, *layers_dir = NULL, *listed = NULL;
 	char *agent = NULL;
 	char **agent_argv = NULL;
 	char *launched = NULL;
@@ -1165,6 +1166,21 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	s.view.n_shadow = shadow.n;
 	s.view.hidden = hidden.v;
 	s.view.n_hidden = hidden.n;
+	/* Where this session's commands can write, for the other sessions of the user to know
+	 * (supervisor/sessions.h); and where theirs are. Not for runnerd serve's: its paths are
+	 * the container's. */
+	if (!ss && control_dir) {
+		int lr = sup_sessions_list(control_dir, &s, &listed);
+		if (lr < 0)
+			fprintf(stderr,
+			        "runnerd: cannot list this session in %s/sessions (%s): the other "
+			        "sessions of the user do not know where its commands can write\n",
+			        control_dir, strerror(-lr));
+		if (asprintf(&s.sessions_dir, "%s/sessions", control_dir) < 0) {
+			rd_error_set(&err, ENOMEM, "out of memory");
+			goto fail;
+		}
+	}
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
 	rd_strv_free(&notes);
@@ -1329,6 +1345,9 @@ out:
 	if (s.zygote_fd >= 0)
 		close(s.zygote_fd);
 	rd_audit_close(&audit);
+	sup_sessions_unlist(listed);
+	free(listed);
+	free(s.sessions_dir);
 	if (s.control_path)
 		unlink(s.control_path);
 	free(s.control_path);

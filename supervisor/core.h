@@ -19,6 +19,7 @@
 #include "sandbox/shadowwatch.h"
 #include "supervisor/supervisor.h"
 
+#include <limits.h>
 #include <linux/seccomp.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -332,6 +333,18 @@ struct prompt {
 	size_t len;
 };
 
+/* The other live sessions of the user, as their entries say (supervisor/sessions.h). */
+struct peers {
+	struct peer {
+		pid_t pid;
+		char *workspace;
+		struct rd_strv write, protect, missing;
+	} * v;
+	size_t n;
+	char why[2 * PATH_MAX + 128]; /* sup_sessions_writable's answer */
+	bool hit;                     /* sup_sessions_writable answered since sup_sessions_load */
+};
+
 struct sup {
 	struct rd_session *s;
 	int epfd, sigfd, listener;
@@ -376,6 +389,7 @@ struct sup {
 	struct src signal_src;
 	struct spares sp;
 	struct masks mk;
+	struct peers pe;
 	struct pinned pin;
 	struct approvals ap;
 	struct control ctl;

@@ -12,6 +12,7 @@
 #include "supervisor/grant.h"
 #include "supervisor/handoff.h"
 #include "supervisor/masks.h"
+#include "supervisor/sessions.h"
 #include "supervisor/spare.h"
 
 #include <errno.h>
@@ -464,6 +465,18 @@ static bool rate_allows(struct sup *u)
 	return true;
 }
 
+/* A grant's check that found a place where another session's commands can write says so
+ * after its own words ("commands can write" is this session's commands, else). */
+static const char *peer_said(const struct sup *u)
+{
+	return u->pe.hit ? "; there: " : "";
+}
+
+static const char *peer_why(const struct sup *u)
+{
+	return u->pe.hit ? u->pe.why : "";
+}
+
 /* The exec event could not be written: no exec goes unrecorded. */
 static enum outcome audit_failed(struct sup *u, struct exec *x)
 {
@@ -508,9 +521,13 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 	 * run, nor a configuration the caller chose (docs/configuration.md, "Grants"). Nothing
 	 * to check for a command that is denied anyway. */
 	if (rule && x->action != RD_ACTION_DENY) {
-		const char *root = rule->grants_secret && !rule->sha256.n
-		                       ? rd_view_writable_root(&u->s->any_rule, q->tg.resolved)
-		                       : NULL;
+		/* Where the other sessions of the user have their commands write, as of now. */
+		if (rule->grants_secret)
+			sup_sessions_load(u);
+		const char *root = NULL;
+		if (rule->grants_secret && !rule->sha256.n &&
+		    !(root = rd_view_writable_root(&u->s->any_rule, q->tg.resolved)))
+			root = sup_sessions_writable(u, q->tg.resolved);
 		if (root)
 			return refuse(
 			    x, EACCES,
@@ -537,12 +554,12 @@ static enum outcome phase_decide(struct sup *u, struct exec *x)
 			return refuse(x, ENOMEM, "out of memory");
 		r = sup_grant_reads(u, q, why_file, sizeof(why_file));
 		if (r)
-			return refuse(x, r, "%s", why_file);
+			return refuse(x, r, "%s%s%s", why_file, peer_said(u), peer_why(u));
 		r = sup_grant_env(u, q, why_file, sizeof(why_file));
 		if (r < 0)
 			return refuse(x, ENOMEM, "out of memory");
 		if (r)
-			return refuse(x, r, "%s", why_file);
+			return refuse(x, r, "%s%s%s", why_file, peer_said(u), peer_why(u));
 	}
 	/* The agent's own process exec'ing (bash -c 'exec cmd', a wrapper script) hands the
 	 * agent itself over to the sandbox; worth knowing when reading the log. */

@@ -9,6 +9,7 @@
 #include "lib/git.h"
 #include "lib/sha256.h"
 #include "policy/rules.h"
+#include "supervisor/sessions.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -339,14 +340,16 @@ static const struct rd_view_paths *any_view(struct sup *u)
 
 /* Where commands can write at path: in a writable root of any rule's view, or at or under a
  * protected path that was missing at the session's start (rd_session.missing), which nothing
- * holds, so that a command may have made it since. That root or path; NULL. */
+ * holds, so that a command may have made it since; or where another live session's commands
+ * can (as sup_sessions_load found them for this exec). That root or path; NULL. */
 static const char *writable(struct sup *u, const char *path)
 {
 	const char *root = rd_view_writable_root(any_view(u), path);
 	for (size_t k = 0; !root && u->s->missing && k < u->s->missing->n; k++)
 		if (rd_path_within(path, u->s->missing->v[k]))
 			root = u->s->missing->v[k];
-	return root;
+	/* Or where another session's commands can (supervisor/sessions.h). */
+	return root ? root : sup_sessions_writable(u, path);
 }
 
 /* Is q's program git? */

@@ -11,6 +11,7 @@
 #include "supervisor/handoff.h"
 #include "supervisor/masks.h"
 #include "supervisor/prompt.h"
+#include "supervisor/sessions.h"
 #include "supervisor/spare.h"
 #include "supervisor/supervisor.h"
 
@@ -330,6 +331,7 @@ int rd_supervise(struct rd_session *s)
 	rd_audit(s->audit, "session_end", f);
 	free(u.notif);
 	sup_masks_free(&u);
+	sup_sessions_free(&u);
 	sup_grants_free(&u);
 	return code;
 }

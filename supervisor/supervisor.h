@@ -70,6 +70,9 @@ struct rd_session {
 	 * path, and /dev/tty for --prompt (-1: not asked). */
 	int control_fd;
 	char *control_path;
+	/* Where the sessions of the user list where their commands can write (supervisor/
+	 * sessions.h); NULL: nowhere (no control directory). */
+	char *sessions_dir;
 	int tty_fd;
 	/* Every directory where control sockets live: masked in every command's sandbox. */
 	char *control_dirs[RD_CONTROL_DIRS];

@@ -19,7 +19,7 @@ LAYERS = ["lib", "policy", "intercept", "sandbox", "supervisor", "runnerd"]
 # Within the supervisor, the same rule between its files: the core's services at the bottom,
 # each handler above those it calls, the loop that dispatches to them all on top. A handler
 # never calls back up (supervisor/core.h).
-SUPERVISOR = ["audit", "supervisor", "core", "masks", "grant", "spare", "command", "approvals", "handoff",
+SUPERVISOR = ["audit", "supervisor", "core", "masks", "sessions", "grant", "spare", "command", "approvals", "handoff",
               "exec", "control", "prompt", "loop"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -1713,6 +1713,66 @@ def in_session(prof, env, cwd, lines, timeout=120):
                           cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
+SIDE_AGENT = r"""import os, subprocess, sys, time
+ws, tmp = sys.argv[1], sys.argv[2]
+# A command of this session writes the other session's hook: its roots (/tmp here, the home
+# where a session starts there) hold the other's workspace.
+hook = ws + "/.git/hooks/pre-commit"
+p = subprocess.run(["sh", "-c", "printf '#!/bin/sh\\necho hook=[$GH_TOKEN]\\n' > %s && "
+                    "chmod 755 %s" % (hook, hook)], capture_output=True, text=True)
+open(tmp + "/planted", "w").write("%d %s" % (p.returncode, p.stderr))
+while not os.path.exists(tmp + "/done"):
+    time.sleep(0.05)
+"""
+
+
+def test_sessions_side_by_side(tmp):
+    """Two sessions of one user at once, the first's writable roots holding the second's
+    workspace (/tmp holds both here; a session started in the home holds every project of
+    it): a command of the first wrote the second's .git/hooks/pre-commit, which the second
+    holds read-only to its own commands only, and the second's granted git commit ran it with
+    the token (the build before). Each session now lists where its commands can write, and a
+    grant's check counts the other live sessions' places: the commit is refused, naming the
+    other session; once it has ended, the same commit runs (its hook too: the user's to
+    judge)."""
+    setup = granted_repo(tmp, "side")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    agent = os.path.join(tmp, "side_agent.py")
+    with open(agent, "w") as f:
+        f.write(SIDE_AGENT)
+    first = subprocess.Popen(runnerd_cmd("generic", [common.PY, agent, ws, tmp]),
+                             env=base_env(), cwd=tmp, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        planted = wait_file(os.path.join(tmp, "planted"), 30)
+        audit = os.path.join(tmp, "side-audit.jsonl")
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c",
+                                                "git commit -q --allow-empty -m side; "
+                                                "echo commit_rc=$?"], audit=audit),
+                             env=env, cwd=ws, capture_output=True, text=True, timeout=120)
+    finally:
+        open(os.path.join(tmp, "done"), "w").close()
+        first.wait(timeout=30)
+    said = open(os.path.join(tmp, "planted")).read() if planted else ""
+    check("sessions side by side: the first session's command wrote the second's hook",
+          said.startswith("0 "), said)
+    check("sessions side by side: the second's granted commit is refused, naming the other "
+          "session, and the token reaches no hook",
+          token not in out.stdout + out.stderr and "commit_rc=126" in out.stdout and
+          os.path.exists(audit) and "another runnerd session" in open(audit).read(),
+          out.stdout + out.stderr[-600:] +
+          (open(audit).read()[-1500:] if os.path.exists(audit) else "no audit"))
+    # The first session is over: nothing of its can write there any more.
+    os.unlink(os.path.join(ws, ".git", "hooks", "pre-commit"))
+    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", "git commit -q --allow-empty -m "
+                                            "alone; echo commit_rc=$?"]),
+                         env=env, cwd=ws, capture_output=True, text=True, timeout=120)
+    check("sessions side by side: alone, the same commit runs", "commit_rc=0" in out.stdout,
+          out.stdout + out.stderr[-400:])
+
+
 def granted_repo_made(tmp, name, script):
     """granted_repo, and the script of what a command makes for the test (script, a text) in
     tmp/NAME-made.sh: granted_repo's tuple with the script's path after it, or None."""
@@ -3808,6 +3868,7 @@ def main():
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
              test_mask_dir_changes, test_mask_dir_layers, test_mask_krb5,
+             test_sessions_side_by_side,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,

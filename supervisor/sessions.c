@@ -1,0 +1,217 @@
+#include "supervisor/sessions.h"
+#include "lib/file.h"
+#include "lib/strv.h"
+#include "lib/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A process's start time (field 22 of /proc/PID/stat), in clock ticks; 0 if it is gone. */
+static unsigned long long started(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the name, which may hold anything but ends at the last ')'. */
+	char *p = strrchr(buf, ')');
+	unsigned long long t = 0;
+	for (int field = 2; p && *p && field < 22; p++)
+		field += *p == ' ';
+	if (p && sscanf(p, "%llu", &t) != 1)
+		t = 0;
+	return t;
+}
+
+/* Each path of l as a line of its own, after tag; a path with a newline cannot be listed. */
+static int put_lines(FILE *f, char tag, char *const *l, size_t n, const struct rd_view_paths *v)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool layer = false;
+		for (size_t k = 0; v && k < v->n_layers; k++)
+			layer = layer || strcmp(v->layers[2 * k], l[i]) == 0;
+		if (layer || (v && strcmp(l[i], "/dev/shm") == 0))
+			continue; /* written through a layer of its own, or its own tmpfs */
+		if (strchr(l[i], '\n'))
+			return -EINVAL;
+		if (fprintf(f, "%c\t%s\n", tag, l[i]) < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+int sup_sessions_list(const char *dir, const struct rd_session *s, char **out)
+{
+	*out = NULL;
+	char *sub = NULL, *path = NULL, *tmp = NULL;
+	int r = asprintf(&sub, "%s/sessions", dir) < 0 ? -ENOMEM : 0;
+	if (r == 0 && mkdir(sub, 0700) < 0 && errno != EEXIST)
+		r = -errno;
+	unsigned long long t = started(getpid());
+	if (r == 0 && (asprintf(&path, "%s/%d-%llu", sub, (int)getpid(), t) < 0 ||
+	               asprintf(&tmp, "%s.tmp", path) < 0))
+		r = -ENOMEM;
+	int fd =
+	    r == 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+	if (r == 0 && fd < 0)
+		r = -errno;
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (r == 0 && !f) {
+		r = -errno;
+		close(fd);
+	}
+	if (r == 0 && s->workspace && !strchr(s->workspace, '\n') &&
+	    fprintf(f, "s\t%s\n", s->workspace) < 0)
+		r = -EIO;
+	if (r == 0)
+		r = put_lines(f, 'w', s->any_rule.write, s->any_rule.n_write, &s->view);
+	if (r == 0)
+		r = put_lines(f, 'p', s->any_rule.protect, s->any_rule.n_protect, NULL);
+	if (r == 0 && s->missing)
+		r = put_lines(f, 'm', s->missing->v, s->missing->n, NULL);
+	if (f && fclose(f) != 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0 && tmp)
+		unlink(tmp);
+	free(sub);
+	free(tmp);
+	if (r < 0)
+		free(path);
+	else
+		*out = path;
+	return r;
+}
+
+void sup_sessions_unlist(const char *path)
+{
+	if (path)
+		unlink(path);
+}
+
+static void peers_free(struct peers *pe)
+{
+	for (size_t i = 0; i < pe->n; i++) {
+		free(pe->v[i].workspace);
+		rd_strv_free(&pe->v[i].write);
+		rd_strv_free(&pe->v[i].protect);
+		rd_strv_free(&pe->v[i].missing);
+	}
+	free(pe->v);
+	pe->v = NULL;
+	pe->n = 0;
+}
+
+/* The entry at dir/name, of a live runnerd other than this one, into p; 1 if it is taken, 0
+ * if not (its runnerd is gone: the entry is removed), -ENOMEM. */
+static int take(int dir, const char *name, struct peer *p)
+{
+	int pid;
+	unsigned long long t;
+	char end;
+	if (sscanf(name, "%d-%llu%c", &pid, &t, &end) != 2 || pid == (int)getpid())
+		return 0;
+	if (started(pid) != t) {
+		unlinkat(dir, name, 0);
+		return 0;
+	}
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	char *text = NULL;
+	ssize_t n = rd_read_fd(fd, 1 << 20, &text);
+	close(fd);
+	if (n < 0)
+		return n == -ENOMEM ? -ENOMEM : 0;
+	int r = 0;
+	*p = (struct peer){.pid = pid};
+	for (char *line = text, *next; r == 0 && line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (strlen(line) < 3 || line[1] != '\t' || line[2] != '/')
+			continue;
+		struct rd_strv *to = line[0] == 'w'   ? &p->write
+		                     : line[0] == 'p' ? &p->protect
+		                     : line[0] == 'm' ? &p->missing
+		                                      : NULL;
+		if (to)
+			r = rd_strv_add(to, line + 2);
+		else if (line[0] == 's' && !p->workspace && !(p->workspace = strdup(line + 2)))
+			r = -ENOMEM;
+	}
+	free(text);
+	return r < 0 ? r : 1;
+}
+
+void sup_sessions_load(struct sup *u)
+{
+	struct peers *pe = &u->pe;
+	peers_free(pe);
+	pe->hit = false;
+	if (!u->s->sessions_dir)
+		return;
+	int dfd = open(u->s->sessions_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	for (struct dirent *e; (e = readdir(d));) {
+		struct peer p;
+		struct peer *grown = realloc(pe->v, (pe->n + 1) * sizeof(*pe->v));
+		if (!grown)
+			break;
+		pe->v = grown;
+		int r = take(dirfd(d), e->d_name, &p);
+		if (r > 0)
+			pe->v[pe->n++] = p;
+		if (r < 0)
+			break;
+	}
+	closedir(d);
+}
+
+const char *sup_sessions_writable(struct sup *u, const char *path)
+{
+	struct peers *pe = &u->pe;
+	for (size_t i = 0; i < pe->n; i++) {
+		const struct peer *p = &pe->v[i];
+		struct rd_view_paths v = {.write = p->write.v,
+		                          .n_write = p->write.n,
+		                          .protect = p->protect.v,
+		                          .n_protect = p->protect.n};
+		const char *root = rd_view_writable_root(&v, path);
+		for (size_t k = 0; !root && k < p->missing.n; k++)
+			if (rd_path_within(path, p->missing.v[k]))
+				root = p->missing.v[k];
+		if (!root)
+			continue;
+		pe->hit = true;
+		snprintf(pe->why, sizeof(pe->why),
+		         "%s, where the commands of another runnerd session can write (runnerd %d, "
+		         "workspace %s)",
+		         root, (int)p->pid, p->workspace ? p->workspace : "unknown");
+		return pe->why;
+	}
+	return NULL;
+}
+
+void sup_sessions_free(struct sup *u)
+{
+	peers_free(&u->pe);
+}
