@@ -288,6 +288,30 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
 	return r;
 }
 
+/* What the user's other live sessions hold read-only to their commands (their protected
+ * paths: the .git/hooks and .git/config of their workspaces, ...), held read-only to this
+ * one's too where its writable roots hold them: else a command of this session could write
+ * the hooks a granted git of theirs runs, once it has checked them (supervisor/sessions.h).
+ * Appended to protect. */
+static int peers_protect(const struct rd_strv *write, struct rd_strv *protect)
+{
+	struct rd_error e = {0};
+	_cleanup_free_ char *dir = rd_control_dir(&e), *sessions = NULL;
+	if (!dir || asprintf(&sessions, "%s/sessions", dir) < 0)
+		return dir ? -ENOMEM : 0;
+	struct peers pe = {0};
+	sup_sessions_read(sessions, &pe);
+	int r = 0;
+	for (size_t p = 0; r == 0 && p < pe.n; p++)
+		for (size_t i = 0; r == 0 && !pe.v[p].ended && i < pe.v[p].protect.n; i++) {
+			const char *path = pe.v[p].protect.v[i];
+			if (rd_strv_within(write, path) && !rd_strv_within(protect, path))
+				r = rd_strv_add(protect, path);
+		}
+	sup_sessions_peers_free(&pe);
+	return r;
+}
+
 /* path's directory entries but "." and "..", counted; -errno if it cannot be read. */
 static long count_entries(const char *path)
 {
@@ -1119,6 +1143,10 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	if (view_lists(&cfg, &prof, workspace, session, &write, &protect, &missing, &layers,
 	               &layers_dir, &err) < 0)
 		goto fail;
+	if (!ss && peers_protect(&write, &protect) < 0) {
+		rd_error_set(&err, ENOMEM, "out of memory reading the other sessions of the user");
+		goto fail;
+	}
 	/* (runnerd serve: the container's repository is left as it is.) */
 	if (!ss)
 		rd_repo_start(workspace, &repo_start);
@@ -1169,13 +1197,32 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	/* Where this session's commands can write, for the other sessions of the user to know
 	 * (supervisor/sessions.h); and where theirs are. Not for runnerd serve's: its paths are
 	 * the container's. */
+	/* A control directory where commands can write (an XDG_RUNTIME_DIR in /tmp): a
+	 * command can move it away, its masks and all, and a session started after would list
+	 * itself, and look for the others, in a new one. */
+	const char *open_at = control_dir ? rd_view_writable_root(&s.any_rule, control_dir) : NULL;
+	if (!ss && open_at)
+		fprintf(stderr,
+		        "runnerd: the control directory %s lies where commands can write (%s): a "
+		        "command of one session can keep the sessions started after it from seeing "
+		        "it; set XDG_RUNTIME_DIR to a directory of the user's outside the writable "
+		        "roots (/run/user/%u)\n",
+		        control_dir, open_at, (unsigned)getuid());
 	if (!ss && control_dir) {
+		/* Without its entry, the other sessions' grants would take what this one's
+		 * commands write for the user's own: it does not start. */
 		int lr = sup_sessions_list(control_dir, &s, &listed);
-		if (lr < 0)
-			fprintf(stderr,
-			        "runnerd: cannot list this session in %s/sessions (%s): the other "
-			        "sessions of the user do not know where its commands can write\n",
-			        control_dir, strerror(-lr));
+		if (lr < 0) {
+			rd_error_set(&err, -lr,
+			             "cannot list this session in %s/sessions (%s%s): the other "
+			             "sessions of the user would not know where its commands can "
+			             "write",
+			             control_dir, strerror(-lr),
+			             lr == -EINVAL ? ": a writable root or protected path has a "
+			                             "newline in its name"
+			                           : "");
+			goto fail;
+		}
 		if (asprintf(&s.sessions_dir, "%s/sessions", control_dir) < 0) {
 			rd_error_set(&err, ENOMEM, "out of memory");
 			goto fail;

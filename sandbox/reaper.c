@@ -198,7 +198,8 @@ static int join_own_group(void)
 }
 
 static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, int *hi,
-                                   const size_t *order, cap_t empty, int tty, bool again)
+                                   const size_t *order, cap_t empty, int tty, bool again,
+                                   bool cwd_shadow)
 {
 	/* Dispositions as after the caller's exec: what it ignored stays ignored. Every other
 	 * one is the default already (the reaper's, set_dispositions). */
@@ -263,8 +264,9 @@ static _Noreturn void command_main(const struct rd_launch_plan *p, int err_fd, i
 	struct stat cwd_st, here;
 	if (fstat(cwd, &cwd_st) < 0)
 		fail(err_fd, STAGE_SETUP, "the caller's cwd", errno);
+	/* A shadow directory (view.h) is the sandbox's own stand-in for the caller's: entered. */
 	if (!p->cwd_path[0] || chdir(p->cwd_path) < 0 || stat(".", &here) < 0 ||
-	    cwd_st.st_dev != here.st_dev || cwd_st.st_ino != here.st_ino) {
+	    (!cwd_shadow && (cwd_st.st_dev != here.st_dev || cwd_st.st_ino != here.st_ino))) {
 		if (cwd_st.st_nlink != 0)
 			fail(err_fd, STAGE_SETUP,
 			     "the caller's cwd is hidden in the sandbox (under a mask, in the "
@@ -363,14 +365,15 @@ struct command_args {
 	int *hi;             /* room for the fds' places while they move */
 	const size_t *order; /* the fds' indices, by target number */
 	cap_t empty;
-	int tty;    /* the target number of the command's terminal, or -1 */
-	bool again; /* the sandbox ran a command before */
+	int tty;         /* the target number of the command's terminal, or -1 */
+	bool again;      /* the sandbox ran a command before */
+	bool cwd_shadow; /* the caller's cwd is a shadow directory of the view's */
 };
 
 static int command_start(void *arg)
 {
 	const struct command_args *a = arg;
-	command_main(a->p, a->err_fd, a->hi, a->order, a->empty, a->tty, a->again);
+	command_main(a->p, a->err_fd, a->hi, a->order, a->empty, a->tty, a->again, a->cwd_shadow);
 }
 
 /* The command's stack until its exec: mapped ahead of time, touched only as used. */
@@ -1031,7 +1034,10 @@ static void run_plan(int plan_fd, int err_fd, int status_fd, const struct rd_san
 			order[j] = order[j - 1];
 		order[j] = i;
 	}
-	struct command_args a = {p, err_fd, hi, order, empty, tty, again};
+	bool cwd_shadow = false;
+	for (size_t i = 0; paths && p->cwd_path && i < paths->n_shadow; i++)
+		cwd_shadow = cwd_shadow || strcmp(paths->shadow[i], p->cwd_path) == 0;
+	struct command_args a = {p, err_fd, hi, order, empty, tty, again, cwd_shadow};
 	pid_t child = clone(command_start, stack_top, CLONE_VM | SIGCHLD, &a);
 	if (child < 0)
 		fail(err_fd, STAGE_SETUP, "starting the command", errno);

@@ -98,17 +98,14 @@ size_t rd_shadow_watch_check(struct rd_shadow_watch *w, struct rd_zygote *z)
 		if (!d->dirty)
 			continue;
 		d->dirty = d->wd < 0;
-		/* Past the most the view holds: it stays as it was (what it shows is older, never
-		 * more), said once. */
-		if (count(w->view->shadow[i]) > RD_VIEW_SHADOW_MAX) {
-			if (!d->said)
-				fprintf(
-				    stderr,
-				    "runnerd: %s holds more than %d entries now: commands see it "
-				    "as it was before, until the session ends\n",
-				    w->view->shadow[i], RD_VIEW_SHADOW_MAX);
+		/* Past the most the view holds: made again with the names it held alone (those
+		 * gone or replaced go, none comes; view.c, shadow_build), said once. */
+		if (!d->said && count(w->view->shadow[i]) > RD_VIEW_SHADOW_MAX) {
+			fprintf(stderr,
+			        "runnerd: %s holds more than %d entries now: commands see no entry "
+			        "made there from now on, until the session ends\n",
+			        w->view->shadow[i], RD_VIEW_SHADOW_MAX);
 			d->said = true;
-			continue;
 		}
 		rd_zygote_refresh(z, i);
 		made++;

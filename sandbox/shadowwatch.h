@@ -31,8 +31,8 @@ struct rd_shadow_watch {
 int rd_shadow_watch_init(struct rd_shadow_watch *w, const struct rd_view_paths *view);
 
 /* Each shadow directory whose entries changed since it was last made, made again by z's zygote
- * (rd_zygote_refresh), unless it holds more than RD_VIEW_SHADOW_MAX entries now (then it stays
- * as it was, and runnerd says so once). Returns how many. */
+ * (rd_zygote_refresh); one that holds more than RD_VIEW_SHADOW_MAX entries now with the names
+ * it held alone (view.c), which runnerd says once. Returns how many. */
 size_t rd_shadow_watch_check(struct rd_shadow_watch *w, struct rd_zygote *z);
 
 void rd_shadow_watch_free(struct rd_shadow_watch *w);

@@ -362,7 +362,7 @@ static const char git_gate[] =
     "\trefuse \"runnerd found no git for this program on its PATH to keep in a repository\"\n"
     "# A built-in run by its dashed name (git-rev-parse, a link to git): its subcommand.\n"
     "name=${0##*/}\n"
-    "case $name in git-gate) ;; git-[a-z]*) set -- \"${name#git-}\" \"$@\" ;; esac\n"
+    "case $name in gate) ;; git-[a-z]*) set -- \"${name#git-}\" \"$@\" ;; esac\n"
     "unset GIT_EXEC_PATH\n"
     "# A git cleared of them (a hook that works in another repository clears them, as\n"
     "# githooks(5) says) is judged as a granted program's git is.\n"
@@ -924,7 +924,7 @@ bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *
  * lies in the tmpfs, which no rename on the machine reaches. What the directory holds later,
  * runnerd has made again (rd_view_shadow_refresh); what lies deeper is the machine's, live.
  * The new mount's fd, detached, or -errno: -E2BIG past RD_VIEW_SHADOW_MAX entries. */
-static int shadow_build(const struct rd_view_paths *v, size_t i, int real)
+static int shadow_build(const struct rd_view_paths *v, size_t i, int real, int old)
 {
 	const char *path = v->shadow[i];
 	struct stat dst;
@@ -941,8 +941,14 @@ static int shadow_build(const struct rd_view_paths *v, size_t i, int real)
 	size_t n = 0;
 	for (struct dirent *d; r == 0 && (d = readdir(dir));)
 		n += strcmp(d->d_name, ".") && strcmp(d->d_name, "..");
-	if (r == 0 && n > RD_VIEW_SHADOW_MAX)
-		r = -E2BIG;
+	/* Past the most it holds: made again with the names the shadow before held alone (those
+	 * gone, or no longer what they were, go; none comes), or not at all. */
+	int keep = -1;
+	if (r == 0 && n > RD_VIEW_SHADOW_MAX) {
+		keep = old >= 0 ? openat(old, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		if (keep < 0)
+			r = old >= 0 ? -errno : -E2BIG;
+	}
 	char opt[32], mode[16];
 	int fs = r == 0 ? fsopen("tmpfs", FSOPEN_CLOEXEC) : -1;
 	if (r == 0 && fs < 0)
@@ -969,7 +975,8 @@ static int shadow_build(const struct rd_view_paths *v, size_t i, int real)
 		struct stat st;
 		char target[PATH_MAX], full[PATH_MAX];
 		if (!strcmp(name, ".") || !strcmp(name, "..") ||
-		    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    (keep >= 0 && faccessat(keep, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0))
 			continue;
 		if (rd_view_hidden(v, path, name)) {
 			if ((S_ISDIR(st.st_mode) ? mkdirat(mnt, name, 0700)
@@ -1027,6 +1034,8 @@ static int shadow_build(const struct rd_view_paths *v, size_t i, int real)
 			close(tree);
 	}
 	closedir(dir);
+	if (keep >= 0)
+		close(keep);
 	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
 	if (r == 0 && mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
 		r = -errno;
@@ -1052,7 +1061,7 @@ static int shadow_swap(size_t i, int mnt);
  * old one came off and the new one could not go on: the directory is the machine's there. */
 static int shadow_put(size_t i)
 {
-	int mnt = shadow_build(shadow_view, i, shadow_real[i]);
+	int mnt = shadow_build(shadow_view, i, shadow_real[i], shadow_mnt[i]);
 	return mnt < 0 ? 1 : shadow_swap(i, mnt);
 }
 

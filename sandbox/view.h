@@ -26,7 +26,7 @@ struct rd_view_error {
 
 /* And git's own git there, which runs the real git only in the repository runnerd checked
  * (rd_view_git_gate). */
-#define RD_VIEW_GIT_GATE RD_VIEW_BIN_DIR "/git-gate"
+#define RD_VIEW_GIT_GATE RD_VIEW_BIN_DIR "/gate"
 
 /* And the git runnerd's gits run for a program that is not git, bound there (rd_view_git_gate)
  * where the program's git itself is covered by git's own git: so that a git the program runs by

@@ -339,6 +339,10 @@ struct peers {
 		pid_t pid;
 		char *workspace;
 		struct rd_strv write, protect, missing;
+		/* An ended session: when it started and ended (CLOCK_REALTIME, ms). What its
+		 * commands could write then, changed then, may be theirs. */
+		bool ended;
+		long long start, end;
 	} * v;
 	size_t n;
 	char why[2 * PATH_MAX + 128]; /* sup_sessions_writable's answer */

@@ -1102,11 +1102,21 @@ static int pin_git_dir(struct sup *u, struct req *q, bool makes, const char *rea
 		area = q->git_cwd ? q->git_cwd : "/";
 	if (asprintf(&at, "RUNNERD_GIT_TOP=%s", area) < 0)
 		return -ENOMEM;
-	/* And where commands can write (every rule's roots too), one a line. */
+	/* And where commands can write (every rule's roots too, and those of the user's other
+	 * live sessions, supervisor/sessions.h), one a line. */
 	const struct rd_view_paths *v = any_view(u);
 	size_t len = sizeof("RUNNERD_GIT_ROOTS=");
 	for (size_t i = 0; i < v->n_write; i++)
 		len += strlen(v->write[i]) + 1;
+	for (size_t p = 0; p < u->pe.n; p++) {
+		if (u->pe.v[p].ended)
+			continue; /* writes nothing now (its changes are judged by
+			             sup_sessions_writable) */
+		for (size_t i = 0; i < u->pe.v[p].write.n; i++)
+			len += strlen(u->pe.v[p].write.v[i]) + 1;
+		for (size_t i = 0; i < u->pe.v[p].missing.n; i++)
+			len += strlen(u->pe.v[p].missing.v[i]) + 1;
+	}
 	_cleanup_free_ char *roots = malloc(len);
 	if (!roots)
 		return -ENOMEM;
@@ -1115,6 +1125,17 @@ static int pin_git_dir(struct sup *u, struct req *q, bool makes, const char *rea
 		if (i)
 			*o++ = '\n';
 		o = stpcpy(o, v->write[i]);
+	}
+	for (size_t p = 0; p < u->pe.n; p++) {
+		if (u->pe.v[p].ended)
+			continue;
+		const struct rd_strv *lists[] = {&u->pe.v[p].write, &u->pe.v[p].missing};
+		for (size_t l = 0; l < ARRAY_SIZE(lists); l++)
+			for (size_t i = 0; i < lists[l]->n; i++) {
+				if (o[-1] != '=')
+					*o++ = '\n';
+				o = stpcpy(o, lists[l]->v[i]);
+			}
 	}
 	const char *const puts[] = {dir, tree, common, at, roots};
 	for (size_t i = 0; i < ARRAY_SIZE(puts); i++)
@@ -1215,15 +1236,26 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, bool progra
 			*slash = '\0';
 	}
 	rd_strv_free(&q->gates);
-	/* A program's git itself, and for a program that finds none on its PATH, the usual ones:
-	 * a git it runs by its full path meets git's own git, which hands it to runnerd's git
-	 * (where runnerd found one: run from RD_VIEW_GIT_REAL) or runs nothing. */
-	static const char *const bins[] = {"/usr/bin/git", "/usr/local/bin/git"};
-	for (size_t i = 0; program && i < (real ? 1 : ARRAY_SIZE(bins)); i++) {
+	/* A program's git itself, and the usual ones (a program may hard-code /usr/bin/git with
+	 * another git first on its PATH): a git it runs by its full path meets git's own git,
+	 * which hands it to runnerd's git (where runnerd found one: run from RD_VIEW_GIT_REAL) or
+	 * runs nothing. Not the usual ones where the program's git is a script (a wrapper of
+	 * one of them: runnerd's git would run it, and it the covered one, for ever). */
+	static const char *const bins[] = {NULL, "/usr/bin/git", "/usr/local/bin/git"};
+	bool wrapper = false;
+	if (program && real) {
+		char head[4] = {0};
+		int fd = open(real, O_RDONLY | O_CLOEXEC);
+		wrapper = fd < 0 || read(fd, head, sizeof(head)) != sizeof(head) ||
+		          memcmp(head, "\177ELF", 4) != 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	for (size_t i = real ? 0 : 1; program && i < (wrapper ? 1 : ARRAY_SIZE(bins)); i++) {
 		struct stat st;
-		if (!realpath(real ? real : bins[i], got) || stat(got, &st) < 0 ||
+		if (!realpath(i ? bins[i] : real, got) || stat(got, &st) < 0 ||
 		    !S_ISREG(st.st_mode)) {
-			if (!real)
+			if (i)
 				continue;
 			snprintf(
 			    why, n,
@@ -1357,6 +1389,8 @@ int sup_grant_env(struct sup *u, struct req *q, char *why, size_t n)
 			e += len + (e[len] == ':');
 		}
 		*o = '\0';
+		/* A directory left out for another session's commands is no refusal to explain. */
+		u->pe.hit = false;
 		if (!real_git)
 			real_git = steal_pointer(&own_git);
 		/* None kept: an empty PATH has execvp, bash and Python search the cwd. */

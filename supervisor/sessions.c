@@ -6,11 +6,23 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+/* The time in ms on the clock the kernel stamps inodes' change times with (coarse: the last
+ * tick's), so that a change after a session's start, or before its end, stamps no earlier, or
+ * no later, than what that session wrote down. */
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME_COARSE, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 /* A process's start time (field 22 of /proc/PID/stat), in clock ticks; 0 if it is gone. */
 static unsigned long long started(pid_t pid)
@@ -75,6 +87,8 @@ int sup_sessions_list(const char *dir, const struct rd_session *s, char **out)
 	if (r == 0 && s->workspace && !strchr(s->workspace, '\n') &&
 	    fprintf(f, "s\t%s\n", s->workspace) < 0)
 		r = -EIO;
+	if (r == 0 && fprintf(f, "t\t%lld\n", now_ms()) < 0)
+		r = -EIO;
 	if (r == 0)
 		r = put_lines(f, 'w', s->any_rule.write, s->any_rule.n_write, &s->view);
 	if (r == 0)
@@ -96,10 +110,83 @@ int sup_sessions_list(const char *dir, const struct rd_session *s, char **out)
 	return r;
 }
 
+/* The ended entries kept, at most: the oldest go first. */
+#define ENDED_MAX 256
+
+/* dir's ended entries past ENDED_MAX, oldest first (by their names' end times), removed. */
+static void prune(int dir)
+{
+	DIR *d = fdopendir(dup(dir));
+	if (!d)
+		return;
+	long long *ends = NULL;
+	size_t n = 0, cap = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		long long t;
+		if (sscanf(e->d_name, "ended-%lld-", &t) != 1)
+			continue;
+		if (n == cap) {
+			long long *g = realloc(ends, (cap = cap ? 2 * cap : 64) * sizeof(*ends));
+			if (!g)
+				break;
+			ends = g;
+		}
+		ends[n++] = t;
+	}
+	if (n > ENDED_MAX) {
+		/* The end time below which entries go: the (n - ENDED_MAX)th oldest. */
+		long long cut = 0;
+		for (size_t k = 0; k < n - ENDED_MAX; k++) {
+			size_t min = k;
+			for (size_t j = k + 1; j < n; j++)
+				if (ends[j] < ends[min])
+					min = j;
+			long long t = ends[k];
+			ends[k] = ends[min];
+			ends[min] = t;
+			cut = ends[k];
+		}
+		rewinddir(d);
+		for (struct dirent *e; (e = readdir(d));) {
+			long long t;
+			if (sscanf(e->d_name, "ended-%lld-", &t) == 1 && t <= cut)
+				unlinkat(dirfd(d), e->d_name, 0);
+		}
+	}
+	free(ends);
+	closedir(d);
+}
+
 void sup_sessions_unlist(const char *path)
 {
-	if (path)
-		unlink(path);
+	if (!path)
+		return;
+	/* Kept as ended, with its end: what its commands wrote stays (a hook in another
+	 * session's repository), and a grant's check still counts what changed meanwhile. */
+	char *slash = strrchr(path, '/'), *ended = NULL;
+	FILE *f = fopen(path, "ae");
+	bool ok = f && fprintf(f, "e\t%lld\n", now_ms()) > 0;
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (ok && slash &&
+	    asprintf(&ended, "%.*s/ended-%lld-%s", (int)(slash - path), path, (long long)time(NULL),
+	             slash + 1) > 0 &&
+	    rename(path, ended) == 0) {
+		int dir = open(ended, O_PATH | O_CLOEXEC);
+		free(ended);
+		char *up = strndup(path, (size_t)(slash - path));
+		int d = up ? open(up, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		free(up);
+		if (d >= 0) {
+			prune(d);
+			close(d);
+		}
+		if (dir >= 0)
+			close(dir);
+		return;
+	}
+	free(ended);
+	unlink(path);
 }
 
 static void peers_free(struct peers *pe)
@@ -115,34 +202,57 @@ static void peers_free(struct peers *pe)
 	pe->n = 0;
 }
 
+static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer *p);
+
 /* The entry at dir/name, of a live runnerd other than this one, into p; 1 if it is taken, 0
  * if not (its runnerd is gone: the entry is removed), -ENOMEM. */
 static int take(int dir, const char *name, struct peer *p)
 {
 	int pid;
 	unsigned long long t;
+	long long ended_at = 0;
 	char end;
-	if (sscanf(name, "%d-%llu%c", &pid, &t, &end) != 2 || pid == (int)getpid())
+	bool ended = strncmp(name, "ended-", 6) == 0;
+	if (ended && sscanf(name, "ended-%lld-%d-%llu%c", &ended_at, &pid, &t, &end) != 3)
 		return 0;
-	if (started(pid) != t) {
-		unlinkat(dir, name, 0);
+	if (!ended && (sscanf(name, "%d-%llu%c", &pid, &t, &end) != 2 || pid == (int)getpid()))
 		return 0;
+	/* A live entry whose runnerd is gone (killed): ended by now, and kept so. */
+	if (!ended && started(pid) != t) {
+		char to[NAME_MAX + 64];
+		ended_at = (long long)time(NULL);
+		snprintf(to, sizeof(to), "ended-%lld-%s", ended_at, name);
+		if (renameat(dir, name, dir, to) < 0)
+			return 0;
+		int fd = openat(dir, to, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		return fd < 0 ? 0 : take_fd(fd, pid, true, ended_at, p);
 	}
 	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return 0;
+	return fd < 0 ? 0 : take_fd(fd, pid, ended, ended_at, p);
+}
+
+/* take's entry, from its fd (closed here). */
+static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer *p)
+{
 	char *text = NULL;
 	ssize_t n = rd_read_fd(fd, 1 << 20, &text);
 	close(fd);
 	if (n < 0)
 		return n == -ENOMEM ? -ENOMEM : 0;
 	int r = 0;
-	*p = (struct peer){.pid = pid};
+	/* Its end, in ms: from its "e" line, else (killed) the time in its name, in seconds. */
+	*p = (struct peer){.pid = pid, .ended = ended, .end = ended_at * 1000 + 999};
 	for (char *line = text, *next; r == 0 && line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		if (strlen(line) < 3 || line[1] != '\t' || line[2] != '/')
+		if (strlen(line) < 3 || line[1] != '\t')
+			continue;
+		if (line[0] == 't' || line[0] == 'e') {
+			sscanf(line + 2, "%lld", line[0] == 't' ? &p->start : &p->end);
+			continue;
+		}
+		if (line[2] != '/')
 			continue;
 		struct rd_strv *to = line[0] == 'w'   ? &p->write
 		                     : line[0] == 'p' ? &p->protect
@@ -153,18 +263,23 @@ static int take(int dir, const char *name, struct peer *p)
 		else if (line[0] == 's' && !p->workspace && !(p->workspace = strdup(line + 2)))
 			r = -ENOMEM;
 	}
+
 	free(text);
 	return r < 0 ? r : 1;
 }
 
 void sup_sessions_load(struct sup *u)
 {
-	struct peers *pe = &u->pe;
+	u->pe.hit = false;
+	sup_sessions_read(u->s->sessions_dir, &u->pe);
+}
+
+void sup_sessions_read(const char *dir, struct peers *pe)
+{
 	peers_free(pe);
-	pe->hit = false;
-	if (!u->s->sessions_dir)
+	if (!dir)
 		return;
-	int dfd = open(u->s->sessions_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {
 		if (dfd >= 0)
@@ -189,6 +304,8 @@ void sup_sessions_load(struct sup *u)
 const char *sup_sessions_writable(struct sup *u, const char *path)
 {
 	struct peers *pe = &u->pe;
+	struct stat st;
+	bool looked = false, there = false;
 	for (size_t i = 0; i < pe->n; i++) {
 		const struct peer *p = &pe->v[i];
 		struct rd_view_paths v = {.write = p->write.v,
@@ -201,6 +318,30 @@ const char *sup_sessions_writable(struct sup *u, const char *path)
 				root = p->missing.v[k];
 		if (!root)
 			continue;
+		/* An ended session's commands write nothing now: what they could have written is
+		 * what changed while they ran (its inode's change time, which no one can set
+		 * back). */
+		if (p->ended) {
+			if (!looked) {
+				there = lstat(path, &st) == 0;
+				looked = true;
+			}
+			long long at =
+			    (long long)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
+			/* A file's (a hook, a configuration, a link): a directory's change time
+			 * moves with every entry made or removed in it, which is no content git
+			 * reads, and the files in it are judged themselves. */
+			if (!there || S_ISDIR(st.st_mode) || at < p->start || at > p->end)
+				continue;
+			pe->hit = true;
+			snprintf(
+			    pe->why, sizeof(pe->why),
+			    "%s, changed while the commands of another runnerd session could write "
+			    "there (runnerd %d, workspace %s, ended): look at it, and if it is "
+			    "yours, write it again (cp, then mv over it) to have it taken",
+			    path, (int)p->pid, p->workspace ? p->workspace : "unknown");
+			return pe->why;
+		}
 		pe->hit = true;
 		snprintf(pe->why, sizeof(pe->why),
 		         "%s, where the commands of another runnerd session can write (runnerd %d, "
@@ -214,4 +355,9 @@ const char *sup_sessions_writable(struct sup *u, const char *path)
 void sup_sessions_free(struct sup *u)
 {
 	peers_free(&u->pe);
+}
+
+void sup_sessions_peers_free(struct peers *pe)
+{
+	peers_free(pe);
 }

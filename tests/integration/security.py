@@ -1764,13 +1764,111 @@ def test_sessions_side_by_side(tmp):
           os.path.exists(audit) and "another runnerd session" in open(audit).read(),
           out.stdout + out.stderr[-600:] +
           (open(audit).read()[-1500:] if os.path.exists(audit) else "no audit"))
-    # The first session is over: nothing of its can write there any more.
-    os.unlink(os.path.join(ws, ".git", "hooks", "pre-commit"))
-    out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", "git commit -q --allow-empty -m "
-                                            "alone; echo commit_rc=$?"]),
-                         env=env, cwd=ws, capture_output=True, text=True, timeout=120)
-    check("sessions side by side: alone, the same commit runs", "commit_rc=0" in out.stdout,
+    # The first session is over, its command's hook still there: what changed while its
+    # commands could write there is still theirs.
+    commit = ["bash", "-c", "git commit -q --allow-empty -m alone; echo commit_rc=$?"]
+    audit2 = os.path.join(tmp, "side-audit-2.jsonl")
+    out = subprocess.run(runnerd_cmd(prof, commit, audit=audit2), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=120)
+    check("sessions side by side: once the other session has ended, its command's hook is "
+          "still refused", token not in out.stdout + out.stderr and
+          "commit_rc=126" in out.stdout and os.path.exists(audit2) and
+          "changed while the commands of another runnerd session" in open(audit2).read(),
           out.stdout + out.stderr[-400:])
+    # Taken away (the hooks directory changes after the other session): the commit runs.
+    os.unlink(os.path.join(ws, ".git", "hooks", "pre-commit"))
+    audit3 = os.path.join(tmp, "side-audit-3.jsonl")
+    out = subprocess.run(runnerd_cmd(prof, commit, audit=audit3), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=120)
+    check("sessions side by side: alone, the same commit runs", "commit_rc=0" in out.stdout,
+          out.stdout + out.stderr[-400:] + (re.findall(r'"reason":"[^"]*"', open(audit3).read())
+                                            if os.path.exists(audit3) else []).__repr__())
+
+
+WAIT_AGENT = r"""import os, subprocess, sys, time
+tmp, script = sys.argv[1], sys.argv[2]
+if script:
+    p = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
+    open(tmp + "/made", "w").write("%d %s" % (p.returncode, p.stderr))
+open(tmp + "/ready", "w").close()
+while not os.path.exists(tmp + "/done"):
+    time.sleep(0.05)
+"""
+
+
+def test_sessions_side_by_side_more(tmp):
+    """More of test_sessions_side_by_side, each with another live session of the user:
+    - a session that starts while another lives holds that one's protected paths read-only to
+      its own commands where its roots hold them: the build before let its command write the
+      other's .git/hooks (a grant the other checked before could then run it);
+    - a granted program that runs git in a repository another session's command made outside
+      this one's roots (its workspace in the home): runnerd's git refuses it, as in this
+      session's own roots (the build before ran that repository's core.sshCommand with the
+      token)."""
+    setup = granted_repo(tmp, "more", "env")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    agent = os.path.join(tmp, "wait_agent.py")
+    with open(agent, "w") as f:
+        f.write(WAIT_AGENT)
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    other = os.path.join(home, ".rd-more-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+    os.makedirs(other)
+    first_tmp, second_tmp = os.path.join(tmp, "first"), os.path.join(tmp, "second")
+    os.makedirs(first_tmp)
+    os.makedirs(second_tmp)
+    leak = os.path.join(tmp, "leak")
+    # The first session, whose workspace is in the home: its command makes a repository
+    # there with a program of its own as ssh.
+    make_evil = ("git init -q %s/evil && git -C %s/evil remote add origin ssh://x/y && "
+                 "git -C %s/evil config core.sshCommand 'echo $GH_TOKEN >> %s; false'"
+                 % (other, other, other, leak))
+    first = subprocess.Popen(runnerd_cmd("generic", [common.PY, agent, first_tmp, make_evil]),
+                             env=dict(base_env(), **IDENTITY), cwd=other,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    second = None
+    try:
+        ready = wait_file(os.path.join(first_tmp, "ready"), 30)
+        # The victim: ws, with a granted program (env for gh); and a session started after it,
+        # whose command writes the victim's hooks.
+        victim = subprocess.Popen(runnerd_cmd(prof, [common.PY, agent, second_tmp, ""]),
+                                  env=env, cwd=ws, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        wait_file(os.path.join(second_tmp, "ready"), 30)
+        hook = os.path.join(ws, ".git", "hooks", "pre-commit")
+        # (A command of the agent's: sh is the agent, its builtins its own.)
+        later = subprocess.run(runnerd_cmd("generic", ["sh", "-c",
+                                                       "sh -c 'echo x > %s'; echo rc=$?"
+                                                       % hook]),
+                               env=base_env(), cwd=tmp, capture_output=True, text=True,
+                               timeout=60)
+        open(os.path.join(second_tmp, "done"), "w").close()
+        victim.wait(timeout=30)
+        # Run in the home (outside every session's roots, where the cwd's own check passes):
+        # a granted program's git in the first session's repository.
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c", "cd %s && env git -C %s/evil "
+                                                "ls-remote origin; echo rc=$?"
+                                                % (home, other)],
+                                         audit=os.path.join(tmp, "more-audit.jsonl")),
+                             env=env, cwd=ws, capture_output=True, text=True, timeout=60)
+    finally:
+        open(os.path.join(first_tmp, "done"), "w").close()
+        first.wait(timeout=30)
+        shutil.rmtree(other, ignore_errors=True)
+    made = open(os.path.join(first_tmp, "made")).read() if ready else ""
+    check("sessions side by side, more: the first session's command made its repository",
+          made.startswith("0 "), made)
+    check("sessions side by side, more: a session started while another lives cannot write "
+          "that one's protected .git/hooks", "rc=0" not in later.stdout and
+          not os.path.exists(hook), later.stdout + later.stderr[-300:])
+    leaked = open(leak).read().count(token) if os.path.exists(leak) else 0
+    check("sessions side by side, more: runnerd's git refuses a program's git in a repository "
+          "another session's command made, outside this one's roots",
+          leaked == 0 and "rc=128" in out.stdout, "%d leaks: %s %s" % (
+              leaked, out.stdout + out.stderr[-300:],
+              re.findall(r'"reason":"commands[^"]*"', open(os.path.join(
+                  tmp, "more-audit.jsonl")).read())))
 
 
 def granted_repo_made(tmp, name, script):
@@ -2024,7 +2122,7 @@ def test_grant_git_hook_link(tmp):
 
 def test_grant_git_exec_path(tmp):
     """A granted program that sets where git finds its own programs (--exec-path=DIR, or
-    GIT_EXEC_PATH) sends git past runnerd's git-gate: a git of the work tree's ran with the
+    GIT_EXEC_PATH) sends git past runnerd's gate: a git of the work tree's ran with the
     token (the build before, a review's repro: 8 runs), and with /usr/bin a submodule's
     git status ran its filter; a directory whose git links to git's own git passed a check
     by file identity, and git ran the directory's git-remote-https (a third review). runnerd's
@@ -2041,7 +2139,7 @@ def test_grant_git_exec_path(tmp):
         "env git --exec-path=evbin gc -q; echo opt_rc=$?",
         "env GIT_EXEC_PATH=%s/evbin git gc -q; echo env_rc=$?" % ws,
         # A directory whose git is git's own git, by a symlink, with a command's helper.
-        "mkdir -p evx && ln -sf /dev/.runnerd/git-gate evx/git && "
+        "mkdir -p evx && ln -sf /dev/.runnerd/gate evx/git && "
         "cp evbin/git evx/git-remote-https",
         "env GIT_EXEC_PATH=%s/evx git ls-remote https://127.0.0.1:9/x.git >/dev/null 2>&1; "
         "echo link_rc=$?" % ws,
@@ -3189,6 +3287,9 @@ def write(path, text):
         f.write(text)
     os.rename(path + ".tmp", path)
 run("first", ["cat", d + "/plain.txt", d + "/auth.json"])
+# In the shadow directory itself, and in the home (a shadow too), as the caller's cwd.
+run("in_dir", ["cat", "plain.txt"], cwd=d)
+run("in_home", ["sh", "-c", "test -d ."], cwd=os.path.dirname(d))
 write(d + "/plain.txt", "v2")
 run("replaced", ["cat", d + "/plain.txt"])
 write(d + "/new.txt", "new")
@@ -3243,6 +3344,9 @@ def test_mask_dir_changes(tmp):
         say = run.stdout + run.stderr[-600:]
         check("mask dir: the first command reads the plain file, and the masked one empty",
               got.get("first") == "0[v1]", say)
+        check("mask dir: a command runs with the directory as its cwd, and with the home "
+              "(the build before: \"the caller's cwd is hidden in the sandbox\")",
+              got.get("in_dir") == "0[v1]" and got.get("in_home") == "0[]", say)
         check("mask dir: a file the agent renamed over another is the new one to the next "
               "command", got.get("replaced") == "0[v2]", say)
         check("mask dir: a file the agent made is there for the next command",
@@ -3868,7 +3972,7 @@ def main():
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
              test_mask_dir_changes, test_mask_dir_layers, test_mask_krb5,
-             test_sessions_side_by_side,
+             test_sessions_side_by_side, test_sessions_side_by_side_more,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
