@@ -413,6 +413,14 @@ IDENTITY = dict(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x", GIT_COMMITTER_NAME=
                 GIT_COMMITTER_EMAIL="t@x")
 
 
+def agent_script(tmp, name, text):
+    """An agent script of a test's (text), written to tmp/NAME: its path."""
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def granted_repo(tmp, name, prog="git", first="mine"):
     """git_grant, with the workspace a repository of one commit (first): (token, workspace,
     profile, git's environment here, the agent's environment with the token), or None."""
@@ -1733,15 +1741,13 @@ def test_sessions_side_by_side(tmp):
     holds read-only to its own commands only, and the second's granted git commit ran it with
     the token (the build before). Each session now lists where its commands can write, and a
     grant's check counts the other live sessions' places: the commit is refused, naming the
-    other session; once it has ended, the same commit runs (its hook too: the user's to
-    judge)."""
+    other session; once it has ended, its command's hook is still refused (it changed while
+    that session's commands could write there), and once the hook is gone, the commit runs."""
     setup = granted_repo(tmp, "side")
     if not setup:
         return
     token, ws, prof, genv, env = setup
-    agent = os.path.join(tmp, "side_agent.py")
-    with open(agent, "w") as f:
-        f.write(SIDE_AGENT)
+    agent = agent_script(tmp, "side_agent.py", SIDE_AGENT)
     first = subprocess.Popen(runnerd_cmd("generic", [common.PY, agent, ws, tmp]),
                              env=base_env(), cwd=tmp, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -1809,9 +1815,7 @@ def test_sessions_side_by_side_more(tmp):
     if not setup:
         return
     token, ws, prof, genv, env = setup
-    agent = os.path.join(tmp, "wait_agent.py")
-    with open(agent, "w") as f:
-        f.write(WAIT_AGENT)
+    agent = agent_script(tmp, "wait_agent.py", WAIT_AGENT)
     home = pwd.getpwuid(os.getuid()).pw_dir
     other = os.path.join(home, ".rd-more-%d-%s" % (os.getpid(), os.urandom(3).hex()))
     os.makedirs(other)
@@ -3183,9 +3187,7 @@ def test_mask_replaced(tmp):
     moved or changed"), which broke real Claude Code sessions of every user with a
     ~/.claude.json. A symlink where the file was, or a directory, still refuses: the pin is to
     the kind of file in its directory."""
-    agent = os.path.join(tmp, "replace_agent.py")
-    with open(agent, "w") as f:
-        f.write(MASK_REPLACE_AGENT)
+    agent = agent_script(tmp, "replace_agent.py", MASK_REPLACE_AGENT)
     for mode in ("kinds", "symlink", "directory"):
         d = os.path.join(tmp, mode)
         store = os.path.join(d, "store")
@@ -3331,9 +3333,7 @@ def test_mask_dir_changes(tmp):
             f.write("v1")
         with open(os.path.join(d, "auth.json"), "w") as f:
             f.write(CANARY)
-        agent = os.path.join(tmp, "dir_agent.py")
-        with open(agent, "w") as f:
-            f.write(SHADOW_AGENT)
+        agent = agent_script(tmp, "dir_agent.py", SHADOW_AGENT)
 
         prof = write_profile(tmp, "md", {"default": "allow", "mask": [
             os.path.join(d, "auth.json"), os.path.join(d, "late.json")]})
@@ -3445,9 +3445,7 @@ def test_mask_dir_layers(tmp):
         with open(os.path.join(d, "cache", "user"), "w") as f:
             f.write("users")
         own, cat, pin = common.pinned_copy(tmp)
-        agent = os.path.join(tmp, "layer_agent.py")
-        with open(agent, "w") as f:
-            f.write(LAYER_AGENT)
+        agent = agent_script(tmp, "layer_agent.py", LAYER_AGENT)
         prof = write_profile(tmp, "lay", {
             "default": "allow", "env_allow": [], "protect": [own],
             "cache": [os.path.join(d, "cache")], "mask": [os.path.join(d, "secret.json")],
