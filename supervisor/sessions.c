@@ -71,7 +71,11 @@ int sup_sessions_list(const char *dir, const struct rd_session *s, char **out)
 	int r = asprintf(&sub, "%s/sessions", dir) < 0 ? -ENOMEM : 0;
 	if (r == 0 && mkdir(sub, 0700) < 0 && errno != EEXIST)
 		r = -errno;
+	/* Its start time tells it from a later process of the same pid: without one, every
+	 * reader would take it for ended at once. */
 	unsigned long long t = started(getpid());
+	if (r == 0 && !t)
+		r = -ESRCH;
 	if (r == 0 && (asprintf(&path, "%s/%d-%llu", sub, (int)getpid(), t) < 0 ||
 	               asprintf(&tmp, "%s.tmp", path) < 0))
 		r = -ENOMEM;
@@ -164,16 +168,22 @@ void sup_sessions_unlist(const char *path)
 	/* Kept as ended, with its end: what its commands wrote stays (a hook in another
 	 * session's repository), and a grant's check still counts what changed meanwhile. */
 	char *slash = strrchr(path, '/'), *ended = NULL;
-	FILE *f = fopen(path, "ae");
-	bool ok = f && fprintf(f, "e\t%lld\n", now_ms()) > 0;
-	if (f && fclose(f) != 0)
-		ok = false;
-	if (ok && slash &&
+	/* Its end, where it can be written (else the time in its new name stands for it), the
+	 * entry renamed as ended; where it cannot be renamed, left as it is, for the next reader
+	 * to take as ended. Never removed: a hook its commands wrote would be taken. */
+	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0) {
+		char line[32];
+		int len = snprintf(line, sizeof(line), "e\t%lld\n", now_ms());
+		if (write(fd, line, (size_t)len) != len) {
+			/* A part of it: a reader takes the name's end. */
+		}
+		close(fd);
+	}
+	if (slash &&
 	    asprintf(&ended, "%.*s/ended-%lld-%s", (int)(slash - path), path, (long long)time(NULL),
 	             slash + 1) > 0 &&
 	    rename(path, ended) == 0) {
-		int dir = open(ended, O_PATH | O_CLOEXEC);
-		free(ended);
 		char *up = strndup(path, (size_t)(slash - path));
 		int d = up ? open(up, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 		free(up);
@@ -181,12 +191,8 @@ void sup_sessions_unlist(const char *path)
 			prune(d);
 			close(d);
 		}
-		if (dir >= 0)
-			close(dir);
-		return;
 	}
 	free(ended);
-	unlink(path);
 }
 
 static void peers_free(struct peers *pe)
