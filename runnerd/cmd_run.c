@@ -301,7 +301,7 @@ static int peers_protect(const struct rd_strv *write, struct rd_strv *protect)
 		return dir ? -ENOMEM : 0;
 	struct peers pe = {0};
 	sup_sessions_read(sessions, &pe);
-	int r = 0;
+	int r = -pe.err;
 	for (size_t p = 0; r == 0 && p < pe.n; p++)
 		for (size_t i = 0; r == 0 && !pe.v[p].ended && i < pe.v[p].protect.n; i++) {
 			const char *path = pe.v[p].protect.v[i];
@@ -323,6 +323,20 @@ static long count_entries(const char *path)
 		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
 	closedir(d);
 	return n;
+}
+
+static size_t depth(const char *path)
+{
+	size_t n = 0;
+	for (; *path; path++)
+		n += *path == '/';
+	return n;
+}
+
+static int deeper_first(const void *a, const void *b)
+{
+	size_t x = depth(*(char *const *)a), y = depth(*(char *const *)b);
+	return (x < y) - (x > y);
 }
 
 /* The directories of the session's masked files that the view holds as its own (view.h,
@@ -430,19 +444,8 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 		}
 	rd_strv_free(&masks);
 	/* Deepest first: a shadow above holds a copy of the one below. */
-	for (size_t i = 1; r == 0 && i < shadow->n; i++)
-		for (size_t k = i; k > 0; k--) {
-			size_t a = 0, b = 0;
-			for (const char *c = shadow->v[k - 1]; *c; c++)
-				a += *c == '/';
-			for (const char *c = shadow->v[k]; *c; c++)
-				b += *c == '/';
-			if (a >= b)
-				break;
-			char *t = shadow->v[k - 1];
-			shadow->v[k - 1] = shadow->v[k];
-			shadow->v[k] = t;
-		}
+	if (r == 0 && shadow->n)
+		qsort(shadow->v, shadow->n, sizeof(*shadow->v), deeper_first);
 	return r;
 }
 
@@ -1143,8 +1146,12 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	if (view_lists(&cfg, &prof, workspace, session, &write, &protect, &missing, &layers,
 	               &layers_dir, &err) < 0)
 		goto fail;
-	if (!ss && peers_protect(&write, &protect) < 0) {
-		rd_error_set(&err, ENOMEM, "out of memory reading the other sessions of the user");
+	int peers_r = ss ? 0 : peers_protect(&write, &protect);
+	if (peers_r < 0) {
+		rd_error_set(&err, -peers_r,
+		             "cannot read the list of the user's other runnerd sessions (%s): what "
+		             "their commands must not write is not known",
+		             strerror(-peers_r));
 		goto fail;
 	}
 	/* (runnerd serve: the container's repository is left as it is.) */
@@ -1194,9 +1201,6 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	s.view.n_shadow = shadow.n;
 	s.view.hidden = hidden.v;
 	s.view.n_hidden = hidden.n;
-	/* Where this session's commands can write, for the other sessions of the user to know
-	 * (supervisor/sessions.h); and where theirs are. Not for runnerd serve's: its paths are
-	 * the container's. */
 	/* A control directory where commands can write (an XDG_RUNTIME_DIR in /tmp): a
 	 * command can move it away, its masks and all, and a session started after would list
 	 * itself, and look for the others, in a new one. Said with -v (CI images set such a
@@ -1209,9 +1213,11 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 		        "it; set XDG_RUNTIME_DIR to a directory of the user's outside the writable "
 		        "roots (/run/user/%u)\n",
 		        control_dir, open_at, (unsigned)getuid());
+	/* Where this session's commands can write, for the other sessions of the user to know
+	 * (supervisor/sessions.h); and where theirs are. Not for runnerd serve's: its paths are
+	 * the container's. Without its entry, the other sessions' grants would take what this
+	 * one's commands write for the user's own: it does not start. */
 	if (!ss && control_dir) {
-		/* Without its entry, the other sessions' grants would take what this one's
-		 * commands write for the user's own: it does not start. */
 		int lr = sup_sessions_list(control_dir, &s, &listed);
 		if (lr < 0) {
 			rd_error_set(&err, -lr,

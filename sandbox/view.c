@@ -754,6 +754,7 @@ static size_t layers_alone;
  * holds the cache as an entry of its own (shadow_build): there a granted command, whose
  * layers come off (rd_view_no_layers), finds the cache, not the shadow's empty mount point. */
 static int *layer_under;
+static size_t n_layer_under;
 
 size_t rd_view_layers_alone(void)
 {
@@ -773,9 +774,10 @@ static int layer(const char *path, const char *dir, bool overlays, int *under)
 	int fd = open_nofollow(path);
 	if (fd < 0)
 		return absent(fd) || fd == -ELOOP || fd == -EACCES ? 0 : fd;
-	*under =
-	    open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
-	if (*under < 0) {
+	if (under)
+		*under = open_tree(
+		    fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	if (under && *under < 0) {
 		int e = errno;
 		close(fd);
 		return -e;
@@ -927,7 +929,7 @@ bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *
 static int shadow_build(const struct rd_view_paths *v, size_t i, int real, int old)
 {
 	const char *path = v->shadow[i];
-	struct stat dst;
+	struct stat dst = {0};
 	int dfd = openat(real, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
@@ -1135,11 +1137,12 @@ static int shadows(struct rd_view_error *e, const struct rd_view_paths *paths)
 
 void rd_view_shadow_forget(void)
 {
-	for (size_t i = 0; shadow_view && layer_under && i < shadow_view->n_layers; i++)
+	for (size_t i = 0; layer_under && i < n_layer_under; i++)
 		if (layer_under[i] >= 0)
 			close(layer_under[i]);
 	free(layer_under);
 	layer_under = NULL;
+	n_layer_under = 0;
 	shadows_forget();
 }
 
@@ -1156,6 +1159,18 @@ int rd_view_shadow_refresh(size_t i)
 			return r;
 	}
 	return 0;
+}
+
+/* Is path an entry of one of paths' shadow directories itself (its directory is one)? */
+static bool shadow_entry(const struct rd_view_paths *paths, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0;
+	for (size_t i = 0; slash && i < paths->n_shadow; i++)
+		if (strlen(paths->shadow[i]) == (len ? len : 1) &&
+		    strncmp(paths->shadow[i], path, len ? len : 1) == 0)
+			return true;
+	return false;
 }
 
 int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, bool overlays)
@@ -1185,20 +1200,19 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, 
 	for (size_t k = 0; k < n_pinned; k++)
 		free(pinned[k]);
 	layers_alone = 0;
-	for (size_t i = 0; layer_under && i < paths->n_layers; i++)
-		if (layer_under[i] >= 0)
-			close(layer_under[i]);
-	free(layer_under);
+	rd_view_shadow_forget();
 	layer_under = calloc(paths->n_layers + 1, sizeof(int));
 	if (!layer_under) {
 		e->what = "the caches' layers";
 		return -ENOMEM;
 	}
+	n_layer_under = paths->n_layers;
 	for (size_t i = 0; i < paths->n_layers; i++)
 		layer_under[i] = -1;
 	for (size_t i = 0; r == 0 && i < paths->n_layers; i++)
 		if ((r = layer(paths->layers[2 * i], paths->layers[2 * i + 1], overlays,
-		               &layer_under[i])) < 0)
+		               shadow_entry(paths, paths->layers[2 * i]) ? &layer_under[i]
+		                                                         : NULL)) < 0)
 			e->what = paths->layers[2 * i];
 	/* Then the shadows, which hold what is mounted in their directories by now, layers
 	 * too. */

@@ -347,6 +347,7 @@ struct peers {
 	size_t n;
 	char why[2 * PATH_MAX + 128]; /* sup_sessions_writable's answer */
 	bool hit;                     /* sup_sessions_writable answered since sup_sessions_load */
+	int err; /* errno where the list could not be read whole: everywhere counts as theirs */
 };
 
 struct sup {

@@ -787,20 +787,23 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 	 * (a .git/config with hooks, aliases, fsmonitor in /tmp): only the workspace's are
 	 * protected. */
 	const char *cwd = q->t.cwd_path, *ws = u->s->workspace;
-	bool grants = q->rule && q->rule->grants_secret && cwd;
-	const char *at = grants ? rd_view_writable_root(&u->s->any_rule, cwd) : NULL;
-	/* Where another session's commands can write, the workspace too: none of its paths are
-	 * protected from them (supervisor/sessions.h). */
-	const char *peer = grants && !(at && !(ws && rd_path_within(cwd, ws)))
-	                       ? sup_sessions_writable(u, cwd)
-	                       : NULL;
-	if ((at && !(ws && rd_path_within(cwd, ws))) || peer)
+	const char *at = NULL;
+	if (q->rule && q->rule->grants_secret && cwd) {
+		/* This session's roots but its workspace; another session's, the workspace too:
+		 * none of its paths are protected from those commands (supervisor/sessions.h). */
+		at = rd_view_writable_root(&u->s->any_rule, cwd);
+		if (at && ws && rd_path_within(cwd, ws))
+			at = NULL;
+		if (!at)
+			at = sup_sessions_writable(u, cwd);
+	}
+	if (at)
 		return refuse(
 		    x, EACCES,
 		    "commands.rules[%zu] grants a secret to %s, run in %s, where commands "
 		    "can write (%s): a command could have made the configuration it reads "
 		    "there; run it in the workspace %s",
-		    q->rule->index, q->tg.resolved, cwd, peer ? peer : at, ws ? ws : "(unknown)");
+		    q->rule->index, q->tg.resolved, cwd, at, ws ? ws : "(unknown)");
 	/* Inside, the path leads to the mask, and the directory's fd would show the command what
 	 * the mask hides. */
 	const char *over = rd_strv_within(&q->masks, q->t.cwd_path);

@@ -1105,38 +1105,24 @@ static int pin_git_dir(struct sup *u, struct req *q, bool makes, const char *rea
 	/* And where commands can write (every rule's roots too, and those of the user's other
 	 * live sessions, supervisor/sessions.h), one a line. */
 	const struct rd_view_paths *v = any_view(u);
-	size_t len = sizeof("RUNNERD_GIT_ROOTS=");
-	for (size_t i = 0; i < v->n_write; i++)
-		len += strlen(v->write[i]) + 1;
-	for (size_t p = 0; p < u->pe.n; p++) {
-		if (u->pe.v[p].ended)
-			continue; /* writes nothing now (its changes are judged by
-			             sup_sessions_writable) */
-		for (size_t i = 0; i < u->pe.v[p].write.n; i++)
-			len += strlen(u->pe.v[p].write.v[i]) + 1;
-		for (size_t i = 0; i < u->pe.v[p].missing.n; i++)
-			len += strlen(u->pe.v[p].missing.v[i]) + 1;
-	}
-	_cleanup_free_ char *roots = malloc(len);
-	if (!roots)
+	_cleanup_free_ char *roots = NULL;
+	size_t roots_len = 0;
+	FILE *f = open_memstream(&roots, &roots_len);
+	if (!f)
 		return -ENOMEM;
-	char *o = stpcpy(roots, "RUNNERD_GIT_ROOTS=");
-	for (size_t i = 0; i < v->n_write; i++) {
-		if (i)
-			*o++ = '\n';
-		o = stpcpy(o, v->write[i]);
-	}
+	fputs("RUNNERD_GIT_ROOTS=", f);
+	const char *sep = "";
+	for (size_t i = 0; i < v->n_write; i++, sep = "\n")
+		fprintf(f, "%s%s", sep, v->write[i]);
+	/* An ended session writes nothing now (sup_sessions_writable judges its changes). */
 	for (size_t p = 0; p < u->pe.n; p++) {
-		if (u->pe.v[p].ended)
-			continue;
 		const struct rd_strv *lists[] = {&u->pe.v[p].write, &u->pe.v[p].missing};
-		for (size_t l = 0; l < ARRAY_SIZE(lists); l++)
-			for (size_t i = 0; i < lists[l]->n; i++) {
-				if (o[-1] != '=')
-					*o++ = '\n';
-				o = stpcpy(o, lists[l]->v[i]);
-			}
+		for (size_t l = 0; !u->pe.v[p].ended && l < ARRAY_SIZE(lists); l++)
+			for (size_t i = 0; i < lists[l]->n; i++, sep = "\n")
+				fprintf(f, "%s%s", sep, lists[l]->v[i]);
 	}
+	if (fclose(f) != 0)
+		return -ENOMEM;
 	const char *const puts[] = {dir, tree, common, at, roots};
 	for (size_t i = 0; i < ARRAY_SIZE(puts); i++)
 		if (puts[i] &&
@@ -1272,6 +1258,7 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, bool progra
 			return -ENOMEM;
 		q->git_real = real != NULL;
 	}
+	bool exec_path = false; /* a git found in an exec path (not the program's own) */
 	for (size_t i = real ? 0 : 2; i < ARRAY_SIZE(execs); i++) {
 		char g[PATH_MAX + 32];
 		struct stat st;
@@ -1310,10 +1297,11 @@ static int gate_gits(struct sup *u, struct req *q, const char *real, bool progra
 			listed = listed || strcmp(q->gates.v[k], got) == 0;
 		if (!listed && rd_strv_add(&q->gates, got) < 0)
 			return -ENOMEM;
+		exec_path = true;
 	}
 	if (!real)
 		return 0;
-	if (q->gates.n == (q->git_real ? 1u : 0u)) {
+	if (!exec_path) {
 		snprintf(
 		    why, n,
 		    "commands.rules[%zu] grants a secret to %s, and runnerd finds no git in the "

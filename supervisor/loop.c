@@ -331,7 +331,7 @@ int rd_supervise(struct rd_session *s)
 	rd_audit(s->audit, "session_end", f);
 	free(u.notif);
 	sup_masks_free(&u);
-	sup_sessions_free(&u);
+	sup_sessions_peers_free(&u.pe);
 	sup_grants_free(&u);
 	return code;
 }

@@ -24,27 +24,11 @@ static long long now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* A process's start time (field 22 of /proc/PID/stat), in clock ticks; 0 if it is gone. */
+/* A process's start time (supervisor/core.h, sup_proc_start); 0 if it is gone. */
 static unsigned long long started(pid_t pid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* After the name, which may hold anything but ends at the last ')'. */
-	char *p = strrchr(buf, ')');
 	unsigned long long t = 0;
-	for (int field = 2; p && *p && field < 22; p++)
-		field += *p == ' ';
-	if (p && sscanf(p, "%llu", &t) != 1)
-		t = 0;
-	return t;
+	return sup_proc_start(pid, &t) < 0 ? 0 : t;
 }
 
 /* Each path of l as a line of its own, after tag; a path with a newline cannot be listed. */
@@ -117,6 +101,12 @@ int sup_sessions_list(const char *dir, const struct rd_session *s, char **out)
 /* The ended entries kept, at most: the oldest go first. */
 #define ENDED_MAX 256
 
+static int by_time(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+	return (x > y) - (x < y);
+}
+
 /* dir's ended entries past ENDED_MAX, oldest first (by their names' end times), removed. */
 static void prune(int dir)
 {
@@ -138,18 +128,8 @@ static void prune(int dir)
 		ends[n++] = t;
 	}
 	if (n > ENDED_MAX) {
-		/* The end time below which entries go: the (n - ENDED_MAX)th oldest. */
-		long long cut = 0;
-		for (size_t k = 0; k < n - ENDED_MAX; k++) {
-			size_t min = k;
-			for (size_t j = k + 1; j < n; j++)
-				if (ends[j] < ends[min])
-					min = j;
-			long long t = ends[k];
-			ends[k] = ends[min];
-			ends[min] = t;
-			cut = ends[k];
-		}
+		qsort(ends, n, sizeof(*ends), by_time);
+		long long cut = ends[n - ENDED_MAX - 1];
 		rewinddir(d);
 		for (struct dirent *e; (e = readdir(d));) {
 			long long t;
@@ -195,14 +175,18 @@ void sup_sessions_unlist(const char *path)
 	free(ended);
 }
 
-static void peers_free(struct peers *pe)
+static void peer_free(struct peer *p)
 {
-	for (size_t i = 0; i < pe->n; i++) {
-		free(pe->v[i].workspace);
-		rd_strv_free(&pe->v[i].write);
-		rd_strv_free(&pe->v[i].protect);
-		rd_strv_free(&pe->v[i].missing);
-	}
+	free(p->workspace);
+	rd_strv_free(&p->write);
+	rd_strv_free(&p->protect);
+	rd_strv_free(&p->missing);
+}
+
+void sup_sessions_peers_free(struct peers *pe)
+{
+	for (size_t i = 0; i < pe->n; i++)
+		peer_free(&pe->v[i]);
 	free(pe->v);
 	pe->v = NULL;
 	pe->n = 0;
@@ -210,8 +194,9 @@ static void peers_free(struct peers *pe)
 
 static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer *p);
 
-/* The entry at dir/name, of a live runnerd other than this one, into p; 1 if it is taken, 0
- * if not (its runnerd is gone: the entry is removed), -ENOMEM. */
+/* The entry at dir/name, of a runnerd other than this one (live, or ended: one whose runnerd
+ * is gone is renamed as ended), into p; 1 if it is taken, 0 if it is no entry (or gone since
+ * readdir), -errno if it cannot be read (-EAGAIN: another reader renamed it meanwhile). */
 static int take(int dir, const char *name, struct peer *p)
 {
 	int pid;
@@ -229,12 +214,14 @@ static int take(int dir, const char *name, struct peer *p)
 		ended_at = (long long)time(NULL);
 		snprintf(to, sizeof(to), "ended-%lld-%s", ended_at, name);
 		if (renameat(dir, name, dir, to) < 0)
-			return 0;
+			return errno == ENOENT ? -EAGAIN : -errno;
 		int fd = openat(dir, to, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		return fd < 0 ? 0 : take_fd(fd, pid, true, ended_at, p);
+		return fd < 0 ? -errno : take_fd(fd, pid, true, ended_at, p);
 	}
 	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	return fd < 0 ? 0 : take_fd(fd, pid, ended, ended_at, p);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return take_fd(fd, pid, ended, ended_at, p);
 }
 
 /* take's entry, from its fd (closed here). */
@@ -244,7 +231,7 @@ static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer 
 	ssize_t n = rd_read_fd(fd, 1 << 20, &text);
 	close(fd);
 	if (n < 0)
-		return n == -ENOMEM ? -ENOMEM : 0;
+		return (int)n;
 	int r = 0;
 	/* Its end, in ms: from its "e" line, else (killed) the time in its name, in seconds. */
 	*p = (struct peer){.pid = pid, .ended = ended, .end = ended_at * 1000 + 999};
@@ -271,6 +258,8 @@ static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer 
 	}
 
 	free(text);
+	if (r < 0)
+		peer_free(p);
 	return r < 0 ? r : 1;
 }
 
@@ -282,27 +271,40 @@ void sup_sessions_load(struct sup *u)
 
 void sup_sessions_read(const char *dir, struct peers *pe)
 {
-	peers_free(pe);
+	sup_sessions_peers_free(pe);
+	pe->err = 0;
 	if (!dir)
 		return;
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {
+		if (errno != ENOENT) /* none yet: no other session */
+			pe->err = errno;
 		if (dfd >= 0)
 			close(dfd);
 		return;
 	}
-	for (struct dirent *e; (e = readdir(d));) {
+	for (;;) {
+		errno = 0;
+		struct dirent *e = readdir(d);
+		if (!e) {
+			pe->err = errno;
+			break;
+		}
 		struct peer p;
 		struct peer *grown = realloc(pe->v, (pe->n + 1) * sizeof(*pe->v));
-		if (!grown)
+		if (!grown) {
+			pe->err = ENOMEM;
 			break;
+		}
 		pe->v = grown;
 		int r = take(dirfd(d), e->d_name, &p);
 		if (r > 0)
 			pe->v[pe->n++] = p;
-		if (r < 0)
+		if (r < 0) {
+			pe->err = -r;
 			break;
+		}
 	}
 	closedir(d);
 }
@@ -312,6 +314,16 @@ const char *sup_sessions_writable(struct sup *u, const char *path)
 	struct peers *pe = &u->pe;
 	struct stat st;
 	bool looked = false, there = false;
+	/* Not read whole: where the others' commands write is not known, so anywhere. */
+	if (pe->err) {
+		pe->hit = true;
+		snprintf(
+		    pe->why, sizeof(pe->why),
+		    "%s: the list of the user's other runnerd sessions could not be read (%s): "
+		    "where their commands write is not known",
+		    path, strerror(pe->err));
+		return pe->why;
+	}
 	for (size_t i = 0; i < pe->n; i++) {
 		const struct peer *p = &pe->v[i];
 		struct rd_view_paths v = {.write = p->write.v,
@@ -332,12 +344,14 @@ const char *sup_sessions_writable(struct sup *u, const char *path)
 				there = lstat(path, &st) == 0;
 				looked = true;
 			}
-			long long at =
-			    (long long)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
 			/* A file's (a hook, a configuration, a link): a directory's change time
 			 * moves with every entry made or removed in it, which is no content git
 			 * reads, and the files in it are judged themselves. */
-			if (!there || S_ISDIR(st.st_mode) || at < p->start || at > p->end)
+			if (!there || S_ISDIR(st.st_mode))
+				continue;
+			long long at =
+			    (long long)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
+			if (at < p->start || at > p->end)
 				continue;
 			pe->hit = true;
 			snprintf(
@@ -356,14 +370,4 @@ const char *sup_sessions_writable(struct sup *u, const char *path)
 		return pe->why;
 	}
 	return NULL;
-}
-
-void sup_sessions_free(struct sup *u)
-{
-	peers_free(&u->pe);
-}
-
-void sup_sessions_peers_free(struct peers *pe)
-{
-	peers_free(pe);
 }

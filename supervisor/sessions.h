@@ -28,10 +28,8 @@ void sup_sessions_load(struct sup *u);
  * until the next call); NULL if nowhere. */
 const char *sup_sessions_writable(struct sup *u, const char *path);
 
-void sup_sessions_free(struct sup *u);
-
 /* The live sessions of the user listed in dir (a control directory's sessions/), into pe (its
- * old ones freed), as sup_sessions_load; sup_sessions_peers_free frees them. */
+ * old ones freed), as sup_sessions_load; sup_sessions_peers_free frees them (u->pe too). */
 void sup_sessions_read(const char *dir, struct peers *pe);
 void sup_sessions_peers_free(struct peers *pe);
 

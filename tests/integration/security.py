@@ -1875,6 +1875,24 @@ def test_sessions_side_by_side_more(tmp):
                   tmp, "more-audit.jsonl")).read())))
 
 
+def test_sessions_list_unreadable(tmp):
+    """An entry of the list of the user's sessions that cannot be read (here a directory where
+    an ended session's file would be): a session does not start, and says why, as where it
+    is missing what the other sessions' commands write it would take for its own. Before, an
+    entry that could not be read was left out. The entry is taken away after."""
+    sessions = os.path.join(common.control_dir(), "sessions")
+    bogus = os.path.join(sessions, "ended-1-%d-1" % os.getpid())
+    os.makedirs(bogus, mode=0o700)
+    try:
+        out = subprocess.run(runnerd_cmd("generic", ["true"]), env=base_env(), cwd=tmp,
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        os.rmdir(bogus)
+    check("sessions list unreadable: runnerd does not start, and names the list",
+          out.returncode != 0 and "other runnerd sessions (" in out.stderr,
+          "%s: %s" % (out.returncode, out.stderr[-400:]))
+
+
 def granted_repo_made(tmp, name, script):
     """granted_repo, and the script of what a command makes for the test (script, a text) in
     tmp/NAME-made.sh: granted_repo's tuple with the script's path after it, or None."""
@@ -3971,6 +3989,7 @@ def main():
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
              test_mask_dir_changes, test_mask_dir_layers, test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
+             test_sessions_list_unreadable,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
