@@ -292,15 +292,11 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
  * paths: the .git/hooks and .git/config of their workspaces, ...), held read-only to this
  * one's too where its writable roots hold them: else a command of this session could write
  * the hooks a granted git of theirs runs, once it has checked them (supervisor/sessions.h).
- * Appended to protect. */
-static int peers_protect(const struct rd_strv *write, struct rd_strv *protect)
+ * Appended to protect. Read under the start's lock (sup_sessions_lock). */
+static int peers_protect(const char *sessions, const struct rd_strv *write, struct rd_strv *protect)
 {
-	struct rd_error e = {0};
-	_cleanup_free_ char *dir = rd_control_dir(&e), *sessions = NULL;
-	if (!dir || asprintf(&sessions, "%s/sessions", dir) < 0)
-		return dir ? -ENOMEM : 0;
 	struct peers pe = {0};
-	sup_sessions_read(sessions, &pe);
+	sup_sessions_read(sessions, NULL, &pe);
 	int r = -pe.err;
 	for (size_t p = 0; r == 0 && p < pe.n; p++)
 		for (size_t i = 0; r == 0 && !pe.v[p].ended && i < pe.v[p].protect.n; i++) {
@@ -1031,7 +1027,9 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	struct rd_strv secrets = {0}, write = {0}, protect = {0}, missing = {0}, layers = {0},
 	               agent_paths = {0}, any_write = {0}, any_protect = {0}, shadow = {0},
 	               hidden = {0};
-	char *workspace = NULL, *layers_dir = NULL, *listed = NULL;
+	char *workspace = NULL, *layers_dir = NULL;
+	struct sup_listed listed = {.fd = -1};
+	int start_lock = -1; /* sup_sessions_lock's, held until this session is listed */
 	char *agent = NULL;
 	char **agent_argv = NULL;
 	char *launched = NULL;
@@ -1146,7 +1144,15 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	if (view_lists(&cfg, &prof, workspace, session, &write, &protect, &missing, &layers,
 	               &layers_dir, &err) < 0)
 		goto fail;
-	int peers_r = ss ? 0 : peers_protect(&write, &protect);
+	/* Where the user's sessions are listed, and this one's start held apart from the
+	 * others' until it is listed there (supervisor/sessions.h). Not for runnerd serve's:
+	 * its paths are the container's. */
+	if (!ss && (!(s.sessions_dir = sup_sessions_dir(&err)) ||
+	            (start_lock = sup_sessions_lock(s.sessions_dir, &err)) < 0)) {
+		rd_error_prefix(&err, "cannot start a session the user's other sessions know of: ");
+		goto fail;
+	}
+	int peers_r = ss ? 0 : peers_protect(s.sessions_dir, &write, &protect);
 	if (peers_r < 0) {
 		rd_error_set(&err, -peers_r,
 		             "cannot read the list of the user's other runnerd sessions (%s): what "
@@ -1201,39 +1207,25 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	s.view.n_shadow = shadow.n;
 	s.view.hidden = hidden.v;
 	s.view.n_hidden = hidden.n;
-	/* A control directory where commands can write (an XDG_RUNTIME_DIR in /tmp): a
-	 * command can move it away, its masks and all, and a session started after would list
-	 * itself, and look for the others, in a new one. Said with -v (CI images set such a
-	 * runtime directory for every job; docs/threat-model.md says what it leaves open). */
-	const char *open_at = control_dir ? rd_view_writable_root(&s.any_rule, control_dir) : NULL;
-	if (!ss && open_at && cli->verbose)
-		fprintf(stderr,
-		        "runnerd: the control directory %s lies where commands can write (%s): a "
-		        "command of one session can keep the sessions started after it from seeing "
-		        "it; set XDG_RUNTIME_DIR to a directory of the user's outside the writable "
-		        "roots (/run/user/%u)\n",
-		        control_dir, open_at, (unsigned)getuid());
 	/* Where this session's commands can write, for the other sessions of the user to know
-	 * (supervisor/sessions.h); and where theirs are. Not for runnerd serve's: its paths are
-	 * the container's. Without its entry, the other sessions' grants would take what this
-	 * one's commands write for the user's own: it does not start. */
-	if (!ss && control_dir) {
-		int lr = sup_sessions_list(control_dir, &s, &listed);
+	 * (supervisor/sessions.h); and where theirs are. Without its entry, the other sessions'
+	 * grants would take what this one's commands write for the user's own: it does not
+	 * start. */
+	if (!ss) {
+		int lr = sup_sessions_list(s.sessions_dir, &s, &listed);
 		if (lr < 0) {
 			rd_error_set(&err, -lr,
-			             "cannot list this session in %s/sessions (%s%s): the other "
-			             "sessions of the user would not know where its commands can "
-			             "write",
-			             control_dir, strerror(-lr),
+			             "cannot list this session in %s (%s%s): the other sessions of "
+			             "the user would not know where its commands can write",
+			             s.sessions_dir, strerror(-lr),
 			             lr == -EINVAL ? ": a writable root or protected path has a "
 			                             "newline in its name"
 			                           : "");
 			goto fail;
 		}
-		if (asprintf(&s.sessions_dir, "%s/sessions", control_dir) < 0) {
-			rd_error_set(&err, ENOMEM, "out of memory");
-			goto fail;
-		}
+		s.sessions_self = strrchr(listed.path, '/') + 1;
+		close(start_lock);
+		start_lock = -1;
 	}
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
@@ -1399,8 +1391,9 @@ out:
 	if (s.zygote_fd >= 0)
 		close(s.zygote_fd);
 	rd_audit_close(&audit);
-	sup_sessions_unlist(listed);
-	free(listed);
+	if (start_lock >= 0)
+		close(start_lock);
+	sup_sessions_unlist(&listed);
 	free(s.sessions_dir);
 	if (s.control_path)
 		unlink(s.control_path);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,11 +25,74 @@ static long long now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* A process's start time (supervisor/core.h, sup_proc_start); 0 if it is gone. */
-static unsigned long long started(pid_t pid)
+/* path, a directory of the user's own that no one else can enter, made so where missing;
+ * -errno with err set where it is not. */
+static int own_dir(const char *path, struct rd_error *err)
 {
-	unsigned long long t = 0;
-	return sup_proc_start(pid, &t) < 0 ? 0 : t;
+	struct stat st;
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return rd_error_set(err, errno, "cannot create %s: %s", path, strerror(errno));
+	if (lstat(path, &st) < 0)
+		return rd_error_set(err, errno, "%s: %s", path, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return rd_error_set(
+		    err, EPERM,
+		    "%s must be a directory of uid %u with mode 0700 (it is %s, uid "
+		    "%u, mode %04o)",
+		    path, (unsigned)geteuid(),
+		    S_ISDIR(st.st_mode) ? "a directory" : "not a directory", (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+char *sup_sessions_dir(struct rd_error *err)
+{
+	char base[64], *dir = NULL;
+	struct stat st;
+	uid_t uid = geteuid();
+	snprintf(base, sizeof(base), "/run/user/%u", (unsigned)uid);
+	if (uid == 0)
+		snprintf(base, sizeof(base), "/run/runnerd");
+	else if (lstat(base, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid)
+		snprintf(base, sizeof(base), "/run/user/%u/runnerd", (unsigned)uid);
+	else
+		snprintf(base, sizeof(base), "/tmp/runnerd-%u", (unsigned)uid);
+	if (asprintf(&dir, "%s/sessions", base) < 0) {
+		rd_error_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (own_dir(base, err) < 0 || own_dir(dir, err) < 0) {
+		rd_error_prefix(err, "the list of the user's runnerd sessions cannot be kept: ");
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+/* How long a session waits for another's start (sup_sessions_lock), in ms. */
+#define LOCK_WAIT_MS 10000
+
+int sup_sessions_lock(const char *dir, struct rd_error *err)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return rd_error_set(err, errno, "%s: %s", path, strerror(errno));
+	/* Not for ever: a session stopped (^Z) while it starts must not hold the others'. */
+	for (int waited = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; waited++) {
+		int e = errno;
+		if ((e != EWOULDBLOCK && e != EINTR) || waited >= LOCK_WAIT_MS) {
+			close(fd);
+			return rd_error_set(err, e == EWOULDBLOCK ? ETIMEDOUT : e, "%s: %s", path,
+			                    e == EWOULDBLOCK
+			                        ? "another runnerd session has held it "
+			                          "for 10 s while starting"
+			                        : strerror(e));
+		}
+		usleep(1000);
+	}
+	return fd;
 }
 
 /* Each path of l as a line of its own, after tag; a path with a newline cannot be listed. */
@@ -48,30 +112,28 @@ static int put_lines(FILE *f, char tag, char *const *l, size_t n, const struct r
 	return 0;
 }
 
-int sup_sessions_list(const char *dir, const struct rd_session *s, char **out)
+int sup_sessions_list(const char *dir, const struct rd_session *s, struct sup_listed *out)
 {
-	*out = NULL;
-	char *sub = NULL, *path = NULL, *tmp = NULL;
-	int r = asprintf(&sub, "%s/sessions", dir) < 0 ? -ENOMEM : 0;
-	if (r == 0 && mkdir(sub, 0700) < 0 && errno != EEXIST)
-		r = -errno;
-	/* Its start time tells it from a later process of the same pid: without one, every
-	 * reader would take it for ended at once. */
-	unsigned long long t = started(getpid());
-	if (r == 0 && !t)
-		r = -ESRCH;
-	if (r == 0 && (asprintf(&path, "%s/%d-%llu", sub, (int)getpid(), t) < 0 ||
-	               asprintf(&tmp, "%s.tmp", path) < 0))
+	*out = (struct sup_listed){.fd = -1};
+	char *path = NULL, *tmp = NULL;
+	int r = 0;
+	/* Named by the session's id: unique across pid namespaces, where pids are not. */
+	if (asprintf(&path, "%s/%d-%s", dir, (int)getpid(), s->session) < 0 ||
+	    asprintf(&tmp, "%s.tmp", path) < 0)
 		r = -ENOMEM;
 	int fd =
 	    r == 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
 	if (r == 0 && fd < 0)
 		r = -errno;
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (r == 0 && !f) {
+	/* Live while this lock is held: by this process, and whatever it forked, until the last
+	 * of them is gone (in any pid namespace: the lock is the file's). Taken before the entry
+	 * has its name, so that no reader ever finds it named and unlocked. */
+	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	if (r == 0 && fcntl(fd, F_OFD_SETLK, &l) < 0)
 		r = -errno;
-		close(fd);
-	}
+	FILE *f = NULL;
+	if (r == 0 && !(f = fdopen(dup(fd), "w")))
+		r = -errno;
 	if (r == 0 && s->workspace && !strchr(s->workspace, '\n') &&
 	    fprintf(f, "s\t%s\n", s->workspace) < 0)
 		r = -EIO;
@@ -89,12 +151,13 @@ int sup_sessions_list(const char *dir, const struct rd_session *s, char **out)
 		r = -errno;
 	if (r < 0 && tmp)
 		unlink(tmp);
-	free(sub);
 	free(tmp);
-	if (r < 0)
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
 		free(path);
-	else
-		*out = path;
+	} else
+		*out = (struct sup_listed){.path = path, .fd = fd};
 	return r;
 }
 
@@ -141,30 +204,27 @@ static void prune(int dir)
 	closedir(d);
 }
 
-void sup_sessions_unlist(const char *path)
+void sup_sessions_unlist(struct sup_listed *l)
 {
-	if (!path)
+	if (!l->path)
 		return;
 	/* Kept as ended, with its end: what its commands wrote stays (a hook in another
-	 * session's repository), and a grant's check still counts what changed meanwhile. */
-	char *slash = strrchr(path, '/'), *ended = NULL;
-	/* Its end, where it can be written (else the time in its new name stands for it), the
-	 * entry renamed as ended; where it cannot be renamed, left as it is, for the next reader
-	 * to take as ended. Never removed: a hook its commands wrote would be taken. */
-	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-	if (fd >= 0) {
-		char line[32];
-		int len = snprintf(line, sizeof(line), "e\t%lld\n", now_ms());
-		if (write(fd, line, (size_t)len) != len) {
-			/* A part of it: a reader takes the name's end. */
-		}
-		close(fd);
+	 * session's repository), and a grant's check still counts what changed meanwhile.
+	 * Its end, where it can be written (else the time in its new name stands for it), the
+	 * entry renamed as ended, and only then its lock let go; where it cannot be renamed, left
+	 * as it is, unlocked, for the next reader to take as ended. Never removed: a hook its
+	 * commands wrote would be taken. */
+	char *slash = strrchr(l->path, '/'), *ended = NULL;
+	char line[32];
+	int len = snprintf(line, sizeof(line), "e\t%lld\n", now_ms());
+	if (lseek(l->fd, 0, SEEK_END) < 0 || write(l->fd, line, (size_t)len) != len) {
+		/* A part of it, or none: a reader takes the name's end. */
 	}
 	if (slash &&
-	    asprintf(&ended, "%.*s/ended-%lld-%s", (int)(slash - path), path, (long long)time(NULL),
-	             slash + 1) > 0 &&
-	    rename(path, ended) == 0) {
-		char *up = strndup(path, (size_t)(slash - path));
+	    asprintf(&ended, "%.*s/ended-%lld-%s", (int)(slash - l->path), l->path,
+	             (long long)time(NULL), slash + 1) > 0 &&
+	    rename(l->path, ended) == 0) {
+		char *up = strndup(l->path, (size_t)(slash - l->path));
 		int d = up ? open(up, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 		free(up);
 		if (d >= 0) {
@@ -173,6 +233,9 @@ void sup_sessions_unlist(const char *path)
 		}
 	}
 	free(ended);
+	close(l->fd);
+	free(l->path);
+	*l = (struct sup_listed){.fd = -1};
 }
 
 static void peer_free(struct peer *p)
@@ -194,33 +257,50 @@ void sup_sessions_peers_free(struct peers *pe)
 
 static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer *p);
 
-/* The entry at dir/name, of a runnerd other than this one (live, or ended: one whose runnerd
- * is gone is renamed as ended), into p; 1 if it is taken, 0 if it is no entry (or gone since
- * readdir), -errno if it cannot be read (-EAGAIN: another reader renamed it meanwhile). */
-static int take(int dir, const char *name, struct peer *p)
+/* A live entry's name: its runnerd's pid and its session's id. */
+static bool live_name(const char *name, int *pid)
+{
+	char id[33], end;
+	return sscanf(name, "%d-%32[0-9a-f]%c", pid, id, &end) == 2 && strlen(id) == 32;
+}
+
+/* The entry at dir/name, of a session other than self (the name of this session's entry, or
+ * NULL), into p: live, or ended (one whose lock no one holds, its runnerd and all it forked
+ * gone, is renamed as ended here); 1 if it is taken, 0 if it is no entry (or an ended one
+ * pruned since readdir), -errno if it cannot be read (-EAGAIN: a live one was renamed as
+ * ended meanwhile, and readdir may not show its new name). */
+static int take(int dir, const char *name, const char *self, struct peer *p)
 {
 	int pid;
-	unsigned long long t;
 	long long ended_at = 0;
-	char end;
 	bool ended = strncmp(name, "ended-", 6) == 0;
-	if (ended && sscanf(name, "ended-%lld-%d-%llu%c", &ended_at, &pid, &t, &end) != 3)
+	const char *after = ended ? strchr(name + 6, '-') : NULL;
+	if (ended &&
+	    (sscanf(name, "ended-%lld-", &ended_at) != 1 || !after || !live_name(after + 1, &pid)))
 		return 0;
-	if (!ended && (sscanf(name, "%d-%llu%c", &pid, &t, &end) != 2 || pid == (int)getpid()))
+	if (!ended && (!live_name(name, &pid) || (self && strcmp(name, self) == 0)))
 		return 0;
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno != ENOENT ? -errno : ended ? 0 : -EAGAIN;
+	struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	if (!ended && fcntl(fd, F_OFD_GETLK, &l) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
 	/* A live entry whose runnerd is gone (killed): ended by now, and kept so. */
-	if (!ended && started(pid) != t) {
+	if (!ended && l.l_type == F_UNLCK) {
 		char to[NAME_MAX + 64];
 		ended_at = (long long)time(NULL);
 		snprintf(to, sizeof(to), "ended-%lld-%s", ended_at, name);
-		if (renameat(dir, name, dir, to) < 0)
-			return errno == ENOENT ? -EAGAIN : -errno;
-		int fd = openat(dir, to, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		return fd < 0 ? -errno : take_fd(fd, pid, true, ended_at, p);
+		if (renameat(dir, name, dir, to) < 0) {
+			int e = errno;
+			close(fd);
+			return e == ENOENT ? -EAGAIN : -e;
+		}
+		ended = true;
 	}
-	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
 	return take_fd(fd, pid, ended, ended_at, p);
 }
 
@@ -266,47 +346,53 @@ static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer 
 void sup_sessions_load(struct sup *u)
 {
 	u->pe.hit = false;
-	sup_sessions_read(u->s->sessions_dir, &u->pe);
+	sup_sessions_read(u->s->sessions_dir, u->s->sessions_self, &u->pe);
 }
 
-void sup_sessions_read(const char *dir, struct peers *pe)
+/* sup_sessions_read's one pass: -EAGAIN where an entry was renamed meanwhile. */
+static int read_once(const char *dir, const char *self, struct peers *pe)
 {
-	sup_sessions_peers_free(pe);
-	pe->err = 0;
-	if (!dir)
-		return;
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {
-		if (errno != ENOENT) /* none yet: no other session */
-			pe->err = errno;
+		int e = errno;
 		if (dfd >= 0)
 			close(dfd);
-		return;
+		return e == ENOENT ? 0 : -e; /* none yet: no other session */
 	}
-	for (;;) {
+	int r = 0;
+	while (r == 0) {
 		errno = 0;
 		struct dirent *e = readdir(d);
 		if (!e) {
-			pe->err = errno;
+			r = -errno;
 			break;
 		}
 		struct peer p;
 		struct peer *grown = realloc(pe->v, (pe->n + 1) * sizeof(*pe->v));
 		if (!grown) {
-			pe->err = ENOMEM;
+			r = -ENOMEM;
 			break;
 		}
 		pe->v = grown;
-		int r = take(dirfd(d), e->d_name, &p);
-		if (r > 0)
+		int t = take(dirfd(d), e->d_name, self, &p);
+		if (t > 0)
 			pe->v[pe->n++] = p;
-		if (r < 0) {
-			pe->err = -r;
-			break;
-		}
+		r = t < 0 ? t : 0;
 	}
 	closedir(d);
+	return r;
+}
+
+void sup_sessions_read(const char *dir, const char *self, struct peers *pe)
+{
+	int r = 0;
+	/* Read again where a session ended while it was read: a few times, then refused. */
+	for (int i = 0; i < 5 && (i == 0 || r == -EAGAIN); i++) {
+		sup_sessions_peers_free(pe);
+		r = dir ? read_once(dir, self, pe) : 0;
+	}
+	pe->err = -r;
 }
 
 const char *sup_sessions_writable(struct sup *u, const char *path)

@@ -71,8 +71,9 @@ struct rd_session {
 	int control_fd;
 	char *control_path;
 	/* Where the sessions of the user list where their commands can write (supervisor/
-	 * sessions.h); NULL: nowhere (no control directory). */
+	 * sessions.h), and the name of this one's entry there; NULL: nowhere (runnerd serve). */
 	char *sessions_dir;
+	const char *sessions_self;
 	int tty_fd;
 	/* Every directory where control sockets live: masked in every command's sandbox. */
 	char *control_dirs[RD_CONTROL_DIRS];

@@ -148,6 +148,19 @@ def control_dir():
     return os.path.join(os.environ["XDG_RUNTIME_DIR"], "runnerd")
 
 
+def sessions_dir():
+    """Where runnerd lists the sessions of this user (supervisor/sessions.h): whatever
+    XDG_RUNTIME_DIR says."""
+    uid = os.geteuid()
+    if uid == 0:
+        return "/run/runnerd/sessions"
+    run_user = "/run/user/%d" % uid
+    st = os.lstat(run_user) if os.path.isdir(run_user) else None
+    if st and st.st_uid == uid and not os.path.islink(run_user):
+        return os.path.join(run_user, "runnerd", "sessions")
+    return "/tmp/runnerd-%d/sessions" % uid
+
+
 # --- checks ---------------------------------------------------------------------------------
 
 results = []

@@ -17,6 +17,7 @@ binary), RUNNERD_MUST_WORK. Prints one line per check and "N passed, M failed" l
 agent programs it runs are in helpers/agents/; the helpers all the scripts share in common.py.
 """
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -1875,13 +1876,121 @@ def test_sessions_side_by_side_more(tmp):
                   tmp, "more-audit.jsonl")).read())))
 
 
+def test_sessions_start_held(tmp):
+    """A session's start is held apart from the others' (the list's lock: else two starting
+    at once could each read the list before the other is in it). One that holds it too long
+    (a runnerd stopped with ^Z as it starts; here the test holds the lock) keeps another from
+    starting for 10 s, then that one says why and does not start; once it is let go, sessions
+    start."""
+    subprocess.run(runnerd_cmd("generic", ["true"]), env=base_env(), cwd=tmp,
+                   capture_output=True, timeout=60)  # the list's directory, as runnerd makes it
+    fd = os.open(os.path.join(common.sessions_dir(), "lock"), os.O_RDONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held = subprocess.run(runnerd_cmd("generic", ["true"]), env=base_env(), cwd=tmp,
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(fd)
+    free = subprocess.run(runnerd_cmd("generic", ["true"]), env=base_env(), cwd=tmp,
+                          capture_output=True, text=True, timeout=60)
+    check("sessions start held: a session does not start while another holds the start, and "
+          "says so", held.returncode != 0 and "has held it for 10 s while starting" in
+          held.stderr, "%d: %s" % (held.returncode, held.stderr[-300:]))
+    check("sessions start held: once let go, a session starts", free.returncode == 0,
+          free.stderr[-300:])
+
+
+GATED_AGENT = r"""import os, subprocess, sys, time
+ws, tmp = sys.argv[1], sys.argv[2]
+open(tmp + "/ready", "w").close()
+while not os.path.exists(tmp + "/go"):
+    time.sleep(0.05)
+hook = ws + "/.git/hooks/pre-commit"
+p = subprocess.run(["sh", "-c", "printf '#!/bin/sh\\necho hook=[$GH_TOKEN]\\n' > %s && "
+                    "chmod 755 %s" % (hook, hook)], capture_output=True, text=True)
+open(tmp + "/planted", "w").write("%d %s" % (p.returncode, p.stderr))
+while not os.path.exists(tmp + "/done"):
+    time.sleep(0.05)
+"""
+
+
+def test_sessions_apart(tmp):
+    """test_sessions_side_by_side, with the first session started apart: in a pid namespace
+    of its own (a container, an orchestrator's sandbox) and with an XDG_RUNTIME_DIR of its own
+    (a CI job's). The build before listed it under that XDG_RUNTIME_DIR, where a user's second
+    session did not look, and judged it alive by its pid in /proc, where its pid is another
+    process's: the other session took it for ended, a hook its command wrote after that
+    counted for the user's, and the granted commit ran it with the token. Now the list has one
+    place per user, and an entry lives while its runnerd holds a lock on it."""
+    setup = granted_repo(tmp, "apart")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    unshare = shutil.which("unshare")
+    if not unshare:
+        common.skip_part("sessions apart: unshare (util-linux) is not installed")
+        return
+    agent = agent_script(tmp, "gated_agent.py", GATED_AGENT)
+    first_tmp = os.path.join(tmp, "apart-first")
+    xdg = os.path.join(tmp, "apart-xdg")
+    os.makedirs(first_tmp)
+    os.makedirs(xdg, mode=0o700)
+    first_env = dict(base_env(), XDG_RUNTIME_DIR=xdg)
+    ns = [unshare, "--pid", "--fork", "--mount-proc"]
+    cmd = runnerd_cmd("generic", [common.PY, agent, ws, first_tmp])
+    if os.geteuid() != 0:
+        # Not root: in a user namespace of its own too, where root's files are nobody's, and
+        # runnerd takes its helpers only from root or the user: a copy of the user's.
+        ns[1:1] = ["--user", "--map-current-user"]
+        install = os.path.join(tmp, "apart-install")
+        os.makedirs(install)
+        top = os.path.dirname(os.path.dirname(os.path.realpath(common.RUNNERD)))
+        for d in ("bin", "etc"):
+            shutil.copytree(os.path.join(top, d), os.path.join(install, d), symlinks=True)
+        cmd[0] = os.path.join(install, "bin", os.path.basename(common.RUNNERD))
+    first = subprocess.Popen(ns + cmd,
+                             env=first_env, cwd=tmp, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        ready = wait_file(os.path.join(first_tmp, "ready"), 30)
+        # A session of the user's that starts and ends meanwhile reads the list.
+        subprocess.run(runnerd_cmd("generic", ["true"]), env=base_env(), cwd=tmp,
+                       capture_output=True, timeout=60)
+        # The hook written past the second in which that reading could have ended it.
+        time.sleep(1.5)
+        open(os.path.join(first_tmp, "go"), "w").close()
+        planted = wait_file(os.path.join(first_tmp, "planted"), 30)
+        audit = os.path.join(tmp, "apart-audit.jsonl")
+        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c",
+                                                "git commit -q --allow-empty -m apart; "
+                                                "echo commit_rc=$?"], audit=audit),
+                             env=env, cwd=ws, capture_output=True, text=True, timeout=120)
+    finally:
+        open(os.path.join(first_tmp, "done"), "w").close()
+        try:
+            first.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            first.kill()
+            first.wait()
+    said = open(os.path.join(first_tmp, "planted")).read() if planted else ""
+    check("sessions apart: the first session, in a pid namespace of its own, started and its "
+          "command wrote the second's hook", ready and said.startswith("0 "),
+          said + first.stderr.read()[-400:])
+    told = open(audit).read() if os.path.exists(audit) else ""
+    check("sessions apart: the second's granted commit is refused, naming the other session "
+          "as live, and the token reaches no hook",
+          token not in out.stdout + out.stderr and "commit_rc=126" in out.stdout and
+          "where the commands of another runnerd session can write" in told,
+          out.stdout + out.stderr[-600:] + told[-1500:])
+
+
 def test_sessions_list_unreadable(tmp):
     """An entry of the list of the user's sessions that cannot be read (here a directory where
     an ended session's file would be): a session does not start, and says why, as where it
     is missing what the other sessions' commands write it would take for its own. Before, an
     entry that could not be read was left out. The entry is taken away after."""
-    sessions = os.path.join(common.control_dir(), "sessions")
-    bogus = os.path.join(sessions, "ended-1-%d-1" % os.getpid())
+    bogus = os.path.join(common.sessions_dir(), "ended-1-%d-%s" % (os.getpid(),
+                                                                    os.urandom(16).hex()))
     os.makedirs(bogus, mode=0o700)
     try:
         out = subprocess.run(runnerd_cmd("generic", ["true"]), env=base_env(), cwd=tmp,
@@ -3989,7 +4098,7 @@ def main():
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
              test_mask_dir_changes, test_mask_dir_layers, test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
-             test_sessions_list_unreadable,
+             test_sessions_list_unreadable, test_sessions_apart, test_sessions_start_held,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
