@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 ssize_t rd_read_fd(int fd, size_t max, char **out)
@@ -44,4 +46,22 @@ ssize_t rd_read_file(const char *path, size_t max, char **out)
 	if (fd < 0)
 		return -errno;
 	return rd_read_fd(fd, max, out);
+}
+
+int rd_own_dir(const char *path, struct rd_error *err)
+{
+	struct stat st;
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return rd_error_set(err, errno, "cannot create %s: %s", path, strerror(errno));
+	if (lstat(path, &st) < 0)
+		return rd_error_set(err, errno, "%s: %s", path, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return rd_error_set(
+		    err, EPERM,
+		    "%s must be a directory of uid %u with mode 0700 (it is %s, uid "
+		    "%u, mode %04o)",
+		    path, (unsigned)geteuid(),
+		    S_ISDIR(st.st_mode) ? "a directory" : "not a directory", (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777));
+	return 0;
 }

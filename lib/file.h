@@ -1,6 +1,8 @@
-/* Whole files read into memory. */
+/* Whole files read into memory; a directory of the user's own. */
 #ifndef RD_FILE_H
 #define RD_FILE_H
+
+#include "lib/error.h"
 
 #include <stddef.h>
 #include <sys/types.h>
@@ -13,5 +15,9 @@ ssize_t rd_read_fd(int fd, size_t max, char **out);
 /* The file at path, opened read-only (O_NONBLOCK: a FIFO gives what it holds, or nothing,
  * rather than wait), read whole as rd_read_fd. -ENOENT where there is none. */
 ssize_t rd_read_file(const char *path, size_t max, char **out);
+
+/* path, a directory of the effective user's that no one else can enter (mode 0700, not a
+ * symlink), made so where missing: 0, or -errno with err set naming what it is instead. */
+int rd_own_dir(const char *path, struct rd_error *err);
 
 #endif

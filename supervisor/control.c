@@ -8,6 +8,7 @@
  * runnerd nor anything it started: an agent, or a command, must never answer its own ask. Commands
  * cannot even see the socket: its directory is masked in every sandbox. */
 #include "supervisor/control.h"
+#include "lib/file.h"
 #include "supervisor/approvals.h"
 #include "supervisor/command.h"
 
@@ -109,19 +110,10 @@ void rd_control_dirs(char *out[RD_CONTROL_DIRS])
 
 int rd_control_listen(const char *dir, const char *session, char **path, struct rd_error *err)
 {
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return rd_error_set(err, errno, "cannot create %s: %s", dir, strerror(errno));
-	struct stat st;
-	if (lstat(dir, &st) < 0)
-		return rd_error_set(err, errno, "%s: %s", dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
-		return rd_error_set(
-		    err, EPERM,
-		    "%s must be a directory of uid %u with mode 0700 (it is %s, uid "
-		    "%u, mode %04o): refusing to put a control socket there",
-		    dir, (unsigned)geteuid(),
-		    S_ISDIR(st.st_mode) ? "a directory" : "not a directory", (unsigned)st.st_uid,
-		    (unsigned)(st.st_mode & 07777));
+	if (rd_own_dir(dir, err) < 0) {
+		rd_error_prefix(err, "refusing to put a control socket in %s: ", dir);
+		return -err->err;
+	}
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", dir, session) >=
 	    sizeof(sa.sun_path))

@@ -25,26 +25,6 @@ static long long now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* path, a directory of the user's own that no one else can enter, made so where missing;
- * -errno with err set where it is not. */
-static int own_dir(const char *path, struct rd_error *err)
-{
-	struct stat st;
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return rd_error_set(err, errno, "cannot create %s: %s", path, strerror(errno));
-	if (lstat(path, &st) < 0)
-		return rd_error_set(err, errno, "%s: %s", path, strerror(errno));
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
-		return rd_error_set(
-		    err, EPERM,
-		    "%s must be a directory of uid %u with mode 0700 (it is %s, uid "
-		    "%u, mode %04o)",
-		    path, (unsigned)geteuid(),
-		    S_ISDIR(st.st_mode) ? "a directory" : "not a directory", (unsigned)st.st_uid,
-		    (unsigned)(st.st_mode & 07777));
-	return 0;
-}
-
 char *sup_sessions_dir(struct rd_error *err)
 {
 	char base[64], *dir = NULL;
@@ -61,7 +41,7 @@ char *sup_sessions_dir(struct rd_error *err)
 		rd_error_set(err, ENOMEM, "out of memory");
 		return NULL;
 	}
-	if (own_dir(base, err) < 0 || own_dir(dir, err) < 0) {
+	if (rd_own_dir(base, err) < 0 || rd_own_dir(dir, err) < 0) {
 		rd_error_prefix(err, "the list of the user's runnerd sessions cannot be kept: ");
 		free(dir);
 		return NULL;

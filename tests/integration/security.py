@@ -1722,8 +1722,21 @@ def in_session(prof, env, cwd, lines, timeout=120):
                           cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
+def granted_commit(prof, env, ws, audit, message):
+    """git commit --allow-empty in ws, by bash as the agent of a session under prof (its
+    grant's profile), with an audit log; bash's output says commit_rc=."""
+    return subprocess.run(runnerd_cmd(prof, ["bash", "-c", "git commit -q --allow-empty -m %s; "
+                                             "echo commit_rc=$?" % message], audit=audit),
+                          env=env, cwd=ws, capture_output=True, text=True, timeout=120)
+
+
 SIDE_AGENT = r"""import os, subprocess, sys, time
 ws, tmp = sys.argv[1], sys.argv[2]
+# Gated: when the test says go.
+if sys.argv[3:] == ["gated"]:
+    open(tmp + "/ready", "w").close()
+    while not os.path.exists(tmp + "/go"):
+        time.sleep(0.05)
 # A command of this session writes the other session's hook: its roots (/tmp here, the home
 # where a session starts there) hold the other's workspace.
 hook = ws + "/.git/hooks/pre-commit"
@@ -1755,10 +1768,7 @@ def test_sessions_side_by_side(tmp):
     try:
         planted = wait_file(os.path.join(tmp, "planted"), 30)
         audit = os.path.join(tmp, "side-audit.jsonl")
-        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c",
-                                                "git commit -q --allow-empty -m side; "
-                                                "echo commit_rc=$?"], audit=audit),
-                             env=env, cwd=ws, capture_output=True, text=True, timeout=120)
+        out = granted_commit(prof, env, ws, audit, "side")
     finally:
         open(os.path.join(tmp, "done"), "w").close()
         first.wait(timeout=30)
@@ -1900,20 +1910,6 @@ def test_sessions_start_held(tmp):
           free.stderr[-300:])
 
 
-GATED_AGENT = r"""import os, subprocess, sys, time
-ws, tmp = sys.argv[1], sys.argv[2]
-open(tmp + "/ready", "w").close()
-while not os.path.exists(tmp + "/go"):
-    time.sleep(0.05)
-hook = ws + "/.git/hooks/pre-commit"
-p = subprocess.run(["sh", "-c", "printf '#!/bin/sh\\necho hook=[$GH_TOKEN]\\n' > %s && "
-                    "chmod 755 %s" % (hook, hook)], capture_output=True, text=True)
-open(tmp + "/planted", "w").write("%d %s" % (p.returncode, p.stderr))
-while not os.path.exists(tmp + "/done"):
-    time.sleep(0.05)
-"""
-
-
 def test_sessions_apart(tmp):
     """test_sessions_side_by_side, with the first session started apart: in a pid namespace
     of its own (a container, an orchestrator's sandbox) and with an XDG_RUNTIME_DIR of its own
@@ -1930,14 +1926,14 @@ def test_sessions_apart(tmp):
     if not unshare:
         common.skip_part("sessions apart: unshare (util-linux) is not installed")
         return
-    agent = agent_script(tmp, "gated_agent.py", GATED_AGENT)
+    agent = agent_script(tmp, "side_agent.py", SIDE_AGENT)
     first_tmp = os.path.join(tmp, "apart-first")
     xdg = os.path.join(tmp, "apart-xdg")
     os.makedirs(first_tmp)
     os.makedirs(xdg, mode=0o700)
     first_env = dict(base_env(), XDG_RUNTIME_DIR=xdg)
     ns = [unshare, "--pid", "--fork", "--mount-proc"]
-    cmd = runnerd_cmd("generic", [common.PY, agent, ws, first_tmp])
+    cmd = runnerd_cmd("generic", [common.PY, agent, ws, first_tmp, "gated"])
     if os.geteuid() != 0:
         # Not root: in a user namespace of its own too, where root's files are nobody's, and
         # runnerd takes its helpers only from root or the user: a copy of the user's.
@@ -1961,10 +1957,7 @@ def test_sessions_apart(tmp):
         open(os.path.join(first_tmp, "go"), "w").close()
         planted = wait_file(os.path.join(first_tmp, "planted"), 30)
         audit = os.path.join(tmp, "apart-audit.jsonl")
-        out = subprocess.run(runnerd_cmd(prof, ["bash", "-c",
-                                                "git commit -q --allow-empty -m apart; "
-                                                "echo commit_rc=$?"], audit=audit),
-                             env=env, cwd=ws, capture_output=True, text=True, timeout=120)
+        out = granted_commit(prof, env, ws, audit, "apart")
     finally:
         open(os.path.join(first_tmp, "done"), "w").close()
         try:

@@ -86,11 +86,46 @@ static void test_special(void **state)
 	rmdir(dir);
 }
 
+/* A private directory: made 0700 where missing, taken as it is where it is one, refused, with
+ * the path and what it is, where it is open to others or no directory (a symlink to one). */
+static void test_own_dir(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rd-test-own-XXXXXX", path[64], link[64];
+	struct rd_error err = {0};
+	struct stat st;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/d", dir);
+	snprintf(link, sizeof(link), "%s/l", dir);
+	assert_int_equal(rd_own_dir(path, &err), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(rd_own_dir(path, &err), 0);
+	assert_int_equal(chmod(path, 0755), 0);
+	assert_int_equal(rd_own_dir(path, &err), -EPERM);
+	assert_non_null(strstr(err.msg, path));
+	assert_non_null(strstr(err.msg, "mode 0755"));
+	assert_int_equal(chmod(path, 0700), 0);
+	assert_int_equal(symlink(path, link), 0);
+	err = (struct rd_error){0};
+	assert_int_equal(rd_own_dir(link, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "not a directory"));
+	snprintf(link + strlen(link), sizeof(link) - strlen(link), "/x/y");
+	err = (struct rd_error){0};
+	assert_true(rd_own_dir(link, &err) < 0);
+	assert_non_null(strstr(err.msg, "cannot create"));
+	snprintf(link, sizeof(link), "%s/l", dir);
+	unlink(link);
+	rmdir(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test(test_special),
+	    cmocka_unit_test(test_own_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
