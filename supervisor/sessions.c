@@ -141,6 +141,13 @@ int sup_sessions_list(const char *dir, const struct rd_session *s, struct sup_li
 	return r;
 }
 
+/* How much later than an ended session's end a change still counts as its commands': with
+ * multigrain timestamps (Linux 6.13), a change time can be the fine clock's, up to a tick
+ * (10 ms at HZ=100; 7 ms measured here) past the coarse clock's reading runnerd made after
+ * the change. Its start needs none: a change after it is stamped no earlier than that
+ * reading. */
+#define END_MARGIN_MS 20
+
 /* The ended entries kept, at most: the oldest go first. */
 #define ENDED_MAX 256
 
@@ -417,7 +424,7 @@ const char *sup_sessions_writable(struct sup *u, const char *path)
 				continue;
 			long long at =
 			    (long long)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
-			if (at < p->start || at > p->end)
+			if (at < p->start || at > p->end + END_MARGIN_MS)
 				continue;
 			pe->hit = true;
 			snprintf(
