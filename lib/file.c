@@ -65,3 +65,17 @@ int rd_own_dir(const char *path, struct rd_error *err)
 		    (unsigned)(st.st_mode & 07777));
 	return 0;
 }
+
+int rd_lock_take(int fd)
+{
+	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	return fcntl(fd, F_OFD_SETLK, &l) < 0 ? -errno : 0;
+}
+
+int rd_lock_held(int fd)
+{
+	struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	if (fcntl(fd, F_OFD_GETLK, &l) < 0)
+		return -errno;
+	return l.l_type != F_UNLCK;
+}

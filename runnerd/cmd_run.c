@@ -2,6 +2,7 @@
  * the exec filter and supervise every command it starts. */
 #include "intercept/filter.h"
 #include "intercept/launcher.h"
+#include "lib/file.h"
 #include "lib/passwd.h"
 #include "lib/syscalls.h"
 #include "policy/envpolicy.h"
@@ -240,6 +241,9 @@ static struct {
 	bool served;
 	char home[4096];
 } who;
+
+/* The lock on this session's layers (make_layers), held while it lives; -1: none. */
+static int layers_lock = -1;
 
 /* Every rule's own writable roots (protect: what stays read-only in them), appended to write.
  * 0 or -ENOMEM. */
@@ -765,19 +769,46 @@ static int make_layers(const struct rd_strv *caches, const struct rd_strv *write
 	int r = mkdir_p(top, 0700);
 	if (r < 0)
 		return r;
-	/* Those of sessions whose runnerd is gone ("PID-SESSION"). */
+	/* Those of sessions that are gone: "PID-SESSION", beside PID-SESSION.lock, which its
+	 * runnerd holds while it lives (lib/file.h, rd_lock_take): its pid may be of another pid
+	 * namespace (a container that shares the home), where it names another process here. A
+	 * directory with no lock beside it (made by a runnerd before these locks) goes by its
+	 * pid. */
 	_cleanup_close_ int tfd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = tfd < 0 ? NULL : fdopendir(dup(tfd));
 	for (struct dirent *de; d && (de = readdir(d));) {
-		char *end;
+		char *end, lock[NAME_MAX + 8];
 		long pid = strtol(de->d_name, &end, 10);
-		if (pid > 0 && *end == '-' && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		size_t len = strlen(de->d_name);
+		if (pid <= 0 || *end != '-')
+			continue;
+		if (len > 5 && strcmp(de->d_name + len - 5, ".lock") == 0) {
+			int fd = openat(tfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			int held = fd < 0 ? -errno : rd_lock_held(fd);
+			if (fd >= 0)
+				close(fd);
+			snprintf(lock, sizeof(lock), "%.*s", (int)(len - 5), de->d_name);
+			if (held == 0 && remove_tree(tfd, lock) == 0)
+				(void)unlinkat(tfd, de->d_name, 0);
+			continue;
+		}
+		snprintf(lock, sizeof(lock), "%s.lock", de->d_name);
+		if (faccessat(tfd, lock, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT &&
+		    kill((pid_t)pid, 0) < 0 && errno == ESRCH)
 			(void)remove_tree(tfd, de->d_name);
 	}
 	if (d)
 		closedir(d);
-	if (asprintf(layers_dir, "%s/%d-%s", top, (int)getpid(), session) < 0)
+	_cleanup_free_ char *lock = NULL;
+	if (asprintf(layers_dir, "%s/%d-%s", top, (int)getpid(), session) < 0 ||
+	    asprintf(&lock, "%s.lock", *layers_dir) < 0)
 		return -ENOMEM;
+	/* Held before the directory is made: no one takes it for a gone session's. */
+	layers_lock = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (layers_lock < 0)
+		return -errno;
+	if ((r = rd_lock_take(layers_lock)) < 0)
+		return r;
 	if (mkdir(*layers_dir, 0700) < 0)
 		return -errno;
 	for (size_t i = 0; i < caches->n; i++) {
@@ -866,6 +897,13 @@ static void remove_layers(const char *layers_dir)
 	if (r < 0)
 		fprintf(stderr, "runnerd: removing the caches' layers %s: %s\n", layers_dir,
 		        strerror(-r));
+	/* Its lock, once they are gone (else the next session removes them). */
+	_cleanup_free_ char *lock = NULL;
+	if (r == 0 && asprintf(&lock, "%s.lock", layers_dir) > 0)
+		(void)unlink(lock);
+	if (layers_lock >= 0)
+		close(layers_lock);
+	layers_lock = -1;
 	if (who.served) {
 		setfsuid(geteuid());
 		setfsgid(getegid());

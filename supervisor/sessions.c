@@ -108,9 +108,8 @@ int sup_sessions_list(const char *dir, const struct rd_session *s, struct sup_li
 	/* Live while this lock is held: by this process, and whatever it forked, until the last
 	 * of them is gone (in any pid namespace: the lock is the file's). Taken before the entry
 	 * has its name, so that no reader ever finds it named and unlocked. */
-	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-	if (r == 0 && fcntl(fd, F_OFD_SETLK, &l) < 0)
-		r = -errno;
+	if (r == 0)
+		r = rd_lock_take(fd);
 	FILE *f = NULL;
 	if (r == 0 && !(f = fdopen(dup(fd), "w")))
 		r = -errno;
@@ -270,14 +269,13 @@ static int take(int dir, const char *name, const char *self, struct peer *p)
 	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return errno != ENOENT ? -errno : ended ? 0 : -EAGAIN;
-	struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
-	if (!ended && fcntl(fd, F_OFD_GETLK, &l) < 0) {
-		int e = errno;
+	int held = ended ? 1 : rd_lock_held(fd);
+	if (held < 0) {
 		close(fd);
-		return -e;
+		return held;
 	}
 	/* A live entry whose runnerd is gone (killed): ended by now, and kept so. */
-	if (!ended && l.l_type == F_UNLCK) {
+	if (!held) {
 		char to[NAME_MAX + 64];
 		ended_at = (long long)time(NULL);
 		snprintf(to, sizeof(to), "ended-%lld-%s", ended_at, name);

@@ -95,6 +95,33 @@ def open_to_all(top, files=0o666):
     os.chmod(top, 0o777)
 
 
+def apart(cmd, tmp):
+    """cmd (runnerd's command line) in a pid namespace of its own, as in a container or an
+    orchestrator's sandbox: the argv to run, or None without unshare (util-linux). As root,
+    runnerd's pid there is one no process has here (the namespace's next pid set near
+    pid_max), so that it names no process here either; not root, in a user namespace of its
+    own too (mapped to the user), running a copy of runnerd's install that is the user's (root's
+    files are nobody's there, and runnerd takes its helpers only from root or the user)."""
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return None
+    ns = [unshare, "--pid", "--fork", "--mount-proc"]
+    cmd = list(cmd)
+    if os.geteuid() != 0:
+        ns[1:1] = ["--user", "--map-current-user"]
+        install = os.path.join(tmp, "apart-install")
+        if not os.path.isdir(install):
+            top = os.path.dirname(os.path.dirname(os.path.realpath(RUNNERD)))
+            for d in ("bin", "etc"):
+                shutil.copytree(os.path.join(top, d), os.path.join(install, d), symlinks=True)
+        cmd[0] = os.path.join(install, "bin", os.path.basename(RUNNERD))
+        return ns + cmd
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    last = next(n for n in range(pid_max - 2, 300, -1) if not os.path.exists("/proc/%d" % (n + 1)))
+    return ns + ["sh", "-c", 'echo %d > /proc/sys/kernel/ns_last_pid && "$@"; exit $?' % last,
+                 "sh"] + cmd
+
+
 def runnerd_cmd(profile, argv, config=None, audit=None, options=()):
     """runnerd's command line running argv (a list) under profile (a name or a file), with
     config (default: $RUNNERD_CONFIG, and without it none: runnerd's own default, the shipped

@@ -1922,29 +1922,17 @@ def test_sessions_apart(tmp):
     if not setup:
         return
     token, ws, prof, genv, env = setup
-    unshare = shutil.which("unshare")
-    if not unshare:
-        common.skip_part("sessions apart: unshare (util-linux) is not installed")
-        return
     agent = agent_script(tmp, "side_agent.py", SIDE_AGENT)
     first_tmp = os.path.join(tmp, "apart-first")
     xdg = os.path.join(tmp, "apart-xdg")
     os.makedirs(first_tmp)
     os.makedirs(xdg, mode=0o700)
     first_env = dict(base_env(), XDG_RUNTIME_DIR=xdg)
-    ns = [unshare, "--pid", "--fork", "--mount-proc"]
-    cmd = runnerd_cmd("generic", [common.PY, agent, ws, first_tmp, "gated"])
-    if os.geteuid() != 0:
-        # Not root: in a user namespace of its own too, where root's files are nobody's, and
-        # runnerd takes its helpers only from root or the user: a copy of the user's.
-        ns[1:1] = ["--user", "--map-current-user"]
-        install = os.path.join(tmp, "apart-install")
-        os.makedirs(install)
-        top = os.path.dirname(os.path.dirname(os.path.realpath(common.RUNNERD)))
-        for d in ("bin", "etc"):
-            shutil.copytree(os.path.join(top, d), os.path.join(install, d), symlinks=True)
-        cmd[0] = os.path.join(install, "bin", os.path.basename(common.RUNNERD))
-    first = subprocess.Popen(ns + cmd,
+    cmd = common.apart(runnerd_cmd("generic", [common.PY, agent, ws, first_tmp, "gated"]), tmp)
+    if not cmd:
+        common.skip_part("sessions apart: unshare (util-linux) is not installed")
+        return
+    first = subprocess.Popen(cmd,
                              env=first_env, cwd=tmp, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:

@@ -976,6 +976,59 @@ def test_cache_layers(tmp):
         shutil.rmtree(probe, ignore_errors=True)
 
 
+LAYER_AGENT = r"""import os, subprocess, sys, time
+probe, tmp = sys.argv[1], sys.argv[2]
+def command(script):
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True).stdout.strip()
+open(tmp + "/wrote", "w").write(command("echo mine > %s/x && echo wrote" % probe))
+while not os.path.exists(tmp + "/go"):
+    time.sleep(0.05)
+open(tmp + "/read", "w").write(command("cat %s/x 2>&1" % probe))
+"""
+
+
+def test_cache_layers_apart(tmp):
+    """A session in a pid namespace of its own (a container that shares the home) has its
+    caches' layers under ~/.local/state/runnerd/layers too, named by its pid there, which
+    names another process here or none. The build before took them for a gone session's when
+    another session started, and removed them under it: what its commands had written to a
+    cache was gone (as root, where its pid named no process here). Now a session's layers go
+    only once no one holds the lock beside them."""
+    os.chmod(tmp, 0o755)
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    os.makedirs(os.path.join(home, ".cache"), exist_ok=True)
+    probe = tempfile.mkdtemp(prefix="rd-apart-", dir=os.path.join(home, ".cache"))
+    agent = os.path.join(tmp, "layer_agent.py")
+    with open(agent, "w") as f:
+        f.write(LAYER_AGENT)
+    os.chmod(agent, 0o755)
+    cmd = common.apart(runnerd_cmd("generic", [common.PY, agent, probe, tmp]), tmp)
+    if not cmd:
+        common.skip_part("cache layers apart: unshare (util-linux) is not installed")
+        shutil.rmtree(probe, ignore_errors=True)
+        return
+    first = subprocess.Popen(cmd, env=common.base_env(), cwd=tmp, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        wrote = common.wait_file(os.path.join(tmp, "wrote"), 30)
+        second = subprocess.run(runnerd_cmd("generic", ["true"]), env=common.base_env(),
+                                cwd=tmp, capture_output=True, text=True, timeout=60)
+        open(os.path.join(tmp, "go"), "w").close()
+        first.wait(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+        shutil.rmtree(probe, ignore_errors=True)
+    said = {n: open(os.path.join(tmp, n)).read() for n in ("wrote", "read")
+            if os.path.exists(os.path.join(tmp, n))}
+    check("cache layers apart: a session in a pid namespace of its own writes its cache's "
+          "layer", wrote and said.get("wrote") == "wrote" and second.returncode == 0,
+          repr(said) + first.stderr.read()[-300:] + second.stderr[-300:])
+    check("cache layers apart: after another session started, its command still reads what "
+          "it wrote there", said.get("read") == "mine", repr(said))
+
+
 def test_rule_view(tmp):
     """A rule's own "write" and "protect": tee may write a directory of the home that is
     read-only to every other command (touch), but not a path the profile protects in it; cp
@@ -1165,7 +1218,7 @@ def main():
                              test_writes, test_protected_created, test_worktree_dotgit,
                              test_hooks_path, test_git_head, test_gitlink_config,
                              test_nested_repos, test_fifo_index, test_aider_config, test_git_init_made,
-                             test_workspace_option, test_cache_layers,
+                             test_workspace_option, test_cache_layers, test_cache_layers_apart,
                              test_rule_view, test_root_sockets,
                              test_config_in_workspace, test_proc_hidden), "rd-view-")
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* A file of len bytes (a pattern with a NUL in it) in a directory of its own: its path. */
@@ -120,12 +121,50 @@ static void test_own_dir(void **state)
 	rmdir(dir);
 }
 
+/* A lock that says its holder lives: seen from another open of the file, in this process or
+ * another; not let go when another fd of the file is closed; held by a forked child until it
+ * exits too; gone with the last fd of its description. */
+static void test_lock(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/rd-test-lock-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	int other = open(path, O_RDONLY);
+	assert_int_equal(rd_lock_held(other), 0);
+	assert_int_equal(rd_lock_take(fd), 0);
+	assert_int_equal(rd_lock_held(other), 1);
+	int third = open(path, O_RDONLY);
+	close(third);
+	assert_int_equal(rd_lock_held(other), 1);
+	int w = open(path, O_WRONLY);
+	assert_int_equal(rd_lock_take(w), -EAGAIN);
+	close(w);
+	int go[2];
+	assert_int_equal(pipe(go), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		char c;
+		close(go[1]);
+		_exit(read(go[0], &c, 1) < 0);
+	}
+	close(go[0]);
+	close(fd);
+	assert_int_equal(rd_lock_held(other), 1); /* the child's copy holds it */
+	close(go[1]);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_int_equal(rd_lock_held(other), 0);
+	close(other);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test(test_special),
 	    cmocka_unit_test(test_own_dir),
+	    cmocka_unit_test(test_lock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
