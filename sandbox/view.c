@@ -951,17 +951,20 @@ static int shadow_build(const struct rd_view_paths *v, size_t i, int real, int o
 		if (keep < 0)
 			r = old >= 0 ? -errno : -E2BIG;
 	}
-	char opt[32], mode[16];
+	char opt[32], mode[16], size[32];
 	int fs = r == 0 ? fsopen("tmpfs", FSOPEN_CLOEXEC) : -1;
 	if (r == 0 && fs < 0)
 		r = -errno;
 	snprintf(opt, sizeof(opt), "%zu", 2 * n + 16);
+	/* A page for each entry (a symlink's target longer than tmpfs keeps in its inode takes
+	 * one), and some: a bound, not memory taken. */
+	snprintf(size, sizeof(size), "%zu", (n + 16) * 4096);
 	/* The directory's mode; and its owner (one this namespace cannot map: the tmpfs's own). */
 	snprintf(mode, sizeof(mode), "%o", (unsigned)(dst.st_mode & 07777));
 	if (r == 0 &&
 	    (fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", opt, 0) < 0 ||
 	     fsconfig(fs, FSCONFIG_SET_STRING, "mode", mode, 0) < 0 ||
-	     fsconfig(fs, FSCONFIG_SET_STRING, "size", "1m", 0) < 0 ||
+	     fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
 	     fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
 	     (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0))
 		r = -errno;
@@ -1128,7 +1131,13 @@ static int shadows(struct rd_view_error *e, const struct rd_view_paths *paths)
 		if (fd < 0)
 			return fd;
 		shadow_real[i] = fd;
-		int r = shadow_put(i);
+		/* One it cannot build (no memory, no fds) is an error, as any mount of the view's;
+		 * past RD_VIEW_SHADOW_MAX entries, it is none, and its masked files are bound on
+		 * themselves (docs/threat-model.md). */
+		int mnt = shadow_build(paths, i, fd, -1);
+		if (mnt == -E2BIG)
+			continue;
+		int r = mnt < 0 ? mnt : shadow_swap(i, mnt);
 		if (r < 0)
 			return r;
 	}

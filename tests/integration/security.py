@@ -3480,6 +3480,41 @@ def test_mask_dir_changes(tmp):
             shutil.rmtree(cache, ignore_errors=True)
 
 
+def test_mask_dir_full(tmp):
+    """A directory of the home that holds a masked file, and 300 symlinks with long targets
+    (a dotfiles manager's, a cluster's scratch links): the build before made its shadow a
+    tmpfs of 1 MiB, which the symlinks filled, and dropped the shadow without a word, so the
+    names its writers use beside the masked file (auth.json.tmp1 here, holding the secret as
+    a writer's temporary file does before its rename) were the real ones to commands. The
+    shadow is now sized by its entries. Made in the caller's real home, and removed after."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    d = os.path.join(home, ".rd-full-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+    os.makedirs(d)
+    try:
+        target = "/" + "/".join(["longlink%03d" % i for i in range(300)])
+        for i in range(300):
+            os.symlink(target[:3000] + str(i), os.path.join(d, "link%03d" % i))
+        with open(os.path.join(d, "auth.json"), "w") as f:
+            f.write(CANARY)
+        with open(os.path.join(d, "auth.json.tmp1"), "w") as f:
+            f.write("temp-" + CANARY)
+        prof = write_profile(tmp, "full", {"default": "allow",
+                                           "mask": [os.path.join(d, "auth.json")]})
+        script = ("sh -c 'echo temp=$(cat %s/auth.json.tmp1 2>/dev/null)'; "
+                  "sh -c 'echo link=$(readlink %s/link299 | tail -c 4)'; "
+                  "sh -c 'echo auth=$(cat %s/auth.json)'" % (d, d, d))
+        run = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    got = dict(l.split("=", 1) for l in run.stdout.splitlines() if "=" in l)
+    say = run.stdout + run.stderr[-600:]
+    check("mask dir full: the writer's temporary name beside the masked file is empty to "
+          "commands, the masked file too", got.get("temp") == "" and got.get("auth") == "" and
+          CANARY not in run.stdout, say)
+    check("mask dir full: the symlinks are there as they are", got.get("link") == "299", say)
+
+
 def test_mask_krb5(tmp):
     """Kerberos's default ticket cache, /tmp/krb5cc_UID, is in the shipped masks: a command
     reads it empty. kdestroy (removed) and a new ticket (a new file) stop no later command, as
@@ -4077,7 +4112,7 @@ def main():
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
-             test_mask_dir_changes, test_mask_dir_layers, test_mask_krb5,
+             test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
              test_sessions_list_unreadable, test_sessions_apart, test_sessions_start_held,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
