@@ -373,6 +373,7 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 			const char *m = masks.v[i];
 			struct stat st;
 			char dir[PATH_MAX], file[PATH_MAX * 2];
+			bool directory = false;
 			if (m[0] != '/')
 				continue;
 			/* Where the mask goes: a symlink's target (pinned), else the path in its
@@ -384,7 +385,9 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 			} else {
 				/* A directory, a socket, or nothing yet: its mask alone, unless a
 				 * file makes its directory a shadow (below, hidden). */
-				bool regular = lstat(m, &st) == 0 && S_ISREG(st.st_mode);
+				bool there = lstat(m, &st) == 0,
+				     regular = there && S_ISREG(st.st_mode);
+				directory = there && S_ISDIR(st.st_mode);
 				if (!regular && pass == 0)
 					continue;
 				const char *slash = strrchr(m, '/');
@@ -436,6 +439,10 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 				}
 				r = rd_strv_add(shadow, dir);
 			}
+			/* A directory's name alone (sandbox/view.h, rd_view_hidden). */
+			size_t flen = strlen(file);
+			if (directory && flen + 1 < sizeof(file))
+				memcpy(file + flen, "/", 2);
 			bool known = false;
 			for (size_t k = 0; k < hidden->n && !known; k++)
 				known = strcmp(hidden->v[k], file) == 0;

@@ -896,6 +896,30 @@ static bool temporary(const char *name)
 	return true;
 }
 
+/* What follows a masked file's name in the names its writers give it: NAME.tmp, NAME-XXXX,
+ * NAME~, NAME2, or nothing. */
+static bool after_name(char c)
+{
+	return !c || c == '.' || c == '-' || c == '~' || (c >= '0' && c <= '9');
+}
+
+/* Is name the masked name h (n bytes), or, for a file's (not a directory's: h ends in '/'),
+ * one of the names its writers and editors keep its text under beside it: NAME.tmp and the
+ * like, .NAME.swp (vim's swap file), .NAME123 (Go's renameio), #NAME# (Emacs's auto-save),
+ * .#NAME (Emacs's lock)? */
+static bool hidden_name(const char *h, size_t n, const char *name)
+{
+	if (n && h[n - 1] == '/')
+		return strncmp(h, name, n - 1) == 0 && !name[n - 1];
+	if (strncmp(h, name, n) == 0 && after_name(name[n]))
+		return true;
+	if (name[0] == '.' && strncmp(h, name + 1, n) == 0 && after_name(name[n + 1]))
+		return true;
+	if (name[0] == '#' && strncmp(h, name + 1, n) == 0 && !strcmp(name + n + 1, "#"))
+		return true;
+	return name[0] == '.' && name[1] == '#' && strncmp(h, name + 2, n) == 0 && !name[n + 2];
+}
+
 bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *name)
 {
 	size_t len = strlen(dir);
@@ -907,10 +931,7 @@ bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *
 		if (strncmp(h, dir, len) != 0 || h[len] != '/')
 			continue;
 		any = true;
-		size_t n = strlen(h + len + 1);
-		if (strncmp(h + len + 1, name, n) == 0 &&
-		    (!name[n] || name[n] == '.' || name[n] == '-' || name[n] == '~' ||
-		     (name[n] >= '0' && name[n] <= '9')))
+		if (hidden_name(h + len + 1, strlen(h + len + 1), name))
 			return true;
 	}
 	return any && temporary(name);

@@ -52,16 +52,20 @@ struct rd_view_paths {
 	 * file or directory (see view.c, shadow_build). */
 	char *const *shadow;
 	size_t n_shadow;
-	char *const *hidden; /* masked paths in those directories: there, never the real ones */
+	/* Masked paths in those directories: there, never the real ones; a directory's with a
+	 * '/' after it (its name alone is hidden: no writer puts a directory's text beside it). */
+	char *const *hidden;
 	size_t n_hidden;
 };
 
-/* Is dir/name (dir one of v->shadow) hidden in its shadow: one of v->hidden, or named as the
- * writers of such a file name what they make beside it while they write it again (NAME.tmp.X,
- * NAME.lock, NAME-PID.tmp, NAME.new, NAME.backup, NAME~, docker's NAME12345: a name that goes
- * on with '.', '-', '~' or a digit), or as libraries name a temporary file in the directory
- * of the file they write (.tmpXXXXXX, tmpXXXXXXXX)? Those hold the secret too, or will, a
- * moment later. */
+/* Is dir/name (dir one of v->shadow) hidden in its shadow: one of v->hidden, or, for a file,
+ * named as the writers of such a file name what they make beside it while they write it again
+ * (NAME.tmp.X, NAME.lock, NAME-PID.tmp, NAME.new, NAME.backup, NAME~, docker's NAME12345: a
+ * name that goes on with '.', '-', '~' or a digit; the same after a '.', as Go's renameio's
+ * .NAME123 and vim's swap file .NAME.swp), or as Emacs names its auto-save and lock (#NAME#,
+ * .#NAME), or as libraries name a temporary file in the directory of the file they write
+ * (.tmpXXXXXX, tmpXXXXXXXX)? Those hold the secret too, or will, a moment later. A masked
+ * directory hides its own name alone (~/.aws does not hide ~/.aws-sam). */
 bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *name);
 
 /* The most entries a shadow directory may hold: each is a mount that every sandbox copies. */

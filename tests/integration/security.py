@@ -3515,6 +3515,42 @@ def test_mask_dir_full(tmp):
     check("mask dir full: the symlinks are there as they are", got.get("link") == "299", say)
 
 
+def test_mask_dir_names(tmp):
+    """The names hidden beside a masked file in its directory's shadow: those its editors keep
+    its text under too (vim's swap file .NAME.swp, Emacs's auto-save #NAME#; the build before
+    showed both to commands), and not the names that merely begin with a masked directory's
+    (a masked keys/ hid keys-extra/ before: ~/.aws hid ~/.aws-sam, ~/.config/gh hid
+    ~/.config/gh-dash). Made in the caller's real home, and removed after."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    d = os.path.join(home, ".rd-names-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+    os.makedirs(os.path.join(d, "keys"))
+    os.makedirs(os.path.join(d, "keys-extra"))
+    try:
+        for name, text in (("auth.json", CANARY), (".auth.json.swp", "swap-" + CANARY),
+                           ("#auth.json#", "autosave-" + CANARY), ("keys/k", CANARY),
+                           ("keys-extra/f", "kept"), ("auth.jsonl", "log")):
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        prof = write_profile(tmp, "names", {"default": "allow", "mask": [
+            os.path.join(d, "auth.json"), os.path.join(d, "keys")]})
+        script = "; ".join("sh -c 'echo %s=$(cat \"%s/%s\" 2>/dev/null)'" % (k, d, n)
+                           for k, n in (("swap", ".auth.json.swp"),
+                                        ("autosave", "#auth.json#"), ("key", "keys/k"),
+                                        ("extra", "keys-extra/f"), ("log", "auth.jsonl")))
+        run = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    got = dict(l.split("=", 1) for l in run.stdout.splitlines() if "=" in l)
+    say = run.stdout + run.stderr[-600:]
+    check("mask dir names: an editor's swap and auto-save files of a masked file are empty to "
+          "commands", got.get("swap") == "" and got.get("autosave") == "" and
+          got.get("key") == "" and CANARY not in run.stdout, say)
+    check("mask dir names: a directory beside a masked one whose name begins with its name, "
+          "and a file whose name goes on with a letter, are there as they are",
+          got.get("extra") == "kept" and got.get("log") == "log", say)
+
+
 def test_mask_krb5(tmp):
     """Kerberos's default ticket cache, /tmp/krb5cc_UID, is in the shipped masks: a command
     reads it empty. kdestroy (removed) and a new ticket (a new file) stop no later command, as
@@ -4112,7 +4148,7 @@ def main():
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
-             test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_krb5,
+             test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names, test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
              test_sessions_list_unreadable, test_sessions_apart, test_sessions_start_held,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
