@@ -297,10 +297,10 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
  * one's too where its writable roots hold them: else a command of this session could write
  * the hooks a granted git of theirs runs, once it has checked them (supervisor/sessions.h).
  * Appended to protect. Read under the start's lock (sup_sessions_lock). */
-static int peers_protect(const char *sessions, const struct rd_strv *write, struct rd_strv *protect)
+static int peers_protect(const struct rd_strv *write, struct rd_strv *protect)
 {
 	struct peers pe = {0};
-	sup_sessions_read(sessions, NULL, &pe);
+	sup_sessions_read(NULL, &pe);
 	int r = -pe.err;
 	for (size_t p = 0; r == 0 && p < pe.n; p++)
 		for (size_t i = 0; r == 0 && !pe.v[p].ended && i < pe.v[p].protect.n; i++) {
@@ -1074,7 +1074,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	               hidden = {0};
 	char *workspace = NULL, *layers_dir = NULL;
 	struct sup_listed listed = {.fd = -1};
-	int start_lock = -1; /* sup_sessions_lock's, held until this session is listed */
+	int start_lock[SUP_SESSIONS_BASES] = {-1, -1}; /* held until this session is listed */
 	char *agent = NULL;
 	char **agent_argv = NULL;
 	char *launched = NULL;
@@ -1193,11 +1193,11 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	 * others' until it is listed there (supervisor/sessions.h). Not for runnerd serve's:
 	 * its paths are the container's. */
 	if (!ss && (!(s.sessions_dir = sup_sessions_dir(&err)) ||
-	            (start_lock = sup_sessions_lock(s.sessions_dir, &err)) < 0)) {
+	            sup_sessions_lock(start_lock, &err) < 0)) {
 		rd_error_prefix(&err, "cannot start a session the user's other sessions know of: ");
 		goto fail;
 	}
-	int peers_r = ss ? 0 : peers_protect(s.sessions_dir, &write, &protect);
+	int peers_r = ss ? 0 : peers_protect(&write, &protect);
 	if (peers_r < 0) {
 		rd_error_set(&err, -peers_r,
 		             "cannot read the list of the user's other runnerd sessions (%s): what "
@@ -1269,8 +1269,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 			goto fail;
 		}
 		s.sessions_self = strrchr(listed.path, '/') + 1;
-		close(start_lock);
-		start_lock = -1;
+		sup_sessions_unlock(start_lock);
 	}
 	for (size_t i = 0; i < notes.n; i++)
 		fprintf(stderr, "runnerd: %s\n", notes.v[i]);
@@ -1436,8 +1435,7 @@ out:
 	if (s.zygote_fd >= 0)
 		close(s.zygote_fd);
 	rd_audit_close(&audit);
-	if (start_lock >= 0)
-		close(start_lock);
+	sup_sessions_unlock(start_lock);
 	sup_sessions_unlist(&listed);
 	free(s.sessions_dir);
 	if (s.control_path)

@@ -15,46 +15,73 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The time in ms on the clock the kernel stamps inodes' change times with (coarse: the last
- * tick's), so that a change after a session's start, or before its end, stamps no earlier, or
- * no later, than what that session wrote down. */
-static long long now_ms(void)
+/* The time in ms, as the kernel stamps inodes' change times: for a session's start, the
+ * coarse clock's (the last tick's), which no later change is stamped before; for its end (up),
+ * the fine clock's, rounded up, which a change before it may still be stamped past by up to a
+ * tick (multigrain timestamps: END_MARGIN_MS). */
+static long long now_ms(bool up)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_REALTIME_COARSE, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+	clock_gettime(up ? CLOCK_REALTIME : CLOCK_REALTIME_COARSE, &t);
+	return (long long)t.tv_sec * 1000 + (t.tv_nsec + (up ? 999999 : 0)) / 1000000;
+}
+
+/* The places that may list the user's sessions (each holds sessions/), in the order a session
+ * lists itself in the first it can use: /run/runnerd as root; else /run/user/UID/runnerd where
+ * /run/user/UID is the user's, then /tmp/runnerd-UID. /run/user/UID comes with a login and
+ * goes with the last logout, so sessions of one user may be listed in either: every reader
+ * reads both. Their count. */
+static int bases(char out[SUP_SESSIONS_BASES][64])
+{
+	uid_t uid = geteuid();
+	struct stat st;
+	int n = 0;
+	if (uid == 0) {
+		snprintf(out[n++], 64, "/run/runnerd");
+		return n;
+	}
+	snprintf(out[0], 64, "/run/user/%u", (unsigned)uid);
+	if (lstat(out[0], &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid)
+		snprintf(out[n++], 64, "/run/user/%u/runnerd", (unsigned)uid);
+	snprintf(out[n++], 64, "/tmp/runnerd-%u", (unsigned)uid);
+	return n;
+}
+
+/* base's sessions/ into path, if it is the user's own 0700 directory: one that is missing,
+ * or another's, lists none of the user's sessions (none could list itself there). */
+static bool listing(const char *base, char path[PATH_MAX])
+{
+	struct stat st;
+	snprintf(path, PATH_MAX, "%s/sessions", base);
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & 077);
 }
 
 char *sup_sessions_dir(struct rd_error *err)
 {
-	char base[64], *dir = NULL;
-	struct stat st;
-	uid_t uid = geteuid();
-	snprintf(base, sizeof(base), "/run/user/%u", (unsigned)uid);
-	if (uid == 0)
-		snprintf(base, sizeof(base), "/run/runnerd");
-	else if (lstat(base, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid)
-		snprintf(base, sizeof(base), "/run/user/%u/runnerd", (unsigned)uid);
-	else
-		snprintf(base, sizeof(base), "/tmp/runnerd-%u", (unsigned)uid);
-	if (asprintf(&dir, "%s/sessions", base) < 0) {
-		rd_error_set(err, ENOMEM, "out of memory");
-		return NULL;
-	}
-	if (rd_own_dir(base, err) < 0 || rd_own_dir(dir, err) < 0) {
-		rd_error_prefix(err, "the list of the user's runnerd sessions cannot be kept: ");
+	char base[SUP_SESSIONS_BASES][64], *dir = NULL;
+	int n = bases(base);
+	for (int i = 0; i < n; i++) {
+		*err = (struct rd_error){0};
+		if (asprintf(&dir, "%s/sessions", base[i]) < 0) {
+			rd_error_set(err, ENOMEM, "out of memory");
+			return NULL;
+		}
+		if (rd_own_dir(base[i], err) == 0 && rd_own_dir(dir, err) == 0)
+			return dir;
 		free(dir);
-		return NULL;
 	}
-	return dir;
+	rd_error_prefix(err, "the list of the user's runnerd sessions cannot be kept: ");
+	return NULL;
 }
 
 /* How long a session waits for another's start (sup_sessions_lock), in ms. */
 #define LOCK_WAIT_MS 10000
 
-int sup_sessions_lock(const char *dir, struct rd_error *err)
+/* dir/lock, held (flock, exclusive) within LOCK_WAIT_MS: its fd, or -errno with err set. */
+static int lock_one(const char *dir, struct rd_error *err)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX + 8];
 	snprintf(path, sizeof(path), "%s/lock", dir);
 	int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
@@ -73,6 +100,30 @@ int sup_sessions_lock(const char *dir, struct rd_error *err)
 		usleep(1000);
 	}
 	return fd;
+}
+
+int sup_sessions_lock(int held[SUP_SESSIONS_BASES], struct rd_error *err)
+{
+	char base[SUP_SESSIONS_BASES][64], dir[PATH_MAX];
+	int n = bases(base), r = 0;
+	for (int i = 0; i < SUP_SESSIONS_BASES; i++)
+		held[i] = -1;
+	/* Each place's, in one order (no two sessions wait for each other). */
+	for (int i = 0; r == 0 && i < n; i++)
+		if (listing(base[i], dir) && (held[i] = lock_one(dir, err)) < 0)
+			r = held[i];
+	if (r < 0)
+		sup_sessions_unlock(held);
+	return r;
+}
+
+void sup_sessions_unlock(int held[SUP_SESSIONS_BASES])
+{
+	for (int i = 0; i < SUP_SESSIONS_BASES; i++) {
+		if (held[i] >= 0)
+			close(held[i]);
+		held[i] = -1;
+	}
 }
 
 /* Each path of l as a line of its own, after tag; a path with a newline cannot be listed. */
@@ -116,7 +167,7 @@ int sup_sessions_list(const char *dir, const struct rd_session *s, struct sup_li
 	if (r == 0 && s->workspace && !strchr(s->workspace, '\n') &&
 	    fprintf(f, "s\t%s\n", s->workspace) < 0)
 		r = -EIO;
-	if (r == 0 && fprintf(f, "t\t%lld\n", now_ms()) < 0)
+	if (r == 0 && fprintf(f, "t\t%lld\n", now_ms(false)) < 0)
 		r = -EIO;
 	if (r == 0)
 		r = put_lines(f, 'w', s->any_rule.write, s->any_rule.n_write, &s->view);
@@ -202,7 +253,7 @@ void sup_sessions_unlist(struct sup_listed *l)
 	 * commands wrote would be taken. */
 	char *slash = strrchr(l->path, '/'), *ended = NULL;
 	char line[32];
-	int len = snprintf(line, sizeof(line), "e\t%lld\n", now_ms());
+	int len = snprintf(line, sizeof(line), "e\t%lld\n", now_ms(true));
 	if (lseek(l->fd, 0, SEEK_END) < 0 || write(l->fd, line, (size_t)len) != len) {
 		/* A part of it, or none: a reader takes the name's end. */
 	}
@@ -331,7 +382,8 @@ static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer 
 void sup_sessions_load(struct sup *u)
 {
 	u->pe.hit = false;
-	sup_sessions_read(u->s->sessions_dir, u->s->sessions_self, &u->pe);
+	if (u->s->sessions_dir)
+		sup_sessions_read(u->s->sessions_self, &u->pe);
 }
 
 /* sup_sessions_read's one pass: -EAGAIN where an entry was renamed meanwhile. */
@@ -369,15 +421,26 @@ static int read_once(const char *dir, const char *self, struct peers *pe)
 	return r;
 }
 
-void sup_sessions_read(const char *dir, const char *self, struct peers *pe)
+void sup_sessions_read(const char *self, struct peers *pe)
 {
-	int r = 0;
+	char base[SUP_SESSIONS_BASES][64], dir[PATH_MAX];
+	int n = bases(base), r = 0;
 	/* Read again where a session ended while it was read: a few times, then refused. */
 	for (int i = 0; i < 5 && (i == 0 || r == -EAGAIN); i++) {
 		sup_sessions_peers_free(pe);
-		r = dir ? read_once(dir, self, pe) : 0;
+		r = 0;
+		for (int k = 0; r == 0 && k < n; k++)
+			if (listing(base[k], dir))
+				r = read_once(dir, self, pe);
 	}
 	pe->err = -r;
+}
+
+/* Did st change while ended session p's commands could write (its change time in p's run)? */
+static bool changed_in(const struct stat *st, const struct peer *p)
+{
+	long long at = (long long)st->st_ctim.tv_sec * 1000 + st->st_ctim.tv_nsec / 1000000;
+	return at >= p->start && at <= p->end + END_MARGIN_MS;
 }
 
 const char *sup_sessions_writable(struct sup *u, const char *path)
@@ -420,17 +483,31 @@ const char *sup_sessions_writable(struct sup *u, const char *path)
 			 * reads, and the files in it are judged themselves. */
 			if (!there || S_ISDIR(st.st_mode))
 				continue;
-			long long at =
-			    (long long)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
-			if (at < p->start || at > p->end + END_MARGIN_MS)
+			/* A program's, or a hook's, directory too, below the root: a directory
+			 * moved into place (a work tree's tools/ moved in as .git/hooks) keeps
+			 * its files' change times, and takes one of its own. Not a
+			 * configuration's: its directory (.git, the home) changes all the time. */
+			char up[PATH_MAX];
+			const char *slash = strrchr(path, '/');
+			struct stat ust;
+			bool dir = S_ISREG(st.st_mode) && (st.st_mode & 0111) && slash &&
+			           slash != path &&
+			           snprintf(up, sizeof(up), "%.*s", (int)(slash - path), path) <
+			               (int)sizeof(up) &&
+			           strcmp(up, root) != 0 && lstat(up, &ust) == 0;
+			const char *moved = dir && changed_in(&ust, p) ? up : NULL;
+			if (!moved && !changed_in(&st, p))
 				continue;
 			pe->hit = true;
 			snprintf(
 			    pe->why, sizeof(pe->why),
-			    "%s, changed while the commands of another runnerd session could write "
-			    "there (runnerd %d, workspace %s, ended): look at it, and if it is "
-			    "yours, write it again (cp, then mv over it) to have it taken",
-			    path, (int)p->pid, p->workspace ? p->workspace : "unknown");
+			    "%s%s%s, changed while the commands of another runnerd session "
+			    "could write there (runnerd %d, workspace %s, ended): look at it, "
+			    "and if it is yours, write it again (cp, then mv over it) to have it "
+			    "taken",
+			    moved ? "the directory " : "", moved ? moved : path,
+			    moved ? " (moved or changed)" : "", (int)p->pid,
+			    p->workspace ? p->workspace : "unknown");
 			return pe->why;
 		}
 		pe->hit = true;

@@ -12,19 +12,24 @@
 
 #include "supervisor/core.h"
 
-/* The directory that lists the user's sessions: /run/runnerd/sessions as root, else
- * /run/user/UID/runnerd/sessions where /run/user/UID is the user's, else
- * /tmp/runnerd-UID/sessions; each made (0700) where missing, and refused (NULL, err set) where
- * it is not the user's own 0700 directory. Never by XDG_RUNTIME_DIR: sessions started with
- * different values must see each other. malloc'd. */
+/* The places that may list the user's sessions, at most. */
+#define SUP_SESSIONS_BASES 2
+
+/* The directory this session lists itself in: /run/runnerd/sessions as root, else
+ * /run/user/UID/runnerd/sessions where /run/user/UID is the user's, else (or where that one
+ * cannot be made the user's own) /tmp/runnerd-UID/sessions; made (0700) where missing, and
+ * refused where it is not the user's own 0700 directory (NULL, err set). Never by
+ * XDG_RUNTIME_DIR: sessions started with different values must see each other. Readers read
+ * every place (a login makes /run/user/UID, the last logout removes it). malloc'd. */
 char *sup_sessions_dir(struct rd_error *err);
 
 /* A session's start, from reading the others' protected paths until it has listed itself
  * (sup_sessions_list), is held apart from every other's: else each could read the list
  * before the other is in it, and check a grant the other's commands can then write around.
- * The lock's fd (close it to let go), or -errno with err set where another session has held
- * it for 10 s. */
-int sup_sessions_lock(const char *dir, struct rd_error *err);
+ * Each place's lock, into held (sup_sessions_unlock lets go); 0, or -errno with err set where
+ * another session has held one for 10 s. */
+int sup_sessions_lock(int held[SUP_SESSIONS_BASES], struct rd_error *err);
+void sup_sessions_unlock(int held[SUP_SESSIONS_BASES]);
 
 /* A session's entry: its path, and the fd that holds its lock (live while held). */
 struct sup_listed {
@@ -49,10 +54,10 @@ void sup_sessions_load(struct sup *u);
  * until the next call); NULL if nowhere. */
 const char *sup_sessions_writable(struct sup *u, const char *path);
 
-/* The sessions of the user listed in dir but self (an entry's name, or NULL), into pe (its old
- * ones freed), as sup_sessions_load; pe->err where they could not be read whole.
- * sup_sessions_peers_free frees them (u->pe too). */
-void sup_sessions_read(const char *dir, const char *self, struct peers *pe);
+/* The sessions of the user, in every place that lists them, but self (an entry's name, or
+ * NULL), into pe (its old ones freed), as sup_sessions_load; pe->err where they could not be
+ * read whole. sup_sessions_peers_free frees them (u->pe too). */
+void sup_sessions_read(const char *self, struct peers *pe);
 void sup_sessions_peers_free(struct peers *pe);
 
 #endif

@@ -95,13 +95,16 @@ def open_to_all(top, files=0o666):
     os.chmod(top, 0o777)
 
 
-def apart(cmd, tmp):
+def apart(cmd, tmp, logged_out=False):
     """cmd (runnerd's command line) in a pid namespace of its own, as in a container or an
     orchestrator's sandbox: the argv to run, or None without unshare (util-linux). As root,
     runnerd's pid there is one no process has here (the namespace's next pid set near
     pid_max), so that it names no process here either; not root, in a user namespace of its
     own too (mapped to the user), running a copy of runnerd's install that is the user's (root's
-    files are nobody's there, and runnerd takes its helpers only from root or the user)."""
+    files are nobody's there, and runnerd takes its helpers only from root or the user), and
+    with logged_out, with no /run/user/UID (as under su or cron before the user logs in: an
+    empty /run/user in a mount namespace of its own, its capabilities there dropped before
+    runnerd starts)."""
     unshare = shutil.which("unshare")
     if not unshare:
         return None
@@ -115,6 +118,10 @@ def apart(cmd, tmp):
             for d in ("bin", "etc"):
                 shutil.copytree(os.path.join(top, d), os.path.join(install, d), symlinks=True)
         cmd[0] = os.path.join(install, "bin", os.path.basename(RUNNERD))
+        if logged_out:
+            ns[1:1] = ["--keep-caps"]
+            cmd = ["sh", "-c", "mount -t tmpfs -o mode=755 none /run/user && exec setpriv "
+                   '--inh-caps=-all --ambient-caps=-all -- "$@"', "sh"] + cmd
         return ns + cmd
     pid_max = int(open("/proc/sys/kernel/pid_max").read())
     last = next(n for n in range(pid_max - 2, 300, -1) if not os.path.exists("/proc/%d" % (n + 1)))

@@ -1912,12 +1912,15 @@ def test_sessions_start_held(tmp):
 
 def test_sessions_apart(tmp):
     """test_sessions_side_by_side, with the first session started apart: in a pid namespace
-    of its own (a container, an orchestrator's sandbox) and with an XDG_RUNTIME_DIR of its own
-    (a CI job's). The build before listed it under that XDG_RUNTIME_DIR, where a user's second
-    session did not look, and judged it alive by its pid in /proc, where its pid is another
-    process's: the other session took it for ended, a hook its command wrote after that
-    counted for the user's, and the granted commit ran it with the token. Now the list has one
-    place per user, and an entry lives while its runnerd holds a lock on it."""
+    of its own (a container, an orchestrator's sandbox), with an XDG_RUNTIME_DIR of its own
+    (a CI job's), and, not as root, with no /run/user/UID (started under su, or before the
+    user's login made it). The build before listed it under that XDG_RUNTIME_DIR, where a
+    user's second session did not look, and judged it alive by its pid in /proc, where its pid
+    is another process's: the other session took it for ended, a hook its command wrote after
+    that counted for the user's, and the granted commit ran it with the token. Now an entry
+    lives while its runnerd holds a lock on it, and every session reads both places the user's
+    sessions may list themselves in (/run/user/UID/runnerd and /tmp/runnerd-UID): 75453a9
+    listed the first in /tmp/runnerd-UID, and the second looked in /run/user/UID alone."""
     setup = granted_repo(tmp, "apart")
     if not setup:
         return
@@ -1928,7 +1931,8 @@ def test_sessions_apart(tmp):
     os.makedirs(first_tmp)
     os.makedirs(xdg, mode=0o700)
     first_env = dict(base_env(), XDG_RUNTIME_DIR=xdg)
-    cmd = common.apart(runnerd_cmd("generic", [common.PY, agent, ws, first_tmp, "gated"]), tmp)
+    cmd = common.apart(runnerd_cmd("generic", [common.PY, agent, ws, first_tmp, "gated"]), tmp,
+                       logged_out=True)
     if not cmd:
         common.skip_part("sessions apart: unshare (util-linux) is not installed")
         return
@@ -1963,6 +1967,38 @@ def test_sessions_apart(tmp):
           token not in out.stdout + out.stderr and "commit_rc=126" in out.stdout and
           "where the commands of another runnerd session can write" in told,
           out.stdout + out.stderr[-600:] + told[-1500:])
+
+
+def test_sessions_ended_moved(tmp):
+    """An ended session's command moved a directory of the work tree, made before that
+    session, in as the other session's .git/hooks: its files keep their old change times, so
+    the build before took its pre-commit for the user's, and the granted commit ran it with the
+    token. A hook's (a program's) directory now counts too: it took a change time of its own
+    when it was moved in."""
+    setup = granted_repo(tmp, "moved")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    tools = os.path.join(ws, "tools")
+    os.makedirs(tools)
+    with open(os.path.join(tools, "pre-commit"), "w") as f:
+        f.write("#!/bin/sh\necho hook=[$GH_TOKEN]\n")
+    os.chmod(os.path.join(tools, "pre-commit"), 0o755)
+    common.open_to_all(ws, files=0o777)
+    time.sleep(0.1)  # past the tick in which the files were stamped
+    mv = subprocess.run(runnerd_cmd("generic", ["sh", "-c", "sh -c 'mv %s/.git/hooks "
+                                                "%s/.git/hooks.orig && mv %s %s/.git/hooks'; "
+                                                "echo mv_rc=$?" % (ws, ws, tools, ws)]),
+                        env=base_env(), cwd=tmp, capture_output=True, text=True, timeout=60)
+    audit = os.path.join(tmp, "moved-audit.jsonl")
+    out = granted_commit(prof, env, ws, audit, "moved")
+    told = open(audit).read() if os.path.exists(audit) else ""
+    check("sessions ended moved: the ended session's command moved the work tree's directory "
+          "in as .git/hooks", "mv_rc=0" in mv.stdout, mv.stdout + mv.stderr[-300:])
+    check("sessions ended moved: the granted commit is refused, naming the moved directory, "
+          "and the token reaches no hook", token not in out.stdout + out.stderr and
+          "commit_rc=126" in out.stdout and "(moved or changed)" in told,
+          out.stdout + out.stderr[-400:] + told[-800:])
 
 
 def test_sessions_list_unreadable(tmp):
@@ -3480,6 +3516,16 @@ def test_mask_dir_changes(tmp):
             shutil.rmtree(cache, ignore_errors=True)
 
 
+def command_reads(prof, reads):
+    """Each (key, shell words) of reads, run by a command of its own (sh -c) under prof, bash
+    the agent: ({key: what the words printed}, the output to show)."""
+    script = "; ".join("sh -c 'echo %s=$(%s)'" % (k, w) for k, w in reads)
+    run = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
+                         capture_output=True, text=True, timeout=120)
+    return (dict(l.split("=", 1) for l in run.stdout.splitlines() if "=" in l),
+            run.stdout + run.stderr[-600:])
+
+
 def test_mask_dir_full(tmp):
     """A directory of the home that holds a masked file, and 300 symlinks with long targets
     (a dotfiles manager's, a cluster's scratch links): the build before made its shadow a
@@ -3500,18 +3546,14 @@ def test_mask_dir_full(tmp):
             f.write("temp-" + CANARY)
         prof = write_profile(tmp, "full", {"default": "allow",
                                            "mask": [os.path.join(d, "auth.json")]})
-        script = ("sh -c 'echo temp=$(cat %s/auth.json.tmp1 2>/dev/null)'; "
-                  "sh -c 'echo link=$(readlink %s/link299 | tail -c 4)'; "
-                  "sh -c 'echo auth=$(cat %s/auth.json)'" % (d, d, d))
-        run = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
-                             capture_output=True, text=True, timeout=120)
+        got, say = command_reads(prof, [("temp", "cat %s/auth.json.tmp1 2>/dev/null" % d),
+                                        ("link", "readlink %s/link299 | tail -c 4" % d),
+                                        ("auth", "cat %s/auth.json" % d)])
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    got = dict(l.split("=", 1) for l in run.stdout.splitlines() if "=" in l)
-    say = run.stdout + run.stderr[-600:]
     check("mask dir full: the writer's temporary name beside the masked file is empty to "
           "commands, the masked file too", got.get("temp") == "" and got.get("auth") == "" and
-          CANARY not in run.stdout, say)
+          CANARY not in say, say)
     check("mask dir full: the symlinks are there as they are", got.get("link") == "299", say)
 
 
@@ -3533,19 +3575,14 @@ def test_mask_dir_names(tmp):
                 f.write(text)
         prof = write_profile(tmp, "names", {"default": "allow", "mask": [
             os.path.join(d, "auth.json"), os.path.join(d, "keys")]})
-        script = "; ".join("sh -c 'echo %s=$(cat \"%s/%s\" 2>/dev/null)'" % (k, d, n)
-                           for k, n in (("swap", ".auth.json.swp"),
-                                        ("autosave", "#auth.json#"), ("key", "keys/k"),
-                                        ("extra", "keys-extra/f"), ("log", "auth.jsonl")))
-        run = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
-                             capture_output=True, text=True, timeout=120)
+        got, say = command_reads(prof, [(k, 'cat "%s/%s" 2>/dev/null' % (d, n)) for k, n in (
+            ("swap", ".auth.json.swp"), ("autosave", "#auth.json#"), ("key", "keys/k"),
+            ("extra", "keys-extra/f"), ("log", "auth.jsonl"))])
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    got = dict(l.split("=", 1) for l in run.stdout.splitlines() if "=" in l)
-    say = run.stdout + run.stderr[-600:]
     check("mask dir names: an editor's swap and auto-save files of a masked file are empty to "
           "commands", got.get("swap") == "" and got.get("autosave") == "" and
-          got.get("key") == "" and CANARY not in run.stdout, say)
+          got.get("key") == "" and CANARY not in say, say)
     check("mask dir names: a directory beside a masked one whose name begins with its name, "
           "and a file whose name goes on with a letter, are there as they are",
           got.get("extra") == "kept" and got.get("log") == "log", say)
@@ -4150,7 +4187,7 @@ def main():
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
              test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names, test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
-             test_sessions_list_unreadable, test_sessions_apart, test_sessions_start_held,
+             test_sessions_list_unreadable, test_sessions_apart, test_sessions_ended_moved, test_sessions_start_held,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
