@@ -17,8 +17,10 @@
 
 /* The time in ms, as the kernel stamps inodes' change times: for a session's start, the
  * coarse clock's (the last tick's), which no later change is stamped before; for its end (up),
- * the fine clock's, rounded up, which a change before it may still be stamped past by up to a
- * tick (multigrain timestamps: END_MARGIN_MS). */
+ * the fine clock's, rounded up, which no change before it is stamped past. The coarse clock's
+ * would not do there: with multigrain timestamps (Linux 6.13), a change is stamped by the fine
+ * clock once its time has been looked at, up to a tick past the coarse clock read after it
+ * (docs/kernel-notes.md). */
 static long long now_ms(bool up)
 {
 	struct timespec t;
@@ -190,13 +192,6 @@ int sup_sessions_list(const char *dir, const struct rd_session *s, struct sup_li
 		*out = (struct sup_listed){.path = path, .fd = fd};
 	return r;
 }
-
-/* How much later than an ended session's end a change still counts as its commands': with
- * multigrain timestamps (Linux 6.13), a change time can be the fine clock's, up to a tick
- * (10 ms at HZ=100; 7 ms measured here) past the coarse clock's reading runnerd made after
- * the change. Its start needs none: a change after it is stamped no earlier than that
- * reading. */
-#define END_MARGIN_MS 20
 
 /* The ended entries kept, at most: the oldest go first. */
 #define ENDED_MAX 256
@@ -440,7 +435,7 @@ void sup_sessions_read(const char *self, struct peers *pe)
 static bool changed_in(const struct stat *st, const struct peer *p)
 {
 	long long at = (long long)st->st_ctim.tv_sec * 1000 + st->st_ctim.tv_nsec / 1000000;
-	return at >= p->start && at <= p->end + END_MARGIN_MS;
+	return at >= p->start && at <= p->end;
 }
 
 const char *sup_sessions_writable(struct sup *u, const char *path)
