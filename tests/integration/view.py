@@ -983,7 +983,8 @@ def command(script):
 open(tmp + "/wrote", "w").write(command("echo mine > %s/x && echo wrote" % probe))
 while not os.path.exists(tmp + "/go"):
     time.sleep(0.05)
-open(tmp + "/read", "w").write(command("cat %s/x 2>&1" % probe))
+open(tmp + "/read", "w").write(command("cat %s/x && echo two > %s/y && cat %s/y 2>&1"
+                                       % (probe, probe, probe)))
 """
 
 
@@ -992,8 +993,9 @@ def test_cache_layers_apart(tmp):
     caches' layers under ~/.local/state/runnerd/layers too, named by its pid there, which
     names another process here or none. The build before took them for a gone session's when
     another session started, and removed them under it: what its commands had written to a
-    cache was gone (as root, where its pid named no process here). Now a session's layers go
-    only once no one holds the lock beside them."""
+    cache could not be written any more ("Directory nonexistent": its layer's upper directory
+    was gone; as root, where its pid named no process here). Now a session's layers go only
+    once no one holds the lock beside them."""
     os.chmod(tmp, 0o755)
     home = pwd.getpwuid(os.getuid()).pw_dir
     os.makedirs(os.path.join(home, ".cache"), exist_ok=True)
@@ -1025,8 +1027,8 @@ def test_cache_layers_apart(tmp):
     check("cache layers apart: a session in a pid namespace of its own writes its cache's "
           "layer", wrote and said.get("wrote") == "wrote" and second.returncode == 0,
           repr(said) + first.stderr.read()[-300:] + second.stderr[-300:])
-    check("cache layers apart: after another session started, its command still reads what "
-          "it wrote there", said.get("read") == "mine", repr(said))
+    check("cache layers apart: after another session started, its commands still read what "
+          "they wrote there, and write more", said.get("read") == "mine\ntwo", repr(said))
 
 
 def test_rule_view(tmp):
