@@ -787,7 +787,8 @@ static int make_layers(const struct rd_strv *caches, const struct rd_strv *write
 		char *end, lock[NAME_MAX + 8];
 		long pid = strtol(de->d_name, &end, 10);
 		size_t len = strlen(de->d_name);
-		if (pid <= 0 || *end != '-')
+		/* (A lock being taken, ".lock.new", is left: one lost to a crash is 0 bytes.) */
+		if (pid <= 0 || *end != '-' || (len > 4 && !strcmp(de->d_name + len - 4, ".new")))
 			continue;
 		if (len > 5 && strcmp(de->d_name + len - 5, ".lock") == 0) {
 			int fd = openat(tfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -806,15 +807,16 @@ static int make_layers(const struct rd_strv *caches, const struct rd_strv *write
 	}
 	if (d)
 		closedir(d);
-	_cleanup_free_ char *lock = NULL;
+	_cleanup_free_ char *lock = NULL, *taking = NULL;
 	if (asprintf(layers_dir, "%s/%d-%s", top, (int)getpid(), session) < 0 ||
-	    asprintf(&lock, "%s.lock", *layers_dir) < 0)
+	    asprintf(&lock, "%s.lock", *layers_dir) < 0 || asprintf(&taking, "%s.new", lock) < 0)
 		return -ENOMEM;
-	/* Held before the directory is made: no one takes it for a gone session's. */
-	layers_lock = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* Held before it has its name, and before the directory is made: no one ever finds the
+	 * lock there and not held, nor the directory without it. */
+	layers_lock = open(taking, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (layers_lock < 0)
 		return -errno;
-	if ((r = rd_lock_take(layers_lock)) < 0)
+	if ((r = rd_lock_take(layers_lock)) < 0 || (r = rename(taking, lock) < 0 ? -errno : 0) < 0)
 		return r;
 	if (mkdir(*layers_dir, 0700) < 0)
 		return -errno;
@@ -1208,6 +1210,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	/* (runnerd serve: the container's repository is left as it is.) */
 	if (!ss)
 		rd_repo_start(workspace, &repo_start);
+	rd_view_since_now();
 	s.view = (struct rd_view_paths){write.v,      write.n, protect.v, protect.n, layers.v,
 	                                layers.n / 2, NULL,    0,         NULL,      0};
 	s.missing = &missing;
@@ -1397,11 +1400,12 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	report_created(&missing, &audit);
 	if (!ss)
 		rd_repo_end(workspace, &repo_start, &audit);
-	remove_layers(layers_dir);
 	goto out;
 fail:
 	rd_cli_print_error(&err);
 out:
+	/* The caches' layers go with the session, one that did not start too. */
+	remove_layers(layers_dir);
 	if (ss && !started)
 		rd_agent_refuse_remote(
 		    ss->sock, err.err ? err.err : EPERM,

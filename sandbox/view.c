@@ -21,6 +21,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Written, these reach the whole machine, not the sandbox: core_pattern and the other
@@ -882,25 +883,38 @@ int rd_view_git_gate(struct rd_view_error *e, char *const *gits, size_t n, bool 
 	return 0;
 }
 
-/* Is name a temporary file's as libraries make them in the directory of the file they write:
- * Rust's tempfile (.tmpXXXXXX), Python's mkstemp (tmpXXXXXXXX)? */
-static bool temporary(const char *name)
+/* Are the n bytes at s letters or digits (and '_' where under)? */
+static bool alnum(const char *s, size_t n, bool under)
 {
-	if (strncmp(name, ".tmp", 4) == 0 && name[4])
-		return true;
-	if (strncmp(name, "tmp", 3) != 0 || strlen(name) != 11)
-		return false;
-	for (const char *c = name + 3; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || (under && s[i] == '_')))
 			return false;
 	return true;
 }
 
+/* Is name a temporary file's as programs make them in the directory of the file they write:
+ * Rust's tempfile (.tmpXXXXXX), Python's mkstemp (tmpXXXXXXXX), GNU sed -i (sedXXXXXX),
+ * mktemp (tmp.XXXXXXXXXX), GIO's safe write (.goutputstream-XXXXXX)? */
+static bool temporary(const char *name)
+{
+	size_t n = strlen(name);
+	if (strncmp(name, ".tmp", 4) == 0 && name[4])
+		return true;
+	if (strncmp(name, "tmp", 3) == 0 && n == 11 && alnum(name + 3, 8, true))
+		return true;
+	if (strncmp(name, "sed", 3) == 0 && n == 9 && alnum(name + 3, 6, false))
+		return true;
+	if (strncmp(name, "tmp.", 4) == 0 && n == 14 && alnum(name + 4, 10, false))
+		return true;
+	return strncmp(name, ".goutputstream-", 15) == 0 && name[15];
+}
+
 /* What follows a masked file's name in the names its writers give it: NAME.tmp, NAME-XXXX,
- * NAME~, NAME2, or nothing. */
+ * NAME~, NAME2, NAME___jb_tmp___ (JetBrains' safe write), or nothing. */
 static bool after_name(char c)
 {
-	return !c || c == '.' || c == '-' || c == '~' || (c >= '0' && c <= '9');
+	return !c || c == '.' || c == '-' || c == '~' || c == '_' || (c >= '0' && c <= '9');
 }
 
 /* Is name the masked name h (n bytes), or, for a file's (not a directory's: h ends in '/'),
@@ -935,6 +949,26 @@ bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *
 			return true;
 	}
 	return any && temporary(name);
+}
+
+/* When the session started (rd_view_since_now), or this process's first view did: a regular
+ * file of its owner's alone (mode 0600, as mkstemp, sed -i, perl -i and editors make their
+ * temporary files) that changed since then in a shadow directory is shown empty there, whatever
+ * its name: a command holding such a file's name would read the secret it became once renamed
+ * over a masked file. */
+static struct timespec shadow_since;
+
+void rd_view_since_now(void)
+{
+	clock_gettime(CLOCK_REALTIME_COARSE, &shadow_since);
+}
+
+static bool new_private(const struct stat *st)
+{
+	return shadow_since.tv_sec && S_ISREG(st->st_mode) && !(st->st_mode & 077) &&
+	       (st->st_ctim.tv_sec > shadow_since.tv_sec ||
+	        (st->st_ctim.tv_sec == shadow_since.tv_sec &&
+	         st->st_ctim.tv_nsec >= shadow_since.tv_nsec));
 }
 
 /* A directory that holds masked files (v->shadow[i]; real: an O_PATH fd of it, beneath any
@@ -1004,7 +1038,7 @@ static int shadow_build(const struct rd_view_paths *v, size_t i, int real, int o
 		    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    (keep >= 0 && faccessat(keep, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0))
 			continue;
-		if (rd_view_hidden(v, path, name)) {
+		if (rd_view_hidden(v, path, name) || new_private(&st)) {
 			if ((S_ISDIR(st.st_mode) ? mkdirat(mnt, name, 0700)
 			                         : mknodat(mnt, name, S_IFREG | 0600, 0)) < 0 &&
 			    errno == ENOSPC)
@@ -1144,6 +1178,8 @@ static int shadows(struct rd_view_error *e, const struct rd_view_paths *paths)
 	}
 	for (size_t i = 0; i < paths->n_shadow; i++)
 		shadow_real[i] = shadow_mnt[i] = -1;
+	if (!shadow_since.tv_sec)
+		rd_view_since_now();
 	for (size_t i = 0; i < paths->n_shadow; i++) {
 		e->what = paths->shadow[i];
 		int fd = open_nofollow(paths->shadow[i]);

@@ -101,6 +101,11 @@ bool rd_view_inert(const char *path);
  * directory at once are undefined). Returns 0, or -errno with e->what naming the step. */
 int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, bool overlays);
 
+/* The session starts now: a file of its owner's alone (0600) that a shadow directory gains or
+ * changes from now on is shown empty there (sandbox/view.c). runnerd calls it before it forks
+ * anything; the zygote's first view does it itself. */
+void rd_view_since_now(void);
+
 /* The view made by rd_view_session in this process (the zygote's): its shadow directory
  * shadow[i] made again from what the directory holds now, and each shadow directory above it
  * (which holds a copy of it). One that cannot be made again (past RD_VIEW_SHADOW_MAX entries)

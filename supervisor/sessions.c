@@ -110,10 +110,17 @@ int sup_sessions_lock(int held[SUP_SESSIONS_BASES], struct rd_error *err)
 	int n = bases(base), r = 0;
 	for (int i = 0; i < SUP_SESSIONS_BASES; i++)
 		held[i] = -1;
-	/* Each place's, in one order (no two sessions wait for each other). */
-	for (int i = 0; r == 0 && i < n; i++)
+	/* Each place's, in one order (no two sessions wait for each other), each made where it
+	 * can be: /tmp/runnerd-UID is every user session's, whether /run/user/UID was there at
+	 * its start or not, so that two starts on either side of a login are held apart. */
+	for (int i = 0; r == 0 && i < n; i++) {
+		struct rd_error made = {0};
+		if (rd_own_dir(base[i], &made) == 0 &&
+		    snprintf(dir, sizeof(dir), "%s/sessions", base[i]) > 0)
+			(void)rd_own_dir(dir, &made);
 		if (listing(base[i], dir) && (held[i] = lock_one(dir, err)) < 0)
 			r = held[i];
+	}
 	if (r < 0)
 		sup_sessions_unlock(held);
 	return r;
@@ -352,8 +359,16 @@ static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer 
 			*next++ = '\0';
 		if (strlen(line) < 3 || line[1] != '\t')
 			continue;
+		/* A time taken whole alone: an "e" line cut short (a full file system when it
+		 * was written) would say an end long before the session's, and an end before
+		 * its start none; then the name's stands. */
 		if (line[0] == 't' || line[0] == 'e') {
-			sscanf(line + 2, "%lld", line[0] == 't' ? &p->start : &p->end);
+			char *end;
+			errno = 0;
+			long long at = strtoll(line + 2, &end, 10);
+			if (next && !*end && end != line + 2 && !errno &&
+			    (line[0] == 't' || at >= p->start))
+				*(line[0] == 't' ? &p->start : &p->end) = at;
 			continue;
 		}
 		if (line[2] != '/')

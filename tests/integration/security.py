@@ -1792,6 +1792,22 @@ def test_sessions_side_by_side(tmp):
           "commit_rc=126" in out.stdout and os.path.exists(audit2) and
           "changed while the commands of another runnerd session" in open(audit2).read(),
           out.stdout + out.stderr[-400:])
+    # Its end cut short, as a write on a full file system leaves it ("e\t17966820483", a time
+    # in 1970): the build before took that for its end, and the commit ran the hook.
+    entry = [os.path.join(common.sessions_dir(), n) for n in os.listdir(common.sessions_dir())
+             if n.startswith("ended-") and
+             ("s\t%s\n" % tmp) in open(os.path.join(common.sessions_dir(), n)).read()]
+    for e in entry:
+        text = open(e).read()
+        with open(e, "w") as f:
+            f.write(text[:text.index("\ne\t") + 14])
+    audit4 = os.path.join(tmp, "side-audit-4.jsonl")
+    out = subprocess.run(runnerd_cmd(prof, commit, audit=audit4), env=env, cwd=ws,
+                         capture_output=True, text=True, timeout=120)
+    check("sessions side by side: with that session's end cut short in its entry, its "
+          "command's hook is still refused", len(entry) == 1 and
+          token not in out.stdout + out.stderr and "commit_rc=126" in out.stdout,
+          repr(entry) + out.stdout + out.stderr[-400:])
     # Taken away (the hooks directory changes after the other session): the commit runs.
     os.unlink(os.path.join(ws, ".git", "hooks", "pre-commit"))
     audit3 = os.path.join(tmp, "side-audit-3.jsonl")
@@ -3516,10 +3532,11 @@ def test_mask_dir_changes(tmp):
             shutil.rmtree(cache, ignore_errors=True)
 
 
-def command_reads(prof, reads):
+def command_reads(prof, reads, first=""):
     """Each (key, shell words) of reads, run by a command of its own (sh -c) under prof, bash
-    the agent: ({key: what the words printed}, the output to show)."""
-    script = "; ".join("sh -c 'echo %s=$(%s)'" % (k, w) for k, w in reads)
+    the agent (which runs first, shell words of its own, before): ({key: what the words
+    printed}, the output to show)."""
+    script = first + "; ".join("sh -c 'echo %s=$(%s)'" % (k, w) for k, w in reads)
     run = subprocess.run(runnerd_cmd(prof, ["bash", "-c", script]), env=base_env(),
                          capture_output=True, text=True, timeout=120)
     return (dict(l.split("=", 1) for l in run.stdout.splitlines() if "=" in l),
@@ -3586,6 +3603,38 @@ def test_mask_dir_names(tmp):
     check("mask dir names: a directory beside a masked one whose name begins with its name, "
           "and a file whose name goes on with a letter, are there as they are",
           got.get("extra") == "kept" and got.get("log") == "log", say)
+
+
+def test_mask_dir_temp(tmp):
+    """Files a masked file's writer makes beside it before it renames one over it, under names
+    runnerd knew none of: GNU sed -i's sedXXXXXX, mktemp's tmp.XXXXXXXXXX, JetBrains'
+    NAME___jb_tmp___, GIO's .goutputstream-XXXXXX, and perl -i's 8 random letters. The agent
+    (its shell: umask 077, as mkstemp makes them) writes each with the new secret during the
+    session; the build before showed each to commands. Now the names are known, and any file of
+    its owner's alone (0600) that a shadow directory gains during the session is shown empty;
+    a file open to others (0644) is shown as it is. Made in the caller's real home."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    d = os.path.join(home, ".rd-temp-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+    os.makedirs(d)
+    names = {"sed": "sedAb12Cd", "mktemp": "tmp.AbCdEfGhIj", "jb": "auth.json___jb_tmp___",
+             "gio": ".goutputstream-AB12CD", "perl": "XXP4XvdL"}
+    try:
+        with open(os.path.join(d, "auth.json"), "w") as f:
+            f.write(CANARY)
+        prof = write_profile(tmp, "temp", {"default": "allow",
+                                           "mask": [os.path.join(d, "auth.json")]})
+        first = "umask 077; %s; umask 022; printf notes > %s/notes.txt; " % ("; ".join(
+            "printf 'new-%s' > '%s/%s'" % (CANARY, d, n) for n in names.values()), d)
+        got, say = command_reads(prof, [(k, "cat '%s/%s' 2>/dev/null" % (d, n))
+                                        for k, n in names.items()] +
+                                 [("notes", "cat %s/notes.txt" % d)], first=first)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    check("mask dir temp: a writer's temporary file beside a masked file is empty to commands, "
+          "by name or as a new file of its owner's alone",
+          all(got.get(k) == "" for k in names) and CANARY not in say, say)
+    check("mask dir temp: a new file open to others is there as it is",
+          got.get("notes") == "notes", say)
 
 
 def test_mask_krb5(tmp):
@@ -4185,7 +4234,7 @@ def main():
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
-             test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names, test_mask_krb5,
+             test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names, test_mask_dir_temp, test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
              test_sessions_list_unreadable, test_sessions_apart, test_sessions_ended_moved, test_sessions_start_held,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
