@@ -340,9 +340,12 @@ struct peers {
 		char *workspace;
 		struct rd_strv write, protect, missing;
 		/* An ended session: when it started and ended (CLOCK_REALTIME, ms). What its
-		 * commands could write then, changed then, may be theirs. */
+		 * commands could write then, changed then, may be theirs. Ended sessions folded
+		 * into one entry: each one's run, in spans (start, end pairs), n_spans of them. */
 		bool ended;
 		long long start, end;
+		long long *spans;
+		size_t n_spans;
 	} * v;
 	size_t n;
 	char why[2 * PATH_MAX + 128]; /* sup_sessions_writable's answer */

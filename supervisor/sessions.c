@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -200,47 +201,208 @@ int sup_sessions_list(const char *dir, const struct rd_session *s, struct sup_li
 	return r;
 }
 
-/* The ended entries kept, at most: the oldest go first. */
+/* The ended entries kept, at most; past it, the oldest are folded into one (prune). */
 #define ENDED_MAX 256
+/* The paths a folded entry holds, at most: past it, each is taken up to its directory. The
+ * runs it holds, at most: past it, the two closest are taken as one, the time between too. */
+#define FOLD_MAX 4096
+
+struct ended {
+	long long t; /* its name's end, in seconds */
+	char *name;
+};
 
 static int by_time(const void *a, const void *b)
+{
+	long long x = ((const struct ended *)a)->t, y = ((const struct ended *)b)->t;
+	return (x > y) - (x < y);
+}
+
+static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer *p);
+static void peer_free(struct peer *p);
+
+/* path added to l unless l has it. */
+static int add_once(struct rd_strv *l, const char *path)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], path) == 0)
+			return 0;
+	return rd_strv_add(l, path);
+}
+
+/* l's paths each taken up to its directory ("/" stays), until at most FOLD_MAX are left. */
+static int collapse(struct rd_strv *l)
+{
+	while (l->n > FOLD_MAX) {
+		struct rd_strv up = {0};
+		int r = 0;
+		for (size_t i = 0; r == 0 && i < l->n; i++) {
+			char *slash = strrchr(l->v[i], '/');
+			char *dir = strndup(
+			    l->v[i], slash && slash != l->v[i] ? (size_t)(slash - l->v[i]) : 1);
+			r = dir ? add_once(&up, dir) : -ENOMEM;
+			free(dir);
+		}
+		rd_strv_free(l);
+		*l = up;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Runs (start, end pairs), n of them. */
+struct spans {
+	long long *v;
+	size_t n;
+};
+
+static int span_add(struct spans *s, long long a, long long b)
+{
+	long long *g = realloc(s->v, (s->n + 1) * 2 * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	s->v = g;
+	g[2 * s->n] = a;
+	g[2 * s->n++ + 1] = b;
+	return 0;
+}
+
+static int by_start(const void *a, const void *b)
 {
 	long long x = *(const long long *)a, y = *(const long long *)b;
 	return (x > y) - (x < y);
 }
 
-/* dir's ended entries past ENDED_MAX, oldest first (by their names' end times), removed. */
+/* s's runs in order, those that overlap as one, and at most FOLD_MAX: past it, the two with
+ * the least time between them as one (which takes that time in too). */
+static void span_merge(struct spans *s)
+{
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, 2 * sizeof(*s->v), by_start);
+	size_t n = 1;
+	for (size_t i = 1; i < s->n; i++) {
+		long long *last = &s->v[2 * (n - 1)];
+		if (s->v[2 * i] <= last[1]) {
+			last[1] = s->v[2 * i + 1] > last[1] ? s->v[2 * i + 1] : last[1];
+			continue;
+		}
+		s->v[2 * n] = s->v[2 * i];
+		s->v[2 * n++ + 1] = s->v[2 * i + 1];
+	}
+	while (n > FOLD_MAX) {
+		size_t at = 1;
+		for (size_t i = 2; i < n; i++)
+			if (s->v[2 * i] - s->v[2 * i - 1] < s->v[2 * at] - s->v[2 * at - 1])
+				at = i;
+		s->v[2 * at - 1] = s->v[2 * at + 1];
+		memmove(&s->v[2 * at], &s->v[2 * at + 2], (n - at - 1) * 2 * sizeof(*s->v));
+		n--;
+	}
+	s->n = n;
+}
+
+/* The folded entry of ended sessions: their places and their runs, written as an ended entry
+ * of its own (renamed into place whole), its start the first run's, its end the last's. 0 or
+ * -errno. */
+static int fold_write(int dir, const struct rd_strv *places, const struct spans *runs)
+{
+	long long start = runs->v[0], end = runs->v[2 * runs->n - 1];
+	unsigned char id[16];
+	char name[96], tmp[128];
+	if (getrandom(id, sizeof(id), 0) != sizeof(id))
+		return -EIO;
+	int at = snprintf(name, sizeof(name), "ended-%lld-0-", end / 1000);
+	for (size_t i = 0; i < sizeof(id); i++)
+		at += snprintf(name + at, sizeof(name) - (size_t)at, "%02x", id[i]);
+	snprintf(tmp, sizeof(tmp), ".%s", name);
+	int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	fprintf(f, "t\t%lld\n", start);
+	for (size_t i = 0; i < runs->n; i++)
+		fprintf(f, "r\t%lld\t%lld\n", runs->v[2 * i], runs->v[2 * i + 1]);
+	for (size_t i = 0; i < places->n; i++)
+		fprintf(f, "w\t%s\n", places->v[i]);
+	fprintf(f, "e\t%lld\n", end);
+	int r = ferror(f) ? -EIO : 0;
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dir, tmp, dir, name) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(dir, tmp, 0);
+	return r;
+}
+
+/* dir's ended entries past ENDED_MAX, oldest first (by their names' end times), folded into one
+ * entry: every place their commands could write (their writable roots and the paths missing at
+ * their starts; not their protected paths, which some of them could write), and each one's run.
+ * No session's run is dropped, and the list stays bounded; a grant's check then counts what
+ * changed in any of their places during any of their runs. Where one cannot be read, nothing
+ * is folded. */
 static void prune(int dir)
 {
 	DIR *d = fdopendir(dup(dir));
 	if (!d)
 		return;
-	long long *ends = NULL;
+	struct ended *v = NULL;
 	size_t n = 0, cap = 0;
 	for (struct dirent *e; (e = readdir(d));) {
 		long long t;
 		if (sscanf(e->d_name, "ended-%lld-", &t) != 1)
 			continue;
 		if (n == cap) {
-			long long *g = realloc(ends, (cap = cap ? 2 * cap : 64) * sizeof(*ends));
+			struct ended *g = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
 			if (!g)
 				break;
-			ends = g;
+			v = g;
 		}
-		ends[n++] = t;
+		if (!(v[n].name = strdup(e->d_name)))
+			break;
+		v[n++].t = t;
 	}
-	if (n > ENDED_MAX) {
-		qsort(ends, n, sizeof(*ends), by_time);
-		long long cut = ends[n - ENDED_MAX - 1];
-		rewinddir(d);
-		for (struct dirent *e; (e = readdir(d));) {
-			long long t;
-			if (sscanf(e->d_name, "ended-%lld-", &t) == 1 && t <= cut)
-				unlinkat(dirfd(d), e->d_name, 0);
-		}
-	}
-	free(ends);
 	closedir(d);
+	struct rd_strv places = {0};
+	struct spans runs = {0};
+	size_t k = n > ENDED_MAX ? n - ENDED_MAX + 1 : 0;
+	int r = 0;
+	if (k)
+		qsort(v, n, sizeof(*v), by_time);
+	for (size_t i = 0; r == 0 && i < k; i++) {
+		struct peer p;
+		int fd = openat(dir, v[i].name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0) {
+			r = errno == ENOENT ? 0 : -errno; /* folded by another meanwhile */
+			continue;
+		}
+		if ((r = take_fd(fd, 0, true, v[i].t, &p)) < 0)
+			break;
+		r = p.n_spans ? 0 : span_add(&runs, p.start, p.end);
+		for (size_t j = 0; r == 0 && j < p.n_spans; j++)
+			r = span_add(&runs, p.spans[2 * j], p.spans[2 * j + 1]);
+		for (size_t j = 0; r == 0 && j < p.write.n; j++)
+			r = add_once(&places, p.write.v[j]);
+		for (size_t j = 0; r == 0 && j < p.missing.n; j++)
+			r = add_once(&places, p.missing.v[j]);
+		peer_free(&p);
+	}
+	span_merge(&runs);
+	if (k && r == 0 && runs.n && (r = collapse(&places)) == 0 &&
+	    (r = fold_write(dir, &places, &runs)) == 0)
+		for (size_t i = 0; i < k; i++)
+			unlinkat(dir, v[i].name, 0);
+	free(runs.v);
+	rd_strv_free(&places);
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
 }
 
 void sup_sessions_unlist(struct sup_listed *l)
@@ -279,6 +441,7 @@ void sup_sessions_unlist(struct sup_listed *l)
 
 static void peer_free(struct peer *p)
 {
+	free(p->spans);
 	free(p->workspace);
 	rd_strv_free(&p->write);
 	rd_strv_free(&p->protect);
@@ -359,6 +522,22 @@ static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer 
 			*next++ = '\0';
 		if (strlen(line) < 3 || line[1] != '\t')
 			continue;
+		/* A folded entry's run of one of its sessions: "r", its start and end. */
+		if (line[0] == 'r' && next) {
+			long long a, b;
+			char c;
+			if (sscanf(line + 2, "%lld\t%lld%c", &a, &b, &c) != 2 || b < a)
+				continue;
+			long long *g = realloc(p->spans, (p->n_spans + 1) * 2 * sizeof(*g));
+			if (!g) {
+				r = -ENOMEM;
+				continue;
+			}
+			p->spans = g;
+			g[2 * p->n_spans] = a;
+			g[2 * p->n_spans++ + 1] = b;
+			continue;
+		}
 		/* A time taken whole alone: an "e" line cut short (a full file system when it
 		 * was written) would say an end long before the session's, and an end before
 		 * its start none; then the name's stands. */
@@ -450,7 +629,10 @@ void sup_sessions_read(const char *self, struct peers *pe)
 static bool changed_in(const struct stat *st, const struct peer *p)
 {
 	long long at = (long long)st->st_ctim.tv_sec * 1000 + st->st_ctim.tv_nsec / 1000000;
-	return at >= p->start && at <= p->end;
+	for (size_t i = 0; i < p->n_spans; i++)
+		if (at >= p->spans[2 * i] && at <= p->spans[2 * i + 1])
+			return true;
+	return !p->n_spans && at >= p->start && at <= p->end;
 }
 
 const char *sup_sessions_writable(struct sup *u, const char *path)

@@ -2017,6 +2017,46 @@ def test_sessions_ended_moved(tmp):
           out.stdout + out.stderr[-400:] + told[-800:])
 
 
+def test_sessions_folded(tmp):
+    """More ended sessions than the list keeps (256: a harness that starts one runnerd per
+    task gets there in seconds): the build before removed the oldest, and the hook an ended
+    session's command wrote ran with the token once that session's entry was gone. The oldest
+    are folded into one entry now (their places, from the first start to the last end), and
+    the hook is still refused."""
+    setup = granted_repo(tmp, "folded")
+    if not setup:
+        return
+    token, ws, prof, genv, env = setup
+    hook = os.path.join(ws, ".git", "hooks", "pre-commit")
+    plant = subprocess.run(runnerd_cmd("generic", ["sh", "-c", "sh -c 'printf \"#!/bin/sh\\n"
+                                                   "echo hook=[\\$GH_TOKEN]\\n\" > %s && "
+                                                   "chmod 755 %s'" % (hook, hook)]),
+                           env=base_env(), cwd=tmp, capture_output=True, text=True, timeout=60)
+    mine = [n for n in os.listdir(common.sessions_dir()) if n.startswith("ended-") and
+            ("s\t%s\n" % tmp) in open(os.path.join(common.sessions_dir(), n)).read()]
+    # Sessions that end, eight at a time, until that session's entry is folded (at most 400).
+    started = 0
+    while started < 400 and mine and all(os.path.exists(os.path.join(common.sessions_dir(), n))
+                                         for n in mine):
+        batch = [subprocess.Popen(runnerd_cmd("generic", ["true"]), env=base_env(), cwd=tmp,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for _ in range(8)]
+        for p in batch:
+            p.wait(timeout=60)
+        started += len(batch)
+    audit = os.path.join(tmp, "folded-audit.jsonl")
+    out = granted_commit(prof, env, ws, audit, "folded")
+    told = open(audit).read() if os.path.exists(audit) else ""
+    check("sessions folded: a command wrote the hook, and its session's entry was folded "
+          "after %d more sessions" % started, os.path.exists(hook) and len(mine) == 1 and
+          not os.path.exists(os.path.join(common.sessions_dir(), mine[0])),
+          plant.stderr[-300:] + repr(mine))
+    check("sessions folded: the granted commit is still refused, and the token reaches no "
+          "hook", token not in out.stdout + out.stderr and "commit_rc=126" in out.stdout and
+          "changed while the commands of another runnerd session" in told,
+          out.stdout + out.stderr[-400:] + told[-600:])
+
+
 def test_sessions_list_unreadable(tmp):
     """An entry of the list of the user's sessions that cannot be read (here a directory where
     an ended session's file would be): a session does not start, and says why, as where it
@@ -4236,7 +4276,7 @@ def main():
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
              test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names, test_mask_dir_temp, test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
-             test_sessions_list_unreadable, test_sessions_apart, test_sessions_ended_moved, test_sessions_start_held,
+             test_sessions_list_unreadable, test_sessions_apart, test_sessions_ended_moved, test_sessions_folded, test_sessions_start_held,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
              test_cmdline, test_inherited_dispositions, test_runnerd_environ,
              test_runnerd_killed, test_caller_killed, test_agent_exits, test_zygote_killed,
