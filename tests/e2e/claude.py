@@ -77,11 +77,14 @@ def session_env(tmp, n, api, home, returning=False):
         state = os.path.join(env["CLAUDE_CONFIG_DIR"], ".claude.json")
         with open(state, "w") as f:
             json.dump({"numStartups": 3, "hasCompletedOnboarding": True}, f)
-        RETURNING_INODES[state] = os.stat(state).st_ino
+        RETURNING_FILES[state] = os.open(state, os.O_RDONLY | os.O_CLOEXEC)
     return env
 
 
-RETURNING_INODES = {}  # a returning user's state file: its inode as written before the session
+# A returning user's state file, held open as written before the session: once a new file is
+# renamed over it, it has no name left (its inode number alone would not tell: the kernel can
+# give the freed number to the next file the CLI writes, and did).
+RETURNING_FILES = {}
 
 
 SANDBOX_ON = json.dumps({"sandbox": {"enabled": True}})
@@ -151,7 +154,8 @@ def test_claude_returning(tmp):
         state = json.load(f)
     check("returning user: the CLI wrote its state again during the runnerd session, as a new "
           "file renamed over the old one", "firstStartTime" in state
-          and os.stat(config).st_ino != RETURNING_INODES.get(config), json.dumps(state)[:300])
+          and config in RETURNING_FILES and os.fstat(RETURNING_FILES[config]).st_nlink == 0,
+          json.dumps(state)[:300])
 
 
 def test_claude_background(tmp):
