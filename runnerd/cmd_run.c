@@ -296,7 +296,7 @@ static int any_rule_view(const struct rd_config *cfg, const struct rd_profile *p
  * paths: the .git/hooks and .git/config of their workspaces, ...), held read-only to this
  * one's too where its writable roots hold them: else a command of this session could write
  * the hooks a granted git of theirs runs, once it has checked them (supervisor/sessions.h).
- * Appended to protect. Read under the start's lock (sup_sessions_lock). */
+ * Appended to protect. Read under the start's lock (sup_sessions_start). */
 static int peers_protect(const struct rd_strv *write, struct rd_strv *protect)
 {
 	struct peers pe = {0};
@@ -1194,8 +1194,7 @@ static int run(struct rd_cli *cli, int argc, char **argv, struct rd_serve_sessio
 	/* Where the user's sessions are listed, and this one's start held apart from the
 	 * others' until it is listed there (supervisor/sessions.h). Not for runnerd serve's:
 	 * its paths are the container's. */
-	if (!ss && (!(s.sessions_dir = sup_sessions_dir(&err)) ||
-	            sup_sessions_lock(start_lock, &err) < 0)) {
+	if (!ss && sup_sessions_start(start_lock, &s.sessions_dir, &err) < 0) {
 		rd_error_prefix(&err, "cannot start a session the user's other sessions know of: ");
 		goto fail;
 	}

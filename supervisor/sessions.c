@@ -60,25 +60,7 @@ static bool listing(const char *base, char path[PATH_MAX])
 	       !(st.st_mode & 077);
 }
 
-char *sup_sessions_dir(struct rd_error *err)
-{
-	char base[SUP_SESSIONS_BASES][64], *dir = NULL;
-	int n = bases(base);
-	for (int i = 0; i < n; i++) {
-		*err = (struct rd_error){0};
-		if (asprintf(&dir, "%s/sessions", base[i]) < 0) {
-			rd_error_set(err, ENOMEM, "out of memory");
-			return NULL;
-		}
-		if (rd_own_dir(base[i], err) == 0 && rd_own_dir(dir, err) == 0)
-			return dir;
-		free(dir);
-	}
-	rd_error_prefix(err, "the list of the user's runnerd sessions cannot be kept: ");
-	return NULL;
-}
-
-/* How long a session waits for another's start (sup_sessions_lock), in ms. */
+/* How long a session waits for another's start (sup_sessions_start), in ms. */
 #define LOCK_WAIT_MS 10000
 
 /* dir/lock, held (flock, exclusive) within LOCK_WAIT_MS: its fd, or -errno with err set. */
@@ -105,25 +87,37 @@ static int lock_one(const char *dir, struct rd_error *err)
 	return fd;
 }
 
-int sup_sessions_lock(int held[SUP_SESSIONS_BASES], struct rd_error *err)
+int sup_sessions_start(int held[SUP_SESSIONS_BASES], char **dir, struct rd_error *err)
 {
-	char base[SUP_SESSIONS_BASES][64], dir[PATH_MAX];
+	char base[SUP_SESSIONS_BASES][64], path[PATH_MAX];
 	int n = bases(base), r = 0;
+	struct rd_error made = {0};
+	*dir = NULL;
 	for (int i = 0; i < SUP_SESSIONS_BASES; i++)
 		held[i] = -1;
-	/* Each place's, in one order (no two sessions wait for each other), each made where it
-	 * can be: /tmp/runnerd-UID is every user session's, whether /run/user/UID was there at
-	 * its start or not, so that two starts on either side of a login are held apart. */
+	/* Each place made where it can be, and its lock taken, in one order (no two sessions
+	 * wait for each other): /tmp/runnerd-UID is every user session's, whether
+	 * /run/user/UID was there at its start or not, so that two starts on either side of a
+	 * login are held apart. This session is listed in the first place made. */
 	for (int i = 0; r == 0 && i < n; i++) {
-		struct rd_error made = {0};
-		if (rd_own_dir(base[i], &made) == 0 &&
-		    snprintf(dir, sizeof(dir), "%s/sessions", base[i]) > 0)
-			(void)rd_own_dir(dir, &made);
-		if (listing(base[i], dir) && (held[i] = lock_one(dir, err)) < 0)
+		snprintf(path, sizeof(path), "%s/sessions", base[i]);
+		if (rd_own_dir(base[i], &made) < 0 || rd_own_dir(path, &made) < 0)
+			continue;
+		if (!*dir && !(*dir = strdup(path)))
+			r = rd_error_set(err, ENOMEM, "out of memory");
+		else if ((held[i] = lock_one(path, err)) < 0)
 			r = held[i];
 	}
-	if (r < 0)
+	if (r == 0 && !*dir) {
+		*err = made;
+		rd_error_prefix(err, "the list of the user's runnerd sessions cannot be kept: ");
+		r = -err->err;
+	}
+	if (r < 0) {
 		sup_sessions_unlock(held);
+		free(*dir);
+		*dir = NULL;
+	}
 	return r;
 }
 
@@ -528,14 +522,10 @@ static int take_fd(int fd, int pid, bool ended, long long ended_at, struct peer 
 			char c;
 			if (sscanf(line + 2, "%lld\t%lld%c", &a, &b, &c) != 2 || b < a)
 				continue;
-			long long *g = realloc(p->spans, (p->n_spans + 1) * 2 * sizeof(*g));
-			if (!g) {
-				r = -ENOMEM;
-				continue;
-			}
-			p->spans = g;
-			g[2 * p->n_spans] = a;
-			g[2 * p->n_spans++ + 1] = b;
+			struct spans runs = {p->spans, p->n_spans};
+			r = span_add(&runs, a, b);
+			p->spans = runs.v;
+			p->n_spans = runs.n;
 			continue;
 		}
 		/* A time taken whole alone: an "e" line cut short (a full file system when it

@@ -15,20 +15,18 @@
 /* The places that may list the user's sessions, at most. */
 #define SUP_SESSIONS_BASES 2
 
-/* The directory this session lists itself in: /run/runnerd/sessions as root, else
- * /run/user/UID/runnerd/sessions where /run/user/UID is the user's, else (or where that one
- * cannot be made the user's own) /tmp/runnerd-UID/sessions; made (0700) where missing, and
- * refused where it is not the user's own 0700 directory (NULL, err set). Never by
- * XDG_RUNTIME_DIR: sessions started with different values must see each other. Readers read
- * every place (a login makes /run/user/UID, the last logout removes it). malloc'd. */
-char *sup_sessions_dir(struct rd_error *err);
-
-/* A session's start, from reading the others' protected paths until it has listed itself
- * (sup_sessions_list), is held apart from every other's: else each could read the list
- * before the other is in it, and check a grant the other's commands can then write around.
- * Each place's lock, into held (sup_sessions_unlock lets go); 0, or -errno with err set where
- * another session has held one for 10 s. */
-int sup_sessions_lock(int held[SUP_SESSIONS_BASES], struct rd_error *err);
+/* A session's start. The places that list the user's sessions: /run/runnerd as root, else
+ * /run/user/UID/runnerd where /run/user/UID is the user's, and /tmp/runnerd-UID; each made
+ * (0700) where missing, and taken only if it is the user's own 0700 directory. Never by
+ * XDG_RUNTIME_DIR: sessions started with different values must see each other; readers read
+ * every place (a login makes /run/user/UID, the last logout removes it). Into *dir (malloc'd),
+ * the sessions/ of the first place taken, where this session lists itself.
+ * From then on, reading the others' protected paths until it has listed itself
+ * (sup_sessions_list), the start is held apart from every other's: else each could read the
+ * list before the other is in it, and check a grant the other's commands can then write
+ * around. Each place's lock, into held (sup_sessions_unlock lets go). 0, or -errno with err
+ * set: no place could be taken, or another session has held one for 10 s. */
+int sup_sessions_start(int held[SUP_SESSIONS_BASES], char **dir, struct rd_error *err);
 void sup_sessions_unlock(int held[SUP_SESSIONS_BASES]);
 
 /* A session's entry: its path, and the fd that holds its lock (live while held). */
