@@ -339,8 +339,28 @@ static int deeper_first(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
+/* For a masked path m that is not there: the real path of the nearest directory above it that
+ * is, in dir; *own: that directory is m's own. 0, or -1 where none is (or it is "/"). */
+static int missing_parent(const char *m, char dir[PATH_MAX], bool *own)
+{
+	char up[PATH_MAX];
+	struct stat st;
+	snprintf(up, sizeof(up), "%s", m);
+	*own = true;
+	for (char *slash; (slash = strrchr(up, '/')) && slash != up; *own = false) {
+		*slash = '\0';
+		if (stat(up, &st) == 0)
+			return S_ISDIR(st.st_mode) && realpath(up, dir) && strcmp(dir, "/") ? 0
+			                                                                    : -1;
+		if (errno != ENOENT)
+			return -1;
+	}
+	return -1;
+}
+
 /* The directories of the session's masked files that the view holds as its own (view.h,
- * shadow; the masks no rule adds): those in the caller's home, read-only to every command (in
+ * shadow; the masks no rule adds), and for a masked path missing at the start the nearest
+ * directory above it that is there: those in the caller's home, read-only to every command (in
  * no writable root of the session's or of any rule's, nor a cache), not under a masked
  * directory, with at most RD_VIEW_SHADOW_MAX entries (runnerd says so of one with more); in
  * shadow, deepest first. In hidden, the masked files in them, with no exception inside (a
@@ -373,18 +393,37 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 			const char *m = masks.v[i];
 			struct stat st;
 			char dir[PATH_MAX], file[PATH_MAX * 2];
-			bool directory = false;
+			bool directory = false, exact = false;
 			if (m[0] != '/')
 				continue;
 			/* Where the mask goes: a symlink's target (pinned), else the path in its
 			 * directory's real path. */
-			if (lstat(m, &st) == 0 && S_ISLNK(st.st_mode)) {
+			int at = lstat(m, &st);
+			if (at < 0 && errno == ENOENT) {
+				/* Nothing yet: made during the session (a login beside it), it
+				 * would show in the sandboxes running then, were the directory it
+				 * is made in theirs. So its nearest directory that is there is a
+				 * shadow; the name itself hidden in it, if that is its own
+				 * directory. */
+				bool own;
+				if (pass == 1 || missing_parent(m, dir, &own) < 0)
+					continue;
+				const char *name = strrchr(m, '/') + 1;
+				snprintf(file, sizeof(file), "%s/%s", strcmp(dir, "/") ? dir : "",
+				         own ? name : ".");
+				/* Whether a file or a directory will be made is not known: a name
+				 * with a dot inside (auth.json) is taken for a file, whose writers'
+				 * names beside it are hidden too; another (gh, .aws) by itself, so
+				 * that its neighbours (gh-dash, .aws-sam) stay. */
+				exact = !strchr(name + 1, '.');
+			} else if (at == 0 && S_ISLNK(st.st_mode)) {
 				if (!realpath(m, file) || stat(file, &st) < 0 ||
 				    !S_ISREG(st.st_mode))
 					continue;
 			} else {
-				/* A directory, a socket, or nothing yet: its mask alone, unless a
-				 * file makes its directory a shadow (below, hidden). */
+				/* A directory, a socket, or what runnerd cannot look at: its mask
+				 * alone, unless a file makes its directory a shadow (below,
+				 * hidden). */
 				bool there = lstat(m, &st) == 0,
 				     regular = there && S_ISREG(st.st_mode);
 				directory = there && S_ISDIR(st.st_mode);
@@ -432,7 +471,7 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 					        "runnerd: %s holds %ld entries, more than the %d "
 					        "runnerd holds in the commands' view: its masked "
 					        "files are masked where they are, and one written "
-					        "again there (a new file renamed over it) shows in "
+					        "there later (made, or renamed over) shows in "
 					        "the sandboxes running then\n",
 					        dir, n, RD_VIEW_SHADOW_MAX);
 					continue;
@@ -441,7 +480,9 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 			}
 			/* A directory's name alone (sandbox/view.h, rd_view_hidden). */
 			size_t flen = strlen(file);
-			if (directory && flen + 1 < sizeof(file))
+			if (flen >= 2 && strcmp(file + flen - 2, "/.") == 0)
+				continue; /* a directory on its way, made later: no name hidden */
+			if ((directory || exact) && flen + 1 < sizeof(file))
 				memcpy(file + flen, "/", 2);
 			bool known = false;
 			for (size_t k = 0; k < hidden->n && !known; k++)

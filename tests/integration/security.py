@@ -3479,6 +3479,59 @@ def test_mask_replaced_live(tmp):
                     os.unlink(g)
 
 
+MASK_LATER_AGENT = r"""import os, subprocess, sys, time
+out, canary, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+loop = "while :; do echo \\[$(cat %s 2>/dev/null)\\]; sleep 0.01; done" % " ".join(files)
+subprocess.run(["sh", "-c", "nohup setsid sh -c '%s' >%s 2>&1 </dev/null & echo started"
+                % (loop, out)])
+time.sleep(0.5)
+for f in files:
+    # As a login run beside the session makes a store: its directory, then the file.
+    os.makedirs(os.path.dirname(f), exist_ok=True)
+    with open(f, "w") as w:
+        w.write("made " + canary)
+time.sleep(1)
+p = subprocess.run(["sh", "-c", "cat %s 2>/dev/null; echo" % " ".join(files)],
+                   capture_output=True, text=True)
+print("later=%d[%s]" % (p.returncode, p.stdout.strip()), flush=True)
+"""
+
+
+def test_mask_made_later(tmp):
+    """Masked paths missing when the session starts, made by the agent's user during it (a
+    login beside the session: gh auth login, claude /login): a command left running since before
+    read them, where the directory they are made in was not already held for another masked
+    file (the build before: the reader printed the new token for each). Three ways: a file in a
+    directory of the home that exists, a file in a masked directory made then, a file in a
+    directory of the home that does not exist yet. Later commands do not read them either."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    name = ".rd-later-%d-%s" % (os.getpid(), os.urandom(3).hex())
+    store = os.path.join(home, name)
+    os.makedirs(store)
+    files = [os.path.join(store, "auth.json"), os.path.join(store, "gh", "hosts.yml"),
+             os.path.join(home, name + "-new", "creds.json")]
+    masks = [files[0], os.path.join(store, "gh"), files[2]]
+    try:
+        out = os.path.join(tmp, "reader.out")
+        agent = os.path.join(tmp, "later_agent.py")
+        with open(agent, "w") as w:
+            w.write(MASK_LATER_AGENT)
+        prof = write_profile(tmp, "mk", {"default": "allow", "mask": masks})
+        run = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, out, "new-" + CANARY]
+                                         + files),
+                             env=base_env(), capture_output=True, text=True, timeout=120)
+        seen = open(out).read() if os.path.exists(out) else ""
+        say = run.stdout + run.stderr[-600:] + " reader: " + seen[-300:]
+        check("mask made later: the reader ran", run.returncode == 0 and "[]" in seen, say)
+        check("mask made later: a reader running since before never sees the stores made",
+              CANARY not in seen, say)
+        check("mask made later: a later command does not read them either",
+              "later=0[" in run.stdout and CANARY not in run.stdout, say)
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+        shutil.rmtree(os.path.join(home, name + "-new"), ignore_errors=True)
+
+
 SHADOW_AGENT = r"""import os, subprocess, sys
 d = sys.argv[1]
 def run(name, argv, cwd=None):
@@ -4274,7 +4327,8 @@ def main():
              test_agent_files_in_rule_roots, test_audit_log, test_audit_bound, test_rules, test_masks, test_seccomp, test_tiocsti,
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
-             test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names, test_mask_dir_temp, test_mask_krb5,
+             test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names,
+             test_mask_dir_temp, test_mask_made_later, test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
              test_sessions_list_unreadable, test_sessions_apart, test_sessions_ended_moved, test_sessions_folded, test_sessions_start_held,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
