@@ -358,15 +358,14 @@ static int missing_parent(const char *m, char dir[PATH_MAX], bool *own)
 	return -1;
 }
 
-/* The directories of the session's masked files that the view holds as its own (view.h,
- * shadow; the masks no rule adds), and for a masked path missing at the start the nearest
- * directory above it that is there: those in the caller's home, read-only to every command (in
- * no writable root of the session's or of any rule's, nor a cache), not under a masked
- * directory, with at most RD_VIEW_SHADOW_MAX entries (runnerd says so of one with more); in
- * shadow, deepest first. In hidden, the masked files in them, with no exception inside (a
- * masked file that is a symlink at the start: where it leads, as the mask is pinned). A masked
- * directory is left to its mask: a mask bound on a directory is taken off only when the
- * directory itself is renamed over or removed, which its tools do not do. */
+/* The directories of the session's masked paths that the view holds as its own (view.h,
+ * shadow; the masks no rule adds): of its files and directories, and for a masked path missing
+ * at the start, the nearest directory above it that is there. Those in the caller's home,
+ * read-only to every command (in no writable root of the session's or of any rule's, nor a
+ * cache), not under a masked directory, with at most RD_VIEW_SHADOW_MAX entries (runnerd says
+ * so of one with more); in shadow, deepest first. In hidden, the masked files in them, with no
+ * exception inside (a masked file that is a symlink at the start: where it leads, as the mask
+ * is pinned), and the masked directories by their name alone. */
 static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *prof,
                         const struct rd_view_paths *view, const struct rd_view_paths *any,
                         const char *env_home, struct rd_strv *shadow, struct rd_strv *hidden)
@@ -421,13 +420,16 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 				    !S_ISREG(st.st_mode))
 					continue;
 			} else {
-				/* A directory, a socket, or what runnerd cannot look at: its mask
-				 * alone, unless a file makes its directory a shadow (below,
+				/* A file or a directory makes its directory a shadow: a mount on
+				 * either is taken off, in the sandboxes running, when it is removed
+				 * or renamed over (a store set up anew: rm -rf ~/.aws, aws
+				 * configure). A socket, or what runnerd cannot look at: its mask
+				 * alone, unless another makes its directory a shadow (below,
 				 * hidden). */
 				bool there = lstat(m, &st) == 0,
 				     regular = there && S_ISREG(st.st_mode);
 				directory = there && S_ISDIR(st.st_mode);
-				if (!regular && pass == 0)
+				if (!regular && !directory && pass == 0)
 					continue;
 				const char *slash = strrchr(m, '/');
 				char up[PATH_MAX];

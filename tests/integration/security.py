@@ -3532,6 +3532,59 @@ def test_mask_made_later(tmp):
         shutil.rmtree(os.path.join(home, name + "-new"), ignore_errors=True)
 
 
+MASK_REMADE_AGENT = r"""import os, shutil, subprocess, sys, time
+out, canary, store = sys.argv[1], sys.argv[2], sys.argv[3]
+f = os.path.join(store, "aws", "credentials")
+loop = "while :; do echo \\[$(cat %s 2>/dev/null)\\]; sleep 0.01; done" % f
+subprocess.run(["sh", "-c", "nohup setsid sh -c '%s' >%s 2>&1 </dev/null & echo started"
+                % (loop, out)])
+time.sleep(0.5)
+# As a store is made again from scratch (rm -rf ~/.aws, aws configure): the masked directory
+# removed, a new one made in its place.
+shutil.rmtree(os.path.join(store, "aws"))
+os.mkdir(os.path.join(store, "aws"))
+with open(f, "w") as w:
+    w.write("remade " + canary)
+time.sleep(1)
+p = subprocess.run(["sh", "-c", "cat %s 2>/dev/null; echo" % f], capture_output=True, text=True)
+print("later=%d[%s]" % (p.returncode, p.stdout.strip()), flush=True)
+"""
+
+
+def test_mask_dir_remade(tmp):
+    """A masked directory removed and made again during the session (a store set up anew): the
+    kernel takes a mount on a directory off, in every other mount namespace, when the directory
+    is removed, so a command left running since before read the new store through the real
+    parent directory (the build before: it printed the new secret). The directories holding
+    masked directories are held as those holding masked files are. A later command finds the
+    new directory masked."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    store = os.path.join(home, ".rd-remade-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+    os.makedirs(os.path.join(store, "aws"))
+    with open(os.path.join(store, "aws", "credentials"), "w") as w:
+        w.write("old " + CANARY)
+    try:
+        out = os.path.join(tmp, "reader.out")
+        agent = os.path.join(tmp, "remade_agent.py")
+        with open(agent, "w") as w:
+            w.write(MASK_REMADE_AGENT)
+        prof = write_profile(tmp, "mr", {"default": "allow",
+                                         "mask": [os.path.join(store, "aws")]})
+        run = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, out, "new-" + CANARY,
+                                                store]),
+                             env=base_env(), capture_output=True, text=True, timeout=120)
+        seen = open(out).read() if os.path.exists(out) else ""
+        say = run.stdout + run.stderr[-600:] + " reader: " + seen[-300:]
+        check("mask dir remade: the reader ran, and read nothing of the first store",
+              run.returncode == 0 and "[]" in seen and "old " + CANARY not in seen, say)
+        check("mask dir remade: a reader running since before never sees the new store",
+              CANARY not in seen, say)
+        check("mask dir remade: a later command does not read it either",
+              "later=0[" in run.stdout and CANARY not in run.stdout, say)
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+
+
 SHADOW_AGENT = r"""import os, subprocess, sys
 d = sys.argv[1]
 def run(name, argv, cwd=None):
@@ -4328,7 +4381,7 @@ def main():
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
              test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names,
-             test_mask_dir_temp, test_mask_made_later, test_mask_krb5,
+             test_mask_dir_temp, test_mask_made_later, test_mask_dir_remade, test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
              test_sessions_list_unreadable, test_sessions_apart, test_sessions_ended_moved, test_sessions_folded, test_sessions_start_held,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
