@@ -392,7 +392,7 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 			const char *m = masks.v[i];
 			struct stat st;
 			char dir[PATH_MAX], file[PATH_MAX * 2];
-			bool directory = false, exact = false;
+			bool directory = false;
 			if (m[0] != '/')
 				continue;
 			/* Where the mask goes: a symlink's target (pinned), else the path in its
@@ -410,11 +410,9 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 				const char *name = strrchr(m, '/') + 1;
 				snprintf(file, sizeof(file), "%s/%s", strcmp(dir, "/") ? dir : "",
 				         own ? name : ".");
-				/* Whether a file or a directory will be made is not known: a name
-				 * with a dot inside (auth.json) is taken for a file, whose writers'
-				 * names beside it are hidden too; another (gh, .aws) by itself, so
-				 * that its neighbours (gh-dash, .aws-sam) stay. */
-				exact = !strchr(name + 1, '.');
+				/* Whether a file or a directory will be made is not known: hidden
+				 * as a file's name, which hides a directory by that name alone
+				 * (rd_view_hidden). */
 			} else if (at == 0 && S_ISLNK(st.st_mode)) {
 				if (!realpath(m, file) || stat(file, &st) < 0 ||
 				    !S_ISREG(st.st_mode))
@@ -484,7 +482,7 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 			size_t flen = strlen(file);
 			if (flen >= 2 && strcmp(file + flen - 2, "/.") == 0)
 				continue; /* a directory on its way, made later: no name hidden */
-			if ((directory || exact) && flen + 1 < sizeof(file))
+			if (directory && flen + 1 < sizeof(file))
 				memcpy(file + flen, "/", 2);
 			bool known = false;
 			for (size_t k = 0; k < hidden->n && !known; k++)
@@ -496,6 +494,25 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 	/* Deepest first: a shadow above holds a copy of the one below. */
 	if (r == 0 && shadow->n)
 		qsort(shadow->v, shadow->n, sizeof(*shadow->v), deeper_first);
+	/* The files of their owner's alone there now, after a '=': one written again during the
+	 * session is shown as it is then, where a new one is shown empty (view.c, new_private). */
+	for (size_t i = 0; r == 0 && i < shadow->n; i++) {
+		DIR *d = opendir(shadow->v[i]);
+		for (struct dirent *e; r == 0 && d && (e = readdir(d));) {
+			struct stat st;
+			char *held = NULL;
+			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    !S_ISREG(st.st_mode) || (st.st_mode & 077))
+				continue;
+			if (asprintf(&held, "=%s/%s", strcmp(shadow->v[i], "/") ? shadow->v[i] : "",
+			             e->d_name) < 0)
+				r = -ENOMEM;
+			else
+				r = rd_strv_take(hidden, held);
+		}
+		if (d)
+			closedir(d);
+	}
 	return r;
 }
 

@@ -65,9 +65,9 @@ static void drain(struct rd_shadow_watch *w)
 				if (ev->mask & IN_Q_OVERFLOW)
 					d->dirty = true;
 				else if (d->wd == ev->wd)
-					d->dirty =
-					    d->dirty || !ev->len ||
-					    !rd_view_hidden(w->view, w->view->shadow[i], ev->name);
+					d->dirty = d->dirty || !ev->len ||
+					           !rd_view_hidden(w->view, w->view->shadow[i],
+					                           ev->name, ev->mask & IN_ISDIR);
 			}
 		}
 	}

@@ -934,7 +934,7 @@ static bool hidden_name(const char *h, size_t n, const char *name)
 	return name[0] == '.' && name[1] == '#' && strncmp(h, name + 2, n) == 0 && !name[n + 2];
 }
 
-bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *name)
+bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *name, bool is_dir)
 {
 	size_t len = strlen(dir);
 	if (len == 1)
@@ -945,10 +945,16 @@ bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *
 		if (strncmp(h, dir, len) != 0 || h[len] != '/')
 			continue;
 		any = true;
-		if (hidden_name(h + len + 1, strlen(h + len + 1), name))
+		size_t n = strlen(h + len + 1);
+		/* A directory by its name alone: writers' names beside a file are files, and a
+		 * directory named like one (a workspace ~/tmpk3j4h5g6, a TMPDIR ~/.tmpdir) is not
+		 * theirs. */
+		if (is_dir ? strncmp(h + len + 1, name, n - (h[len + n] == '/')) == 0 &&
+		                 !name[n - (h[len + n] == '/')]
+		           : hidden_name(h + len + 1, n, name))
 			return true;
 	}
-	return any && temporary(name);
+	return any && !is_dir && temporary(name);
 }
 
 /* When the session started (rd_view_since_now), or this process's first view did: a regular
@@ -963,9 +969,28 @@ void rd_view_since_now(void)
 	clock_gettime(CLOCK_REALTIME_COARSE, &shadow_since);
 }
 
-static bool new_private(const struct stat *st)
+/* Was dir/name a file of its owner's alone when the session started (one of v->hidden, after
+ * a '=')? Written again during it (git config --global rewrites a 0600 ~/.gitconfig), it is what
+ * it was, and shown. */
+static bool held_first(const struct rd_view_paths *v, const char *dir, const char *name)
+{
+	size_t len = strlen(dir);
+	if (len == 1)
+		len = 0; /* "/" */
+	for (size_t i = 0; i < v->n_hidden; i++) {
+		const char *h = v->hidden[i];
+		if (h[0] == '=' && strncmp(h + 1, dir, len) == 0 && h[1 + len] == '/' &&
+		    strcmp(h + 2 + len, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool new_private(const struct rd_view_paths *v, const char *dir, const char *name,
+                        const struct stat *st)
 {
 	return shadow_since.tv_sec && S_ISREG(st->st_mode) && !(st->st_mode & 077) &&
+	       !held_first(v, dir, name) &&
 	       (st->st_ctim.tv_sec > shadow_since.tv_sec ||
 	        (st->st_ctim.tv_sec == shadow_since.tv_sec &&
 	         st->st_ctim.tv_nsec >= shadow_since.tv_nsec));
@@ -1038,7 +1063,8 @@ static int shadow_build(const struct rd_view_paths *v, size_t i, int real, int o
 		    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    (keep >= 0 && faccessat(keep, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0))
 			continue;
-		if (rd_view_hidden(v, path, name) || new_private(&st)) {
+		if (rd_view_hidden(v, path, name, S_ISDIR(st.st_mode)) ||
+		    new_private(v, path, name, &st)) {
 			if ((S_ISDIR(st.st_mode) ? mkdirat(mnt, name, 0700)
 			                         : mknodat(mnt, name, S_IFREG | 0600, 0)) < 0 &&
 			    errno == ENOSPC)

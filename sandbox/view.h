@@ -64,9 +64,10 @@ struct rd_view_paths {
  * name that goes on with '.', '-', '~' or a digit; the same after a '.', as Go's renameio's
  * .NAME123 and vim's swap file .NAME.swp), or as Emacs names its auto-save and lock (#NAME#,
  * .#NAME), or as libraries name a temporary file in the directory of the file they write
- * (.tmpXXXXXX, tmpXXXXXXXX)? Those hold the secret too, or will, a moment later. A masked
- * directory hides its own name alone (~/.aws does not hide ~/.aws-sam). */
-bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *name);
+ * (.tmpXXXXXX, tmpXXXXXXXX)? Those hold the secret too, or will, a moment later. A directory
+ * (is_dir) is hidden by its own name alone: ~/.aws does not hide ~/.aws-sam, nor does a
+ * masked ~/.env hide a workspace ~/.env-project or a temporary name a TMPDIR ~/.tmpdir. */
+bool rd_view_hidden(const struct rd_view_paths *v, const char *dir, const char *name, bool is_dir);
 
 /* The most entries a shadow directory may hold: each is a mount that every sandbox copies. */
 #define RD_VIEW_SHADOW_MAX 512

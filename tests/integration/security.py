@@ -3783,6 +3783,47 @@ def test_mask_dir_temp(tmp):
           got.get("notes") == "notes", say)
 
 
+def test_mask_dir_kinds(tmp):
+    """A shadow directory's entries that only look like what its hiding is for: directories
+    named as writers' temporary files (a workspace from mkdtemp in the home, tmpk3j4h5g6; a
+    TMPDIR ~/.tmpdir) or as a masked file's neighbours (a workspace ~/.env-project beside a
+    masked ~/.env), and a file of the owner's alone held from the start and written again
+    during the session (git config --global rewrites a 0600 ~/.gitconfig). The build before
+    hid each: every command in such a workspace was refused, the TMPDIR read-only, and the
+    config read empty. Made in a directory of the caller's real home, masked files in it."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    d = os.path.join(home, ".rd-kinds-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+    os.makedirs(d)
+    dirs = ["tmpk3j4h5g6", ".tmpdir", ".env-project"]
+    try:
+        for n in dirs:
+            os.mkdir(os.path.join(d, n))
+        with open(os.path.join(d, ".env"), "w") as f:
+            f.write(CANARY)
+        conf = os.path.join(d, "tool.conf")
+        with open(conf, "w") as f:
+            f.write("name=old\n")
+        os.chmod(conf, 0o600)
+        os.chmod(d, 0o755)
+        prof = write_profile(tmp, "kinds", {"default": "allow",
+                                            "mask": [os.path.join(d, ".env")],
+                                            "write": [os.path.join(d, n) for n in dirs]})
+        # The agent (bash, its builtins) writes the config again.
+        first = "printf 'name=new\\n' > %s; " % conf
+        reads = [("w%d" % i, "cd %s/%s && touch x && ls" % (d, n)) for i, n in enumerate(dirs)]
+        got, say = command_reads(prof, reads + [("conf", "cat %s" % conf),
+                                                ("env", "cat %s/.env" % d)], first=first)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    check("mask dir kinds: directories named like temporary files or a masked file's "
+          "neighbours are there, and writable as the roots they are",
+          all(got.get("w%d" % i) == "x" for i in range(len(dirs))), say)
+    check("mask dir kinds: a file of the owner's alone, held from the start and written again, "
+          "is read as it is now", got.get("conf") == "name=new", say)
+    check("mask dir kinds: the masked file is still empty", got.get("env") == "" and
+          CANARY not in say, say)
+
+
 def test_mask_krb5(tmp):
     """Kerberos's default ticket cache, /tmp/krb5cc_UID, is in the shipped masks: a command
     reads it empty. kdestroy (removed) and a new ticket (a new file) stop no later command, as
@@ -4381,7 +4422,8 @@ def main():
              test_deputies, test_exec_race, test_fd_swap, test_proc_dotdot, test_mask_moved,
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
              test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names,
-             test_mask_dir_temp, test_mask_made_later, test_mask_dir_remade, test_mask_krb5,
+             test_mask_dir_temp, test_mask_dir_kinds, test_mask_made_later, test_mask_dir_remade,
+             test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
              test_sessions_list_unreadable, test_sessions_apart, test_sessions_ended_moved, test_sessions_folded, test_sessions_start_held,
              test_mask_unreadable_dir, test_mask_late_secrets, test_mask_setup_race, test_network_timeout, test_rlimits,
