@@ -31,6 +31,14 @@ int rd_strv_add(struct rd_strv *s, const char *str)
 	return rd_strv_take(s, strdup(str));
 }
 
+bool rd_strv_contains(const struct rd_strv *s, const char *str)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->v[i], str) == 0)
+			return true;
+	return false;
+}
+
 bool rd_path_within(const char *path, const char *root)
 {
 	size_t n = strlen(root);

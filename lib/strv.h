@@ -19,6 +19,9 @@ int rd_strv_take(struct rd_strv *s, char *str);
 /* Append a copy of str. Returns 0 or -ENOMEM. */
 int rd_strv_add(struct rd_strv *s, const char *str);
 
+/* Is str one of s's strings? */
+bool rd_strv_contains(const struct rd_strv *s, const char *str);
+
 /* Is the absolute path root itself, or under it ("/" holds every one)? */
 bool rd_path_within(const char *path, const char *root);
 

@@ -300,14 +300,6 @@ static char *expand_uid(const char *path, uid_t uid)
 	return out;
 }
 
-static bool listed(const struct rd_strv *l, const char *s)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
-
 char *rd_box_path(const char *entry, const char *home, uid_t uid)
 {
 	_cleanup_free_ char *p = expand_uid(entry, uid);
@@ -325,7 +317,7 @@ static int add_mask(struct rd_strv *out, const char *path, const char *home, uid
 	size_t n = strlen(full);
 	if (n > 1 && full[n - 1] == '/')
 		full[n - 1] = '\0'; /* a protected directory's mark (rd_view_lists) */
-	if (listed(out, full)) {
+	if (rd_strv_contains(out, full)) {
 		free(full);
 		return 0;
 	}
@@ -517,7 +509,7 @@ int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, co
 	}
 	/* "/" writable is no sandbox: a {workspace} of "/" (runnerd started there, as in many
 	 * containers) is left read-only instead. */
-	if (r == 0 && listed(&all[0], "/"))
+	if (r == 0 && rd_strv_contains(&all[0], "/"))
 		r = rd_strv_add(notes,
 		                "write \"/\" (a {workspace} of \"/\"?) would make the whole "
 		                "machine writable to commands: left read-only; start runnerd "
@@ -542,9 +534,9 @@ int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, co
 			r = rd_strv_add(dirs, marked.v[i]);
 	/* Placeholders: protected files, made empty where missing. */
 	for (size_t i = 0; r == 0 && i < all[3].n; i++)
-		if (rd_strv_within(write, all[3].v[i]) && !listed(files, all[3].v[i])) {
+		if (rd_strv_within(write, all[3].v[i]) && !rd_strv_contains(files, all[3].v[i])) {
 			r = rd_strv_add(files, all[3].v[i]);
-			if (r == 0 && !listed(protect, all[3].v[i]))
+			if (r == 0 && !rd_strv_contains(protect, all[3].v[i]))
 				r = rd_strv_add(protect, all[3].v[i]);
 		}
 	/* A cache inside a writable root is writable already; one inside another cache is in its
@@ -554,7 +546,7 @@ int rd_view_lists(const struct rd_config *cfg, const struct rd_profile *prof, co
 		bool skip = rd_strv_within(write, p) || rd_write_root_refused(p);
 		for (size_t k = 0; !skip && k < all[2].n; k++)
 			skip = k != i && rd_path_within(p, all[2].v[k]) && strcmp(p, all[2].v[k]);
-		if (!skip && !listed(caches, p))
+		if (!skip && !rd_strv_contains(caches, p))
 			r = rd_strv_add(caches, p);
 	}
 	rd_strv_free(&all[0]);
@@ -583,7 +575,7 @@ int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
 	const struct rd_strv *more[] = {&prof->commands_box.list[RD_BOX_MASK],
 	                                rule ? &rule->box.list[RD_BOX_MASK] : NULL};
 	for (size_t i = 0; r == 0 && i < global->n; i++)
-		if (!listed(unmask, global->v[i]))
+		if (!rd_strv_contains(unmask, global->v[i]))
 			r = add_mask(out, global->v[i], home, uid);
 	for (size_t l = 0; l < ARRAY_SIZE(more); l++)
 		for (size_t i = 0; r == 0 && more[l] && i < more[l]->n; i++)
@@ -602,7 +594,7 @@ int rd_mask_list(const struct rd_config *cfg, const struct rd_profile *prof,
 		char *bang = NULL;
 		if (in && asprintf(&bang, "!%s", x) < 0)
 			r = -ENOMEM;
-		else if (in && !listed(out, bang))
+		else if (in && !rd_strv_contains(out, bang))
 			r = rd_strv_take(out, bang);
 		else
 			free(bang);
@@ -660,7 +652,7 @@ int rd_rule_view_lists(const struct rd_config *cfg, const struct rd_profile *pro
 		bool in = false;
 		for (size_t k = 0; !in && k < write->n; k++)
 			in = rd_path_within(p, write->v[k]) || rd_path_within(write->v[k], p);
-		if (in && !listed(protect, p))
+		if (in && !rd_strv_contains(protect, p))
 			r = rd_strv_add(protect, p);
 	}
 	rd_strv_free(&others);

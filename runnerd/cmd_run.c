@@ -371,7 +371,7 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
                         const char *env_home, struct rd_strv *shadow, struct rd_strv *hidden)
 {
 	char home[PATH_MAX], other[PATH_MAX];
-	struct rd_strv masks = {0};
+	struct rd_strv masks = {0}, big = {0}; /* big: the directories too large to hold */
 	/* The home of the password database, and the HOME runnerd started with, where the agent's
 	 * tools keep their files when it is another (a container's ENV HOME, a CI's): "~/" masks
 	 * go under both (rd_mask_list). Not "/": its entries are the machine's. */
@@ -457,16 +457,18 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 			}
 			if (skip)
 				continue;
-			bool listed = false;
-			for (size_t k = 0; k < shadow->n && !listed; k++)
-				listed = strcmp(shadow->v[k], dir) == 0;
+			bool listed = rd_strv_contains(shadow, dir);
 			if (!listed && pass == 1)
 				continue;
 			if (!listed) {
+				/* Judged once: said once. */
+				if (rd_strv_contains(&big, dir))
+					continue;
 				long n = count_entries(dir);
 				if (n < 0)
 					continue;
 				if (n > RD_VIEW_SHADOW_MAX) {
+					r = rd_strv_add(&big, dir);
 					fprintf(stderr,
 					        "runnerd: %s holds %ld entries, more than the %d "
 					        "runnerd holds in the commands' view: its masked "
@@ -484,13 +486,11 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 				continue; /* a directory on its way, made later: no name hidden */
 			if (directory && flen + 1 < sizeof(file))
 				memcpy(file + flen, "/", 2);
-			bool known = false;
-			for (size_t k = 0; k < hidden->n && !known; k++)
-				known = strcmp(hidden->v[k], file) == 0;
-			if (r == 0 && !known)
+			if (r == 0 && !rd_strv_contains(hidden, file))
 				r = rd_strv_add(hidden, file);
 		}
 	rd_strv_free(&masks);
+	rd_strv_free(&big);
 	/* Deepest first: a shadow above holds a copy of the one below. */
 	if (r == 0 && shadow->n)
 		qsort(shadow->v, shadow->n, sizeof(*shadow->v), deeper_first);
