@@ -489,6 +489,28 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 			if (r == 0 && !rd_strv_contains(hidden, file))
 				r = rd_strv_add(hidden, file);
 		}
+	/* And every directory above a shadow, up to the home: one removed and made again (rm -rf
+	 * ~/.docker, then a login) takes the zygote's shadow with it, and a command running then
+	 * would see the new one where its directory above is the real one. runnerd refuses the
+	 * commands after (rd_shadow_watch_gone); the running ones keep the directory as it was. */
+	for (size_t i = 0; r == 0 && i < shadow->n; i++) {
+		char up[PATH_MAX];
+		snprintf(up, sizeof(up), "%s", shadow->v[i]);
+		for (char *slash; r == 0 && (slash = strrchr(up, '/')) && slash != up;) {
+			*slash = '\0';
+			bool in = (home[0] && rd_path_within(up, home)) ||
+			          (other[0] && rd_path_within(up, other));
+			if (!in || rd_view_writable_root(view, up) ||
+			    rd_view_writable_root(any, up) || rd_strv_contains(&big, up))
+				break;
+			if (rd_strv_contains(shadow, up))
+				continue;
+			long n = count_entries(up);
+			if (n < 0 || n > RD_VIEW_SHADOW_MAX)
+				break;
+			r = rd_strv_add(shadow, up);
+		}
+	}
 	rd_strv_free(&masks);
 	rd_strv_free(&big);
 	/* Deepest first: a shadow above holds a copy of the one below. */

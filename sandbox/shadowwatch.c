@@ -7,12 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct rd_shadow_dir {
-	int wd;     /* -1: not watched */
-	bool dirty; /* an entry came, went or was replaced since it was made */
-	bool said;  /* that it holds too many entries to be made again */
+	int wd;       /* -1: not watched */
+	bool dirty;   /* an entry came, went or was replaced since it was made */
+	bool said;    /* that it holds too many entries to be made again */
+	bool gone;    /* removed or moved: the zygote's shadow is off it, and stays off */
+	bool recheck; /* events were lost: gone is told by its device and inode */
+	dev_t dev;
+	ino_t ino;
 };
 
 #define EVENTS                                                                                     \
@@ -34,6 +39,12 @@ int rd_shadow_watch_init(struct rd_shadow_watch *w, const struct rd_view_paths *
 	for (size_t i = 0; i < w->n_dirs; i++) {
 		struct rd_shadow_dir *d = &w->dirs[i];
 		d->wd = w->fd >= 0 ? inotify_add_watch(w->fd, view->shadow[i], EVENTS) : -1;
+		struct stat st;
+		if (lstat(view->shadow[i], &st) == 0) {
+			d->dev = st.st_dev;
+			d->ino = st.st_ino;
+		}
+		d->recheck = d->wd < 0;
 		/* Unwatched (no inotify, the user's limit of watches): made again at every check.
 		 */
 		d->dirty = d->wd < 0;
@@ -47,12 +58,26 @@ int rd_shadow_watch_init(struct rd_shadow_watch *w, const struct rd_view_paths *
 	return 0;
 }
 
+/* dir/name (dir: the shadow directory i) removed or renamed away: if it is a shadow directory
+ * itself, it is gone. Its own IN_DELETE_SELF does not come while the zygote holds it open. */
+static void entry_gone(struct rd_shadow_watch *w, size_t i, const char *name)
+{
+	const char *dir = w->view->shadow[i];
+	size_t len = strcmp(dir, "/") ? strlen(dir) : 0;
+	for (size_t k = 0; k < w->n_dirs; k++) {
+		const char *p = w->view->shadow[k];
+		if (strncmp(p, dir, len) == 0 && p[len] == '/' && strcmp(p + len + 1, name) == 0)
+			w->dirs[k].gone = true;
+	}
+}
+
 /* The events queued: each directory with an entry made, removed or renamed there, other than
  * a hidden one (the agent writing ~/.claude.json again changes nothing a command sees), is to
  * be made again; all of them, for an overflowed queue. */
 static void drain(struct rd_shadow_watch *w)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const uint32_t self = IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT;
 	for (;;) {
 		ssize_t n = read(w->fd, buf, sizeof(buf));
 		if (n <= 0)
@@ -62,12 +87,21 @@ static void drain(struct rd_shadow_watch *w)
 			p += sizeof(*ev) + ev->len;
 			for (size_t i = 0; i < w->n_dirs; i++) {
 				struct rd_shadow_dir *d = &w->dirs[i];
-				if (ev->mask & IN_Q_OVERFLOW)
-					d->dirty = true;
-				else if (d->wd == ev->wd)
-					d->dirty = d->dirty || !ev->len ||
-					           !rd_view_hidden(w->view, w->view->shadow[i],
-					                           ev->name, ev->mask & IN_ISDIR);
+				if (ev->mask & IN_Q_OVERFLOW) {
+					d->dirty = d->recheck = true;
+					continue;
+				}
+				if (d->wd != ev->wd)
+					continue;
+				if (ev->mask & self) {
+					d->gone = true;
+					continue;
+				}
+				if (ev->len && (ev->mask & (IN_DELETE | IN_MOVED_FROM)))
+					entry_gone(w, i, ev->name);
+				d->dirty = d->dirty || !ev->len ||
+				           !rd_view_hidden(w->view, w->view->shadow[i], ev->name,
+				                           ev->mask & IN_ISDIR);
 			}
 		}
 	}
@@ -111,6 +145,24 @@ size_t rd_shadow_watch_check(struct rd_shadow_watch *w, struct rd_zygote *z)
 		made++;
 	}
 	return made;
+}
+
+const char *rd_shadow_watch_gone(struct rd_shadow_watch *w)
+{
+	if (w->fd >= 0)
+		drain(w);
+	for (size_t i = 0; i < w->n_dirs; i++) {
+		struct rd_shadow_dir *d = &w->dirs[i];
+		struct stat st;
+		/* Unwatched, or events lost: the directory there now, still the one it was? */
+		if (d->recheck && !d->gone)
+			d->gone = lstat(w->view->shadow[i], &st) < 0 || st.st_dev != d->dev ||
+			          st.st_ino != d->ino;
+		d->recheck = d->wd < 0;
+		if (d->gone)
+			return w->view->shadow[i];
+	}
+	return NULL;
 }
 
 void rd_shadow_watch_free(struct rd_shadow_watch *w)

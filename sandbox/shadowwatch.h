@@ -35,6 +35,11 @@ int rd_shadow_watch_init(struct rd_shadow_watch *w, const struct rd_view_paths *
  * it held alone (view.c), which runnerd says once. Returns how many. */
 size_t rd_shadow_watch_check(struct rd_shadow_watch *w, struct rd_zygote *z);
 
+/* A shadow directory removed or moved since the session started (rm -rf ~/.docker, then a
+ * login making it again): the mount the zygote put on it went with it, and a command would see
+ * the new one's files, the masked ones too, as they are. Its path, or NULL. */
+const char *rd_shadow_watch_gone(struct rd_shadow_watch *w);
+
 void rd_shadow_watch_free(struct rd_shadow_watch *w);
 
 #endif

@@ -783,6 +783,19 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 		u->mk.warned = true;
 		return REFUSE;
 	}
+	const char *gone = rd_shadow_watch_gone(&u->sp.shadow);
+	if (gone) {
+		refuse(
+		    x, EPERM,
+		    "the directory %s, which commands see as the session holds it for the masked "
+		    "paths in it, was removed or moved during the session; commands are refused "
+		    "until runnerd is restarted",
+		    gone);
+		if (!u->mk.warned)
+			fprintf(stderr, "runnerd: %s\n", x->why);
+		u->mk.warned = true;
+		return REFUSE;
+	}
 	/* A grant run where a command could have made the repository or configuration it reads
 	 * (a .git/config with hooks, aliases, fsmonitor in /tmp): only the workspace's are
 	 * protected. */

@@ -3585,6 +3585,62 @@ def test_mask_dir_remade(tmp):
         shutil.rmtree(store, ignore_errors=True)
 
 
+MASK_GONE_AGENT = r"""import os, shutil, subprocess, sys, time
+out, canary, store = sys.argv[1], sys.argv[2], sys.argv[3]
+f = os.path.join(store, "auth.json")
+loop = "while :; do echo \\[$(cat %s 2>/dev/null)\\]; sleep 0.01; done" % f
+subprocess.run(["sh", "-c", "nohup setsid sh -c '%s' >%s 2>&1 </dev/null & echo started"
+                % (loop, out)])
+time.sleep(0.5)
+# The store's directory (a shadow: its masked file was missing at the start) removed and made
+# again, as a login after rm -rf ~/.docker does, the file in it.
+shutil.rmtree(store)
+os.mkdir(store)
+with open(f, "w") as w:
+    w.write("made " + canary)
+time.sleep(1)
+try:
+    p = subprocess.run(["cat", f], capture_output=True, text=True)
+    print("later=%d[%s]" % (p.returncode, p.stdout.strip()), flush=True)
+except OSError as e:
+    print("later=refused[%s]" % e.strerror, flush=True)
+"""
+
+
+def test_mask_shadow_gone(tmp):
+    """A directory the view holds for a masked path in it, removed and made again during the
+    session, its masked file written in the new one (rm -rf ~/.docker, then docker login): the
+    zygote's shadow went with the old directory, silently, and a command left running since
+    before read the new file through the real directory above it, as did every later command
+    (the build before: both printed the secret). Now the directories above a shadow, up to the
+    home, are held too, and runnerd refuses the commands after, saying why."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    top = os.path.join(home, ".rd-gone-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+    store = os.path.join(top, "store")
+    os.makedirs(store)
+    try:
+        out = os.path.join(tmp, "reader.out")
+        agent = os.path.join(tmp, "gone_agent.py")
+        with open(agent, "w") as w:
+            w.write(MASK_GONE_AGENT)
+        prof = write_profile(tmp, "mg", {"default": "allow",
+                                         "mask": [os.path.join(store, "auth.json")]})
+        run = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, out, "new-" + CANARY,
+                                                store]),
+                             env=base_env(), capture_output=True, text=True, timeout=120)
+        seen = open(out).read() if os.path.exists(out) else ""
+        say = run.stdout + run.stderr[-600:] + " reader: " + seen[-300:]
+        check("mask shadow gone: the reader ran", "[]" in seen, say)
+        check("mask shadow gone: a reader running since before never sees the file made",
+              CANARY not in seen, say)
+        check("mask shadow gone: later commands are refused, and runnerd says why",
+              CANARY not in run.stdout and "later=refused[Operation not permitted]" in
+              run.stdout and
+              "was removed or moved during the session" in run.stderr, say)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 SHADOW_AGENT = r"""import os, subprocess, sys
 d = sys.argv[1]
 def run(name, argv, cwd=None):
@@ -4423,6 +4479,7 @@ def main():
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
              test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names,
              test_mask_dir_temp, test_mask_dir_kinds, test_mask_made_later, test_mask_dir_remade,
+             test_mask_shadow_gone,
              test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
              test_sessions_list_unreadable, test_sessions_apart, test_sessions_ended_moved, test_sessions_folded, test_sessions_start_held,
