@@ -415,8 +415,9 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 				 * (rd_view_hidden). */
 			} else if (at == 0 && S_ISLNK(st.st_mode)) {
 				if (!realpath(m, file) || stat(file, &st) < 0 ||
-				    !S_ISREG(st.st_mode))
+				    !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
 					continue;
+				directory = S_ISDIR(st.st_mode);
 			} else {
 				/* A file or a directory makes its directory a shadow: a mount on
 				 * either is taken off, in the sandboxes running, when it is removed
@@ -441,8 +442,13 @@ static int shadow_lists(const struct rd_config *cfg, const struct rd_profile *pr
 			const char *slash = strrchr(file, '/');
 			snprintf(dir, sizeof(dir), "%.*s", slash == file ? 1 : (int)(slash - file),
 			         file);
-			bool skip = !((home[0] && rd_path_within(dir, home)) ||
-			              (other[0] && rd_path_within(dir, other))) ||
+			/* In the home as the mask names it, wherever a symlink on the way leads
+			 * (a dotfiles manager's ~/.config): there it is held, unless "/". */
+			bool in = (home[0] &&
+			           (rd_path_within(dir, home) || rd_path_within(m, who.home))) ||
+			          (other[0] &&
+			           (rd_path_within(dir, other) || rd_path_within(m, env_home)));
+			bool skip = !in || strcmp(dir, "/") == 0 ||
 			            rd_view_writable_root(view, dir) ||
 			            rd_view_writable_root(any, dir) || stat(dir, &st) < 0 ||
 			            !S_ISDIR(st.st_mode);

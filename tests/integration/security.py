@@ -3641,6 +3641,72 @@ def test_mask_shadow_gone(tmp):
         shutil.rmtree(top, ignore_errors=True)
 
 
+MASK_LINK_AGENT = r"""import os, shutil, subprocess, sys, time
+out, canary, remade, made = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+files = [os.path.join(remade, "credentials")] + made
+loop = "while :; do echo \\[$(cat %s 2>/dev/null)\\]; sleep 0.01; done" % " ".join(files)
+subprocess.run(["sh", "-c", "nohup setsid sh -c '%s' >%s 2>&1 </dev/null & echo started"
+                % (loop, out)])
+time.sleep(0.5)
+# The masked directory behind a link set up anew; a store made behind a linked directory.
+target = os.path.realpath(remade)
+shutil.rmtree(target)
+os.mkdir(target)
+for f in files:
+    os.makedirs(os.path.dirname(f), exist_ok=True)
+    with open(f, "w") as w:
+        w.write("made " + canary)
+time.sleep(1)
+p = subprocess.run(["sh", "-c", "cat %s 2>/dev/null; echo" % " ".join(files)],
+                   capture_output=True, text=True)
+print("later=%d[%s]" % (p.returncode, p.stdout.strip()), flush=True)
+"""
+
+
+def test_mask_links(tmp):
+    """Masked paths behind symlinks of the home, as dotfiles managers make them: a masked
+    directory that is a link into another directory of the home (~/.aws -> ~/dotfiles/aws) set
+    up anew during the session, and, as root (the only one here that can make a directory
+    outside the home and the writable roots), a store made in a directory of the home that is a
+    link out of it (~/.config -> /srv/...). The build before held neither, and a command left
+    running read both new files."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    top = os.path.join(home, ".rd-links-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+    os.makedirs(os.path.join(top, "dot", "aws"))
+    with open(os.path.join(top, "dot", "aws", "credentials"), "w") as w:
+        w.write("old " + CANARY)
+    os.symlink(os.path.join(top, "dot", "aws"), os.path.join(top, "aws"))
+    masks, made, out_dir = [os.path.join(top, "aws")], [], None
+    if os.getuid() == 0:
+        out_dir = "/srv/rd-links-%d-%s" % (os.getpid(), os.urandom(3).hex())
+        os.makedirs(os.path.join(out_dir, "config"))
+        os.symlink(os.path.join(out_dir, "config"), os.path.join(top, "config"))
+        masks.append(os.path.join(top, "config", "gh"))
+        made.append(os.path.join(top, "config", "gh", "hosts.yml"))
+    try:
+        out = os.path.join(tmp, "reader.out")
+        agent = os.path.join(tmp, "links_agent.py")
+        with open(agent, "w") as w:
+            w.write(MASK_LINK_AGENT)
+        prof = write_profile(tmp, "ln", {"default": "allow", "mask": masks})
+        run = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, out, "new-" + CANARY,
+                                                os.path.join(top, "aws")] + made),
+                             env=base_env(), capture_output=True, text=True, timeout=120)
+        seen = open(out).read() if os.path.exists(out) else ""
+        say = run.stdout + run.stderr[-600:] + " reader: " + seen[-300:]
+        check("mask links: the reader ran, and read nothing of the first store",
+              run.returncode == 0 and "[]" in seen and "old " + CANARY not in seen, say)
+        check("mask links: a reader running since before never sees the stores behind links "
+              "made again or made" + ("" if out_dir else " (the one outside the home: as root)"),
+              CANARY not in seen, say)
+        check("mask links: a later command does not read them either",
+              "later=0[" in run.stdout and CANARY not in run.stdout, say)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+        if out_dir:
+            shutil.rmtree(out_dir, ignore_errors=True)
+
+
 SHADOW_AGENT = r"""import os, subprocess, sys
 d = sys.argv[1]
 def run(name, argv, cwd=None):
@@ -4479,7 +4545,7 @@ def main():
              test_mask_symlinks, test_mask_replaced, test_mask_replaced_live,
              test_mask_dir_changes, test_mask_dir_layers, test_mask_dir_full, test_mask_dir_names,
              test_mask_dir_temp, test_mask_dir_kinds, test_mask_made_later, test_mask_dir_remade,
-             test_mask_shadow_gone,
+             test_mask_shadow_gone, test_mask_links,
              test_mask_krb5,
              test_sessions_side_by_side, test_sessions_side_by_side_more,
              test_sessions_list_unreadable, test_sessions_apart, test_sessions_ended_moved, test_sessions_folded, test_sessions_start_held,
