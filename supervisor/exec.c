@@ -69,6 +69,24 @@ static enum outcome refuse(struct exec *x, int e, const char *fmt, ...)
 	return REFUSE;
 }
 
+/* A refusal of this exec and every later one (EPERM: a mask can no longer be kept), said on
+ * stderr once. */
+static enum outcome refuse_from_now(struct sup *u, struct exec *x, const char *fmt, ...)
+    _printf_(3, 4);
+static enum outcome refuse_from_now(struct sup *u, struct exec *x, const char *fmt, ...)
+{
+	char what[sizeof(x->why)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	refuse(x, EPERM, "%s; commands are refused until runnerd is restarted", what);
+	if (!u->mk.warned)
+		fprintf(stderr, "runnerd: %s\n", x->why);
+	u->mk.warned = true;
+	return REFUSE;
+}
+
 static enum outcome answer(struct exec *x, enum outcome o, int e)
 {
 	x->err = e;
@@ -773,29 +791,19 @@ static enum outcome phase_seize(struct sup *u, struct exec *x)
 			    q->rule->index, rd_strv_within(&q->write, p), p);
 	}
 	const char *moved = sup_masks_tampered(u, &q->masks);
-	if (moved) {
-		refuse(x, EPERM,
-		       "the masked path %s has moved or changed since the session started; "
-		       "commands are refused until runnerd is restarted",
-		       moved);
-		if (!u->mk.warned)
-			fprintf(stderr, "runnerd: %s\n", x->why);
-		u->mk.warned = true;
-		return REFUSE;
-	}
+	if (moved)
+		return refuse_from_now(u, x,
+		                       "the masked path %s has moved or changed since the session "
+		                       "started",
+		                       moved);
 	const char *gone = rd_shadow_watch_gone(&u->sp.shadow);
-	if (gone) {
-		refuse(
-		    x, EPERM,
-		    "the directory %s, which commands see as the session holds it for the masked "
-		    "paths in it, was removed or moved during the session; commands are refused "
-		    "until runnerd is restarted",
+	if (gone)
+		return refuse_from_now(
+		    u, x,
+		    "the directory %s, which commands see as the session holds it "
+		    "for the masked paths in it, was removed or moved during the "
+		    "session",
 		    gone);
-		if (!u->mk.warned)
-			fprintf(stderr, "runnerd: %s\n", x->why);
-		u->mk.warned = true;
-		return REFUSE;
-	}
 	/* A grant run where a command could have made the repository or configuration it reads
 	 * (a .git/config with hooks, aliases, fsmonitor in /tmp): only the workspace's are
 	 * protected. */

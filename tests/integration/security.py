@@ -3479,21 +3479,46 @@ def test_mask_replaced_live(tmp):
                     os.unlink(g)
 
 
-MASK_LATER_AGENT = r"""import os, subprocess, sys, time
-out, canary, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-loop = "while :; do echo \\[$(cat %s 2>/dev/null)\\]; sleep 0.01; done" % " ".join(files)
-subprocess.run(["sh", "-c", "nohup setsid sh -c '%s' >%s 2>&1 </dev/null & echo started"
-                % (loop, out)])
-time.sleep(0.5)
-for f in files:
+# The start of an agent that leaves a reader of files running in its sandbox (the default
+# lifetime: the session): start_reader(out, files) prints [what they hold] to out every 10 ms.
+READER_AGENT = r"""import os, shutil, subprocess, sys, time
+def start_reader(out, files):
+    loop = "while :; do echo \\[$(cat %s 2>/dev/null)\\]; sleep 0.01; done" % " ".join(files)
+    subprocess.run(["sh", "-c", "nohup setsid sh -c '%s' >%s 2>&1 </dev/null & echo started"
+                    % (loop, out)])
+    time.sleep(0.5)
+def later(files):
+    p = subprocess.run(["sh", "-c", "cat %s 2>/dev/null; echo" % " ".join(files)],
+                       capture_output=True, text=True)
+    print("later=%d[%s]" % (p.returncode, p.stdout.strip()), flush=True)
+def make_then_later(files, text):
     # As a login run beside the session makes a store: its directory, then the file.
-    os.makedirs(os.path.dirname(f), exist_ok=True)
-    with open(f, "w") as w:
-        w.write("made " + canary)
-time.sleep(1)
-p = subprocess.run(["sh", "-c", "cat %s 2>/dev/null; echo" % " ".join(files)],
-                   capture_output=True, text=True)
-print("later=%d[%s]" % (p.returncode, p.stdout.strip()), flush=True)
+    for f in files:
+        os.makedirs(os.path.dirname(f), exist_ok=True)
+        with open(f, "w") as w:
+            w.write(text)
+    time.sleep(1)
+    later(files)
+"""
+
+
+def reader_run(tmp, prof, agent, args):
+    """Runs READER_AGENT + agent as the agent under prof with args (the reader's output file
+    first): (the run, what the reader printed, the output to show)."""
+    out = os.path.join(tmp, "reader.out")
+    path = os.path.join(tmp, "reader_agent.py")
+    with open(path, "w") as w:
+        w.write(READER_AGENT + agent)
+    run = subprocess.run(runnerd_cmd(prof, [sys.executable, path, out] + args), env=base_env(),
+                         capture_output=True, text=True, timeout=120)
+    seen = open(out).read() if os.path.exists(out) else ""
+    return run, seen, run.stdout + run.stderr[-600:] + " reader: " + seen[-300:]
+
+
+MASK_LATER_AGENT = r"""
+out, canary, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+start_reader(out, files)
+make_then_later(files, "made " + canary)
 """
 
 
@@ -3512,16 +3537,8 @@ def test_mask_made_later(tmp):
              os.path.join(home, name + "-new", "creds.json")]
     masks = [files[0], os.path.join(store, "gh"), files[2]]
     try:
-        out = os.path.join(tmp, "reader.out")
-        agent = os.path.join(tmp, "later_agent.py")
-        with open(agent, "w") as w:
-            w.write(MASK_LATER_AGENT)
         prof = write_profile(tmp, "mk", {"default": "allow", "mask": masks})
-        run = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, out, "new-" + CANARY]
-                                         + files),
-                             env=base_env(), capture_output=True, text=True, timeout=120)
-        seen = open(out).read() if os.path.exists(out) else ""
-        say = run.stdout + run.stderr[-600:] + " reader: " + seen[-300:]
+        run, seen, say = reader_run(tmp, prof, MASK_LATER_AGENT, ["new-" + CANARY] + files)
         check("mask made later: the reader ran", run.returncode == 0 and "[]" in seen, say)
         check("mask made later: a reader running since before never sees the stores made",
               CANARY not in seen, say)
@@ -3532,13 +3549,10 @@ def test_mask_made_later(tmp):
         shutil.rmtree(os.path.join(home, name + "-new"), ignore_errors=True)
 
 
-MASK_REMADE_AGENT = r"""import os, shutil, subprocess, sys, time
+MASK_REMADE_AGENT = r"""
 out, canary, store = sys.argv[1], sys.argv[2], sys.argv[3]
 f = os.path.join(store, "aws", "credentials")
-loop = "while :; do echo \\[$(cat %s 2>/dev/null)\\]; sleep 0.01; done" % f
-subprocess.run(["sh", "-c", "nohup setsid sh -c '%s' >%s 2>&1 </dev/null & echo started"
-                % (loop, out)])
-time.sleep(0.5)
+start_reader(out, [f])
 # As a store is made again from scratch (rm -rf ~/.aws, aws configure): the masked directory
 # removed, a new one made in its place.
 shutil.rmtree(os.path.join(store, "aws"))
@@ -3546,8 +3560,7 @@ os.mkdir(os.path.join(store, "aws"))
 with open(f, "w") as w:
     w.write("remade " + canary)
 time.sleep(1)
-p = subprocess.run(["sh", "-c", "cat %s 2>/dev/null; echo" % f], capture_output=True, text=True)
-print("later=%d[%s]" % (p.returncode, p.stdout.strip()), flush=True)
+later([f])
 """
 
 
@@ -3564,17 +3577,9 @@ def test_mask_dir_remade(tmp):
     with open(os.path.join(store, "aws", "credentials"), "w") as w:
         w.write("old " + CANARY)
     try:
-        out = os.path.join(tmp, "reader.out")
-        agent = os.path.join(tmp, "remade_agent.py")
-        with open(agent, "w") as w:
-            w.write(MASK_REMADE_AGENT)
         prof = write_profile(tmp, "mr", {"default": "allow",
                                          "mask": [os.path.join(store, "aws")]})
-        run = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, out, "new-" + CANARY,
-                                                store]),
-                             env=base_env(), capture_output=True, text=True, timeout=120)
-        seen = open(out).read() if os.path.exists(out) else ""
-        say = run.stdout + run.stderr[-600:] + " reader: " + seen[-300:]
+        run, seen, say = reader_run(tmp, prof, MASK_REMADE_AGENT, ["new-" + CANARY, store])
         check("mask dir remade: the reader ran, and read nothing of the first store",
               run.returncode == 0 and "[]" in seen and "old " + CANARY not in seen, say)
         check("mask dir remade: a reader running since before never sees the new store",
@@ -3585,13 +3590,10 @@ def test_mask_dir_remade(tmp):
         shutil.rmtree(store, ignore_errors=True)
 
 
-MASK_GONE_AGENT = r"""import os, shutil, subprocess, sys, time
+MASK_GONE_AGENT = r"""
 out, canary, store = sys.argv[1], sys.argv[2], sys.argv[3]
 f = os.path.join(store, "auth.json")
-loop = "while :; do echo \\[$(cat %s 2>/dev/null)\\]; sleep 0.01; done" % f
-subprocess.run(["sh", "-c", "nohup setsid sh -c '%s' >%s 2>&1 </dev/null & echo started"
-                % (loop, out)])
-time.sleep(0.5)
+start_reader(out, [f])
 # The store's directory (a shadow: its masked file was missing at the start) removed and made
 # again, as a login after rm -rf ~/.docker does, the file in it.
 shutil.rmtree(store)
@@ -3619,17 +3621,9 @@ def test_mask_shadow_gone(tmp):
     store = os.path.join(top, "store")
     os.makedirs(store)
     try:
-        out = os.path.join(tmp, "reader.out")
-        agent = os.path.join(tmp, "gone_agent.py")
-        with open(agent, "w") as w:
-            w.write(MASK_GONE_AGENT)
         prof = write_profile(tmp, "mg", {"default": "allow",
                                          "mask": [os.path.join(store, "auth.json")]})
-        run = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, out, "new-" + CANARY,
-                                                store]),
-                             env=base_env(), capture_output=True, text=True, timeout=120)
-        seen = open(out).read() if os.path.exists(out) else ""
-        say = run.stdout + run.stderr[-600:] + " reader: " + seen[-300:]
+        run, seen, say = reader_run(tmp, prof, MASK_GONE_AGENT, ["new-" + CANARY, store])
         check("mask shadow gone: the reader ran", "[]" in seen, say)
         check("mask shadow gone: a reader running since before never sees the file made",
               CANARY not in seen, say)
@@ -3641,25 +3635,15 @@ def test_mask_shadow_gone(tmp):
         shutil.rmtree(top, ignore_errors=True)
 
 
-MASK_LINK_AGENT = r"""import os, shutil, subprocess, sys, time
+MASK_LINK_AGENT = r"""
 out, canary, remade, made = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 files = [os.path.join(remade, "credentials")] + made
-loop = "while :; do echo \\[$(cat %s 2>/dev/null)\\]; sleep 0.01; done" % " ".join(files)
-subprocess.run(["sh", "-c", "nohup setsid sh -c '%s' >%s 2>&1 </dev/null & echo started"
-                % (loop, out)])
-time.sleep(0.5)
+start_reader(out, files)
 # The masked directory behind a link set up anew; a store made behind a linked directory.
 target = os.path.realpath(remade)
 shutil.rmtree(target)
 os.mkdir(target)
-for f in files:
-    os.makedirs(os.path.dirname(f), exist_ok=True)
-    with open(f, "w") as w:
-        w.write("made " + canary)
-time.sleep(1)
-p = subprocess.run(["sh", "-c", "cat %s 2>/dev/null; echo" % " ".join(files)],
-                   capture_output=True, text=True)
-print("later=%d[%s]" % (p.returncode, p.stdout.strip()), flush=True)
+make_then_later(files, "made " + canary)
 """
 
 
@@ -3684,16 +3668,9 @@ def test_mask_links(tmp):
         masks.append(os.path.join(top, "config", "gh"))
         made.append(os.path.join(top, "config", "gh", "hosts.yml"))
     try:
-        out = os.path.join(tmp, "reader.out")
-        agent = os.path.join(tmp, "links_agent.py")
-        with open(agent, "w") as w:
-            w.write(MASK_LINK_AGENT)
         prof = write_profile(tmp, "ln", {"default": "allow", "mask": masks})
-        run = subprocess.run(runnerd_cmd(prof, [sys.executable, agent, out, "new-" + CANARY,
-                                                os.path.join(top, "aws")] + made),
-                             env=base_env(), capture_output=True, text=True, timeout=120)
-        seen = open(out).read() if os.path.exists(out) else ""
-        say = run.stdout + run.stderr[-600:] + " reader: " + seen[-300:]
+        run, seen, say = reader_run(tmp, prof, MASK_LINK_AGENT,
+                                    ["new-" + CANARY, os.path.join(top, "aws")] + made)
         check("mask links: the reader ran, and read nothing of the first store",
               run.returncode == 0 and "[]" in seen and "old " + CANARY not in seen, say)
         check("mask links: a reader running since before never sees the stores behind links "
