@@ -87,6 +87,7 @@ struct zygote_view {
 	uint32_t n_hidden;
 	uint32_t n_filters; /* a container's (rd_confine): after the paths, each a uint32_t length
 	                     * and that many struct sock_filter */
+	int64_t since_s, since_ns; /* when the session started (rd_view_since) */
 	char
 	    apparmor[256]; /* the agent's AppArmor profile (rd_confine), NUL-terminated; "": none */
 };

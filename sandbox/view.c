@@ -969,6 +969,16 @@ void rd_view_since_now(void)
 	clock_gettime(CLOCK_REALTIME_COARSE, &shadow_since);
 }
 
+struct timespec rd_view_since(void)
+{
+	return shadow_since;
+}
+
+void rd_view_since_set(struct timespec at)
+{
+	shadow_since = at;
+}
+
 /* Was dir/name a file of its owner's alone when the session started (one of v->hidden, after
  * a '=')? Written again during it (git config --global rewrites a 0600 ~/.gitconfig), it is what
  * it was, and shown. */

@@ -104,8 +104,11 @@ int rd_view_session(struct rd_view_error *e, const struct rd_view_paths *paths, 
 
 /* The session starts now: a file of its owner's alone (0600) that a shadow directory gains or
  * changes from now on is shown empty there (sandbox/view.c). runnerd calls it before it forks
- * anything; the zygote's first view does it itself. */
+ * anything, and tells the zygote its time (rd_view_since, rd_view_since_set): the zygote,
+ * exec'd and started later, would take the agent's first files for older than the session. */
 void rd_view_since_now(void);
+struct timespec rd_view_since(void);
+void rd_view_since_set(struct timespec at);
 
 /* The view made by rd_view_session in this process (the zygote's): its shadow directory
  * shadow[i] made again from what the directory holds now, and each shadow directory above it

@@ -27,7 +27,9 @@ static long view_msg(char ids, const struct rd_view_paths *paths, const struct r
 	                        .n_layers = paths ? (uint32_t)paths->n_layers : 0,
 	                        .n_shadow = paths ? (uint32_t)paths->n_shadow : 0,
 	                        .n_hidden = paths ? (uint32_t)paths->n_hidden : 0,
-	                        .n_filters = confine ? (uint32_t)confine->n_filters : 0};
+	                        .n_filters = confine ? (uint32_t)confine->n_filters : 0,
+	                        .since_s = rd_view_since().tv_sec,
+	                        .since_ns = rd_view_since().tv_nsec};
 	if (confine && confine->apparmor &&
 	    (size_t)snprintf(v.apparmor, sizeof(v.apparmor), "%s", confine->apparmor) >=
 	        sizeof(v.apparmor))

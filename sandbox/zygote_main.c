@@ -129,6 +129,9 @@ static unsigned session_setup(int sock, bool host)
 		_exit(1);
 	memcpy(&v, buf, sizeof(v));
 	char ids = (char)v.ids;
+	if (v.since_s > 0 && v.since_ns >= 0 && v.since_ns < 1000000000)
+		rd_view_since_set(
+		    (struct timespec){.tv_sec = (time_t)v.since_s, .tv_nsec = (long)v.since_ns});
 	size_t n_paths = (size_t)v.n_write + v.n_protect + 2 * (size_t)v.n_layers +
 	                 (size_t)v.n_shadow + v.n_hidden;
 	char **list = n_paths <= ZYGOTE_MAX_MSG ? split(buf + sizeof(v), buf + n, n_paths) : NULL;
