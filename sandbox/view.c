@@ -1124,8 +1124,14 @@ static int shadow_build(const struct rd_view_paths *v, size_t i, int real, int o
 			close(tree);
 			tree = -1;
 		}
-		if (tree < 0 || move_mount(tree, "", mnt, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		if (tree < 0 || move_mount(tree, "", mnt, name, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+			/* EINVAL: a kernel that mounts nothing into a mount not yet attached
+			 * (before 6.15), for every entry: no shadow (shadows()), never an empty
+			 * one. */
+			if (tree >= 0 && errno == EINVAL)
+				r = -EINVAL;
 			unlinkat(mnt, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+		}
 		if (tree >= 0)
 			close(tree);
 	}
@@ -1230,6 +1236,22 @@ static int shadows(struct rd_view_error *e, const struct rd_view_paths *paths)
 		int mnt = shadow_build(paths, i, fd, -1);
 		if (mnt == -E2BIG)
 			continue;
+		/* Before Linux 6.15 nothing is mounted into a mount not yet attached (EINVAL):
+		 * there the directory is left as it is, its masked files masked where they are,
+		 * and said once. */
+		if (mnt == -EINVAL) {
+			static bool said;
+			if (!said)
+				fprintf(
+				    stderr,
+				    "runnerd: this kernel cannot build the directories of masked "
+				    "files in the commands' view (Linux 6.15 can): their masked "
+				    "files are masked where they are, and one written again "
+				    "there (a new file renamed over it) shows in the sandboxes "
+				    "running then\n");
+			said = true;
+			continue;
+		}
 		int r = mnt < 0 ? mnt : shadow_swap(i, mnt);
 		if (r < 0)
 			return r;
