@@ -58,8 +58,9 @@ int rd_shadow_watch_init(struct rd_shadow_watch *w, const struct rd_view_paths *
 	return 0;
 }
 
-/* dir/name (dir: the shadow directory i) removed or renamed away: if it is a shadow directory
- * itself, it is gone. Its own IN_DELETE_SELF does not come while the zygote holds it open. */
+/* dir/name (dir: the shadow directory i) removed, renamed away, or another renamed over it (or
+ * made there: after it went): if it is a shadow directory itself, it is gone. Its own
+ * IN_DELETE_SELF does not come while the zygote holds it open. */
 static void entry_gone(struct rd_shadow_watch *w, size_t i, const char *name)
 {
 	const char *dir = w->view->shadow[i];
@@ -97,7 +98,8 @@ static void drain(struct rd_shadow_watch *w)
 					d->gone = true;
 					continue;
 				}
-				if (ev->len && (ev->mask & (IN_DELETE | IN_MOVED_FROM)))
+				if (ev->len && (ev->mask & (IN_DELETE | IN_MOVED_FROM |
+				                            IN_MOVED_TO | IN_CREATE)))
 					entry_gone(w, i, ev->name);
 				d->dirty = d->dirty || !ev->len ||
 				           !rd_view_hidden(w->view, w->view->shadow[i], ev->name,

@@ -53,7 +53,9 @@ struct rd_view_paths {
 	char *const *shadow;
 	size_t n_shadow;
 	/* Masked paths in those directories: there, never the real ones; a directory's with a
-	 * '/' after it (its name alone is hidden: no writer puts a directory's text beside it). */
+	 * '/' after it (its name alone is hidden: no writer puts a directory's text beside it).
+	 * And, after a '=', the files of their owner's alone (0600) that those directories held
+	 * at the session's start: one written again is shown (view.c, new_private). */
 	char *const *hidden;
 	size_t n_hidden;
 };

@@ -218,10 +218,7 @@ static void peer_free(struct peer *p);
 /* path added to l unless l has it. */
 static int add_once(struct rd_strv *l, const char *path)
 {
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], path) == 0)
-			return 0;
-	return rd_strv_add(l, path);
+	return rd_strv_contains(l, path) ? 0 : rd_strv_add(l, path);
 }
 
 /* l's paths each taken up to its directory ("/" stays), until at most FOLD_MAX are left. */

@@ -3595,9 +3595,14 @@ out, canary, store = sys.argv[1], sys.argv[2], sys.argv[3]
 f = os.path.join(store, "auth.json")
 start_reader(out, [f])
 # The store's directory (a shadow: its masked file was missing at the start) removed and made
-# again, as a login after rm -rf ~/.docker does, the file in it.
-shutil.rmtree(store)
-os.mkdir(store)
+# again, as a login after rm -rf ~/.docker does, or (sys.argv[4] "over") another renamed over
+# it, as a tool that sets its directory up aside does; the file in it.
+if sys.argv[4:] == ["over"]:
+    os.mkdir(store + ".new")
+    os.rename(store + ".new", store)
+else:
+    shutil.rmtree(store)
+    os.mkdir(store)
 with open(f, "w") as w:
     w.write("made " + canary)
 time.sleep(1)
@@ -3615,24 +3620,29 @@ def test_mask_shadow_gone(tmp):
     zygote's shadow went with the old directory, silently, and a command left running since
     before read the new file through the real directory above it, as did every later command
     (the build before: both printed the secret). Now the directories above a shadow, up to the
-    home, are held too, and runnerd refuses the commands after, saying why."""
+    home, are held too, and runnerd refuses the commands after, saying why. The same with an
+    empty directory renamed over it (the build before the check of that way ran the later
+    commands)."""
     home = pwd.getpwuid(os.getuid()).pw_dir
-    top = os.path.join(home, ".rd-gone-%d-%s" % (os.getpid(), os.urandom(3).hex()))
-    store = os.path.join(top, "store")
-    os.makedirs(store)
-    try:
-        prof = write_profile(tmp, "mg", {"default": "allow",
-                                         "mask": [os.path.join(store, "auth.json")]})
-        run, seen, say = reader_run(tmp, prof, MASK_GONE_AGENT, ["new-" + CANARY, store])
-        check("mask shadow gone: the reader ran", "[]" in seen, say)
-        check("mask shadow gone: a reader running since before never sees the file made",
-              CANARY not in seen, say)
-        check("mask shadow gone: later commands are refused, and runnerd says why",
-              CANARY not in run.stdout and "later=refused[Operation not permitted]" in
-              run.stdout and
-              "was removed or moved during the session" in run.stderr, say)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
+    for how in ("removed", "over"):
+        top = os.path.join(home, ".rd-gone-%d-%s" % (os.getpid(), os.urandom(3).hex()))
+        store = os.path.join(top, "store")
+        os.makedirs(store)
+        what = "" if how == "removed" else " (renamed over)"
+        try:
+            prof = write_profile(tmp, "mg", {"default": "allow",
+                                             "mask": [os.path.join(store, "auth.json")]})
+            run, seen, say = reader_run(tmp, prof, MASK_GONE_AGENT,
+                                        ["new-" + CANARY, store, how])
+            check("mask shadow gone%s: the reader ran" % what, "[]" in seen, say)
+            check("mask shadow gone%s: a reader running since before never sees the file "
+                  "made" % what, CANARY not in seen, say)
+            check("mask shadow gone%s: later commands are refused, and runnerd says why"
+                  % what, CANARY not in run.stdout and
+                  "later=refused[Operation not permitted]" in run.stdout and
+                  "was removed or moved during the session" in run.stderr, say)
+        finally:
+            shutil.rmtree(top, ignore_errors=True)
 
 
 MASK_LINK_AGENT = r"""
